@@ -1,0 +1,36 @@
+# Two commands a new user needs: `make demo` and `make test`. Each creates the virtual
+# environment on first use. GPU users: make TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu124"
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export WANDB_MODE ?= offline
+export MPLBACKEND ?= Agg
+
+.PHONY: demo test test-all lint bench clean-venv
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(PY) -m gralc.demo.run
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -m "not slow" -q
+
+test-all: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check gralc tests bench train.py eval.py
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,102 @@
+"""Typed configuration: dataclass schemas + OmegaConf YAML + ``key=value`` overrides.
+
+``load_config(Schema, "configs/train.yaml", ["trainer.max_epochs=3", "data=pubmedqa"])``
+merges, in order: the schema's defaults, the YAML file, config-group selections
+(``data=pubmedqa`` loads ``configs/data/pubmedqa.yaml`` into ``data``) and dotted overrides.
+Every value is validated against the schema at load: an unknown key or a wrongly typed value
+raises :class:`ConfigError` naming the key, where it came from, and the valid keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, Sequence, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the key and the fix in the message."""
+
+
+def _valid_keys(schema: Any, dotted: str) -> list[str]:
+    node = schema
+    for part in [p for p in dotted.split(".")[:-1] if p]:
+        node = getattr(node, part, None)
+        if node is None:
+            return []
+    if is_dataclass(node):
+        return sorted(f.name for f in fields(node))
+    return []
+
+
+def _merge(base: DictConfig, other: Any, source: str, schema_obj: Any) -> DictConfig:
+    try:
+        return OmegaConf.merge(base, other)
+    except ConfigKeyError as exc:
+        key = getattr(exc, "full_key", None) or str(exc)
+        valid = _valid_keys(schema_obj, str(key))
+        raise ConfigError(
+            f"unknown config key {key!r} in {source}; "
+            + (f"valid keys here: {', '.join(valid)}" if valid else "check the spelling")
+        ) from None
+    except ValidationError as exc:
+        key = getattr(exc, "full_key", "?")
+        raise ConfigError(f"invalid value for {key!r} in {source}: {exc.msg}") from None
+
+
+def load_config(
+    schema: type[T],
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    config_dir: str | Path | None = None,
+) -> T:
+    """Load and validate a config; returns the schema dataclass instance (typed).
+
+    ``overrides`` are ``key=value`` strings (``a.b=3``), or ``group=name`` where
+    ``config_dir/group/name.yaml`` exists.
+    """
+    schema_obj = schema()
+    cfg = OmegaConf.structured(schema_obj)
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} not found; pass an existing YAML file")
+        cfg = _merge(cfg, OmegaConf.load(path), str(path), schema_obj)
+        config_dir = config_dir or path.parent
+    dotted: list[str] = []
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not of the form key=value")
+        key, value = item.split("=", 1)
+        key = key.lstrip("+")
+        group_file = Path(config_dir) / key / f"{value}.yaml" if config_dir else None
+        if group_file is not None and "." not in key and group_file.is_file():
+            cfg = _merge(cfg, {key: OmegaConf.load(group_file)}, str(group_file), schema_obj)
+        else:
+            dotted.append(f"{key}={value}")
+    if dotted:
+        try:
+            cli = OmegaConf.from_dotlist(dotted)
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"cannot parse overrides {dotted}: {exc}") from None
+        cfg = _merge(cfg, cli, "command-line overrides", schema_obj)
+    try:
+        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config incomplete or invalid: {exc}") from None
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A resolved, JSON/YAML-ready dict of a config dataclass."""
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
+
+
+def save_config(cfg: Any, path: str | Path) -> None:
+    """Write the resolved config as YAML."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(OmegaConf.create(to_dict(cfg)), Path(path))

@@ -1,0 +1,77 @@
+"""Reproducibility helpers: seeds, deterministic flags, git hash, run metadata files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def seed_everything(seed: int, deterministic: bool = True) -> None:
+    """Seed python, numpy and torch; turn on deterministic algorithms when asked."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    if deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+def git_hash() -> str:
+    """Commit hash of the code (``+dirty`` when the work tree has changes), or ``unknown``."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def blas_kernel() -> str:
+    """Which OpenBLAS core type this process runs with (benchmarks print it)."""
+    return os.environ.get("OPENBLAS_CORETYPE", "default (auto-detected)")
+
+
+def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Git hash, versions, host facts and time, for a file saved next to every result."""
+    import gralc
+
+    meta = {
+        "gralc_version": gralc.__version__,
+        "git_hash": git_hash(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "openblas_coretype": blas_kernel(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": sys.argv,
+    }
+    meta.update(extra or {})
+    return meta
+
+
+def write_json_atomic(path: str | Path, payload: Any) -> None:
+    """Write JSON through a temporary file and rename, so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str))
+    os.replace(tmp, path)

@@ -1,0 +1,49 @@
+from dataclasses import dataclass, field
+
+import pytest
+
+from gralc.config import ConfigError, load_config, save_config
+
+
+@dataclass
+class Inner:
+    lr: float = 1e-3
+    name: str = "x"
+
+
+@dataclass
+class Schema:
+    seed: int = 0
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_defaults_yaml_and_overrides(tmp_path):
+    (tmp_path / "c.yaml").write_text("seed: 3\ninner:\n  lr: 0.5\n")
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "big.yaml").write_text("lr: 2.0\nname: big\n")
+    cfg = load_config(Schema, tmp_path / "c.yaml", ["inner=big", "seed=7"])
+    assert isinstance(cfg, Schema) and isinstance(cfg.inner, Inner)
+    assert (cfg.seed, cfg.inner.lr, cfg.inner.name) == (7, 2.0, "big")
+
+
+def test_unknown_key_names_key_and_valid_keys(tmp_path):
+    (tmp_path / "c.yaml").write_text("inner:\n  lrr: 0.5\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(Schema, tmp_path / "c.yaml")
+    msg = str(exc.value)
+    assert "lrr" in msg and str(tmp_path / "c.yaml") in msg and "lr, name" in msg
+    with pytest.raises(ConfigError, match="sed"):
+        load_config(Schema, None, ["sed=1"])
+
+
+def test_bad_type_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="seed"):
+        load_config(Schema, None, ["seed=abc"])
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(Schema, tmp_path / "nope.yaml")
+
+
+def test_save_roundtrip(tmp_path):
+    cfg = load_config(Schema, None, ["inner.lr=0.25"])
+    save_config(cfg, tmp_path / "out.yaml")
+    assert load_config(Schema, tmp_path / "out.yaml").inner.lr == 0.25
