@@ -17,11 +17,11 @@ Blocks are separated by a blank line; section titles are blocks of their own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
-#: Canonical IMRaD section types. ``abstract`` is the type of an article's abstract section
-#: (and of every section of a PubMedQA abstract that has no more specific label).
+#: Canonical IMRaD section types. ``abstract`` is the type of an article's abstract section;
+#: PubMedQA context labels map to IMRaD types (unlabelled or unknown labels -> ``other``).
 IMRAD_TYPES = ("introduction", "methods", "results", "discussion", "conclusion", "other")
 SECTION_TYPES = IMRAD_TYPES + ("abstract",)
 
@@ -74,9 +74,9 @@ class Section:
     title_end: int
     parent_id: str | None = None
     paragraph_ids: list[str] = field(default_factory=list)  # direct paragraphs only
-    subsections: list["Section"] = field(default_factory=list)
+    subsections: list[Section] = field(default_factory=list)
 
-    def walk(self) -> Iterator["Section"]:
+    def walk(self) -> Iterator[Section]:
         """This section and all its descendants, depth first, in document order."""
         yield self
         for sub in self.subsections:
@@ -119,7 +119,8 @@ class ListBlock:
 
 @dataclass
 class Caption:
-    """A figure or table caption; ``kind`` is ``fig`` or ``table``; ``paragraph_id`` is the
+    """A figure, table or supplementary-material caption; ``kind`` is ``fig`` | ``table`` |
+    ``supplementary``; ``paragraph_id`` is the
     caption paragraph (kind ``caption``) holding its text."""
 
     id: str

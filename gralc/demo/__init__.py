@@ -1,0 +1,55 @@
+"""The bundled demo corpus: 10 fictitious IMRaD articles, questions and a tiny MeSH subset.
+
+The texts are original, written for GraLC (not real publications); see ``README.md`` here.
+Everything is read from the installed package folder, so the quickstart works offline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Folder holding the demo files (inside the installed package).
+DEMO_DIR = Path(__file__).parent
+
+
+def demo_articles() -> list[Path]:
+    """The 10 JATS articles (``articles/PMC90000NN.nxml``), sorted by file name."""
+    paths = sorted((DEMO_DIR / "articles").glob("*.nxml"))
+    if not paths:
+        raise FileNotFoundError(
+            f"no demo articles in {DEMO_DIR / 'articles'}: reinstall gralc with its package data"
+        )
+    return paths
+
+
+def _demo_file(name: str) -> Path:
+    path = DEMO_DIR / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"demo file {path} is missing: reinstall gralc with its package data"
+        )
+    return path
+
+
+def demo_questions_path() -> Path:
+    """``questions.jsonl``: one question per line with gold document and IMRaD section types."""
+    return _demo_file("questions.jsonl")
+
+
+def demo_vocabulary_path() -> Path:
+    """``mesh_vocabulary.tsv``: MeSH 2024 entry terms in NLM's thesaurus-terms TSV format."""
+    return _demo_file("mesh_vocabulary.tsv")
+
+
+def demo_mesh_tree_path() -> Path:
+    """``mtrees_demo.bin``: ``Name;TreeNumber`` lines (NLM mtrees format) with direct parents."""
+    return _demo_file("mtrees_demo.bin")
+
+
+__all__ = [
+    "DEMO_DIR",
+    "demo_articles",
+    "demo_mesh_tree_path",
+    "demo_questions_path",
+    "demo_vocabulary_path",
+]

@@ -1,0 +1,78 @@
+"""``python -m gralc.documents inspect FILE.nxml [FILE ...]``: print what the parser sees."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gralc.documents.errors import DocumentParseError
+from gralc.documents.imrad import imrad_report
+from gralc.documents.jats import parse_jats
+from gralc.documents.model import Document, Section
+
+
+def _tree_lines(doc: Document, sec: Section, depth: int = 0) -> list[str]:
+    words = sum(len(doc.text[p.start : p.end].split()) for p in doc.paragraphs
+                if p.section_id == sec.id)  # fmt: skip
+    title = sec.title or "(untitled)"
+    lines = [f"{'  ' * depth}- [{sec.imrad_type}] {title}  ({sec.id}: "
+             f"{len(sec.paragraph_ids)} paragraphs, {words} words)"]  # fmt: skip
+    for sub in sec.subsections:
+        lines.extend(_tree_lines(doc, sub, depth + 1))
+    return lines
+
+
+def _graph_stats(doc: Document) -> dict[str, int] | None:
+    """Structure-graph statistics when gralc.documents.structure_graph is available."""
+    try:
+        from gralc.documents.structure_graph import graph_stats
+    except ImportError:
+        return None
+    return graph_stats(doc)
+
+
+def inspect(doc: Document) -> str:
+    """A human-readable report: section tree, element counts, IMRaD verdict, graph stats."""
+    report = imrad_report(doc)
+    out = [f"{doc.id}  ({doc.article_type or 'article'}; source {doc.source})",
+           f"title: {doc.title}", "sections:"]  # fmt: skip
+    for sec in doc.sections:
+        out.extend("  " + line for line in _tree_lines(doc, sec))
+    counts = {
+        "characters": len(doc.text), "sections": sum(1 for _ in doc.iter_sections()),
+        "paragraphs": len(doc.paragraphs), "sentences": len(doc.sentences),
+        "words": len(doc.text.split()), "body words": doc.body_word_count(),
+        "citations": len(doc.citations), "crossrefs": len(doc.crossrefs),
+        "lists": len(doc.lists), "captions": len(doc.captions),
+        "references": len(doc.references),
+    }  # fmt: skip
+    out.append("counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    out.append(f"IMRaD: {'yes' if report.ok else 'no'} ({report.reason})")
+    for w in doc.warnings:
+        out.append(f"warning: {w}")
+    stats = _graph_stats(doc)
+    if stats:
+        out.append("graph: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gralc.documents")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ins = sub.add_parser("inspect", help="parse JATS files and print their structure")
+    ins.add_argument("files", nargs="+", help="JATS / PMC .nxml files")
+    args = parser.parse_args(argv)
+    status = 0
+    for i, path in enumerate(args.files):
+        if i:
+            print()
+        try:
+            print(inspect(parse_jats(path)))
+        except DocumentParseError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

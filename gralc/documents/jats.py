@@ -1,0 +1,496 @@
+"""Parse JATS / NLM XML (PubMed Central ``.nxml``) into a :class:`Document`.
+
+Layout decisions (all text goes through :class:`TextBuilder`, so every offset is exact):
+
+* Whitespace runs (incl. NBSP, thin spaces) collapse to one space; a paragraph's text and
+  the offsets of its inline ``<xref>``s are built in one pass.
+* The main ``<abstract>`` (no ``abstract-type``) becomes top-level section ``abstract``
+  (type ``abstract``, paragraphs of kind ``abstract``); a structured abstract's ``<sec>``s
+  are its subsections. TOC/teaser/summary abstracts are ignored.
+* Body paragraphs before the first ``<sec>`` go into an implicit untitled top-level section
+  (id ``s0``) of type ``introduction`` when titled sections follow and none of them is an
+  introduction, else ``other``. Every body paragraph thus has a section.
+* Blocks nested in a ``<p>`` (fig, table-wrap, list, boxed-text ...) are emitted right after
+  that paragraph; a ``<disp-formula>`` inside a ``<p>`` stays inline, since it is part of the
+  sentence. A block-level ``<disp-formula>`` is a paragraph of kind ``formula``.
+* Formula text is the MathML token text (annotations dropped), else ``[formula]``: TeX and
+  graphics never reach the text.
+* Figure/table/supplementary captions: one ``caption`` paragraph = label + caption title +
+  caption paragraphs. Table cells and table footers are not text. Captions held in
+  ``<back>`` (``sec-type="display-objects"``) or ``<floats-group>`` form a last top-level
+  section of type ``other``.
+* ``<boxed-text>`` content (its inner ``<sec>``s flattened) becomes ``boxed`` paragraphs.
+* ``<back>`` (acknowledgements, footnotes, glossary, references) is not body text; every
+  ``<ref>`` becomes a :class:`Reference` with its pmid/doi.
+* Ids: paragraphs ``p0001``..., lists ``l0001``..., sections use their unique ``@id``,
+  else ``s1``, ``s1.2`` ... ; ``Document.id`` is the PMCID, else PMID, else DOI, else the stem.
+"""
+
+from __future__ import annotations
+
+import html.entities
+from pathlib import Path
+
+from lxml import etree
+
+from gralc.documents.errors import DocumentParseError
+from gralc.documents.imrad import classify_section
+from gralc.documents.model import (
+    Caption,
+    Citation,
+    CrossRef,
+    Document,
+    ListBlock,
+    Paragraph,
+    Reference,
+    Section,
+    Sentence,
+    TextBuilder,
+)  # fmt: skip
+from gralc.documents.sentences import split_sentences
+
+_PARSER_ARGS = dict(resolve_entities=False, no_network=True, load_dtd=False, recover=False,
+                    huge_tree=True, remove_comments=True, remove_pis=True)  # fmt: skip
+#: Block elements that may sit inside a <p>; they are emitted after that paragraph.
+_BLOCK_IN_P = frozenset(
+    """fig fig-group table-wrap table-wrap-group list def-list boxed-text
+    supplementary-material disp-quote statement p sec""".split()
+)
+#: Elements whose text is never body text.
+_SKIP = frozenset(
+    """fn fn-group table graphic inline-graphic alt-text long-desc object-id
+    table-wrap-foot ref-list ack glossary sec-meta label title permissions attrib alternatives
+    array chem-struct-wrap target notes app-group""".split()
+)
+_SKIP_INLINE = _SKIP - {"label", "title"}  # inside a paragraph, labels/titles are text
+_CAPTIONED = {"fig": "fig", "table-wrap": "table", "supplementary-material": "supplementary",
+              "media": "supplementary"}  # fmt: skip
+#: abstract-type values of secondary abstracts (the main abstract has none).
+_SIDE_ABSTRACTS = frozenset(
+    """toc teaser summary synopsis short graphical web-summary editor
+    precis key-points""".split()
+)
+_CITATION_TAGS = ("element-citation", "mixed-citation", "citation", "nlm-citation")
+
+
+def _tag(el) -> str | None:
+    """Local name of an element (None for entities/comments)."""
+    return el.tag.rpartition("}")[2] if isinstance(el.tag, str) else None
+
+
+def _formula_text(el) -> str:
+    """Token text of the formula's MathML (annotations dropped), else ``[formula]``."""
+    math = next((m for m in el.iter() if _tag(m) == "math"), None)
+    if math is None:
+        return "[formula]"
+    parts: list[str] = []
+
+    def walk(node) -> None:
+        if _tag(node) in ("annotation", "annotation-xml"):
+            return
+        parts.append(node.text or "")
+        for ch in node:
+            walk(ch)
+            parts.append(ch.tail or "")
+
+    walk(math)
+    return " ".join("".join(parts).split()) or "[formula]"
+
+
+class _Inline:
+    """Builds one block's whitespace-normalised text and the local spans of its xrefs."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+        self.pending = False  # a space is owed before the next non-space text
+        self.xrefs: list[tuple[int, int, str, str]] = []  # (start, end, ref-type, rid)
+
+    def add(self, s: str | None) -> None:
+        if not s:
+            return
+        core = " ".join(s.split())
+        if not core:
+            self.pending = True
+            return
+        if (self.pending or s[0].isspace()) and self.length:
+            self.parts.append(" ")
+            self.length += 1
+        self.parts.append(core)
+        self.length += len(core)
+        self.pending = s[-1].isspace()
+
+    def space(self) -> None:
+        self.pending = True
+
+    def mark(self) -> int:
+        """Where the next non-space character will go."""
+        return self.length + (1 if self.pending and self.length else 0)
+
+    def value(self) -> str:
+        return "".join(self.parts)
+
+    def fill(self, el, deferred: list | None = None) -> None:
+        """Append ``el``'s content; block children go to ``deferred`` (skipped if None)."""
+        self.add(el.text)
+        for ch in el:
+            tag = _tag(ch)
+            if tag is None:  # an undeclared entity kept as a node
+                name = (ch.text or "").strip("&;")
+                self.add(html.entities.html5.get(name + ";", ch.text))
+            elif tag in _BLOCK_IN_P:
+                if deferred is not None:
+                    deferred.append(ch)
+            elif tag == "inline-formula":
+                self.add(_formula_text(ch))
+            elif tag == "disp-formula":
+                self.space()  # a displayed formula inside a sentence stays inline
+                self.add(_formula_text(ch))
+                self.space()
+            elif tag == "xref":
+                start = self.mark()
+                self.fill(ch, deferred)
+                self.xrefs.append((min(start, self.length), self.length,
+                                   ch.get("ref-type", ""), ch.get("rid", "")))  # fmt: skip
+            elif tag == "break":
+                self.space()
+            elif tag not in _SKIP_INLINE:
+                self.fill(ch, deferred)
+            self.add(ch.tail)
+
+
+def _text(el) -> str:
+    """Whitespace-normalised inline text of ``el`` (empty for None)."""
+    if el is None:
+        return ""
+    buf = _Inline()
+    buf.fill(el)
+    return buf.value()
+
+
+class _Builder:
+    """Walks the article and fills a Document through one TextBuilder."""
+
+    def __init__(self, taken_ids: set[str]) -> None:
+        self.tb = TextBuilder()
+        self.open: list[Section] = []
+        self.sections: list[Section] = []
+        self.paragraphs: list[Paragraph] = []
+        self.citations: list[Citation] = []
+        self.crossrefs: list[CrossRef] = []
+        self.lists: list[ListBlock] = []
+        self.captions: list[Caption] = []
+        self.list_by_id: dict[str, ListBlock] = {}
+        self.sec_attr_ids = taken_ids
+        self.used_ids: set[str] = set()
+
+    # ----- blocks ---------------------------------------------------------------------------
+    def block(self, text: str) -> tuple[int, int]:
+        start, end = self.tb.add(text)
+        for sec in self.open:
+            if sec.start < 0:
+                sec.start = start
+            sec.end = end
+        return start, end
+
+    def paragraph(self, buf: _Inline, kind: str, list_id: str | None = None):
+        text = buf.value()
+        if not text:
+            return None
+        start, end = self.block(text)
+        pid = f"p{len(self.paragraphs) + 1:04d}"
+        sec = self.open[-1] if self.open else None
+        sents = [Sentence(start + a, start + b, pid) for a, b in split_sentences(text)]
+        para = Paragraph(pid, start, end, sec.id if sec else None, kind, list_id, sents)
+        self.paragraphs.append(para)
+        if sec is not None:
+            sec.paragraph_ids.append(pid)
+        for a, b, ref_type, rids in buf.xrefs:
+            for rid in rids.split():
+                if ref_type == "bibr":
+                    self.citations.append(Citation(start + a, start + b, rid, pid))
+                else:
+                    kind_ = "supplementary" if ref_type == "supplementary-material" else ref_type
+                    self.crossrefs.append(CrossRef(start + a, start + b, kind_, rid, pid))
+        return para
+
+    def p(self, el, kind: str, list_id: str | None = None, prefix=None) -> None:
+        buf, deferred = _Inline(), []
+        if prefix is not None:
+            buf.fill(prefix)
+            buf.space()
+        buf.fill(el, deferred)
+        para = self.paragraph(buf, kind, list_id)
+        if para is not None and list_id is not None:
+            self.list_by_id[list_id].item_ids.append(para.id)
+        for ch in deferred:
+            self.element(ch, "paragraph" if kind == "list_item" else kind)
+
+    def container(self, el, kind: str, flatten: bool = False) -> None:
+        for ch in el:
+            if _tag(ch) not in (None, "title", "label", "caption"):
+                self.element(ch, kind, flatten)
+
+    def element(self, el, kind: str, flatten: bool = False) -> None:
+        tag = _tag(el)
+        if tag == "sec" and not flatten:
+            self.section(el, kind)
+        elif tag == "sec" or tag == "boxed-text":
+            kind = "boxed" if tag == "boxed-text" else kind
+            for part in [el.find("title")] + el.findall("caption/*"):
+                if part is not None:
+                    self.p(part, kind)
+            self.container(el, kind, flatten=True)
+        elif tag == "p":
+            self.p(el, kind)
+        elif tag in ("list", "def-list"):
+            self.list_(el)
+        elif tag in _CAPTIONED:
+            self.caption(el, _CAPTIONED[tag])
+        elif tag == "disp-formula":
+            buf = _Inline()
+            buf.add(_formula_text(el))
+            buf.space()
+            buf.add(_text(el.find("label")))
+            self.paragraph(buf, "formula")
+        elif tag is None or tag in _SKIP:
+            return
+        elif any(_tag(c) in _BLOCK_IN_P or _tag(c) in _CAPTIONED for c in el):
+            self.container(el, kind, flatten)
+        else:
+            self.p(el, kind)
+
+    def list_(self, el) -> None:
+        lst = ListBlock(f"l{len(self.lists) + 1:04d}", -1, -1,
+                        self.open[-1].id if self.open else None, list_type=el.get("list-type", ""))  # fmt: skip
+        if _tag(el) == "def-list":
+            lst.list_type = "definition"
+        self.lists.append(lst)
+        self.list_by_id[lst.id] = lst
+        first = len(self.paragraphs)
+        for item in el:
+            if _tag(item) == "def-item":
+                buf = _Inline()
+                for part in item:  # <term> then <def>
+                    buf.space()
+                    buf.fill(part)
+                para = self.paragraph(buf, "list_item", lst.id)
+                if para is not None:
+                    lst.item_ids.append(para.id)
+            elif _tag(item) == "list-item":
+                label = item.find("label")
+                blocks = [c for c in item if _tag(c) not in (None, "label", "title")]
+                if not any(_tag(c) == "p" for c in blocks):  # bare text (+ nested blocks)
+                    self.p(item, "list_item", lst.id)
+                    continue
+                for c in blocks:
+                    if _tag(c) == "p":
+                        self.p(c, "list_item", lst.id, prefix=label)
+                        label = None
+                    else:
+                        self.element(c, "paragraph")
+        if len(self.paragraphs) > first:
+            lst.start, lst.end = self.paragraphs[first].start, self.paragraphs[-1].end
+        else:
+            self.lists.remove(lst)
+            del self.list_by_id[lst.id]
+
+    def caption(self, el, kind: str) -> None:
+        buf = _Inline()
+        label = el.find("label")
+        if label is not None:
+            buf.fill(label)
+        for part in el.findall("caption"):
+            for ch in part:
+                buf.space()
+                buf.fill(ch)
+        para = self.paragraph(buf, "caption")
+        if para is not None:
+            cid = el.get("id") or f"c{len(self.captions) + 1:04d}"
+            self.captions.append(Caption(cid, kind, _text(label), para.id))
+
+    # ----- sections -------------------------------------------------------------------------
+    def new_id(self, el_id: str | None, generated: str) -> str:
+        if el_id and el_id not in self.used_ids:
+            self.used_ids.add(el_id)
+            return el_id
+        cand, n = generated, 1
+        while cand in self.used_ids or cand in self.sec_attr_ids:
+            n += 1
+            cand = f"{generated}_{n}"
+        self.used_ids.add(cand)
+        return cand
+
+    def section(self, el, kind: str, children=None, title: str | None = None,
+                imrad_type: str | None = None, sec_id: str | None = None) -> None:  # fmt: skip
+        """Open a section for ``el`` (or an implicit one over ``children``) and fill it."""
+        parent = self.open[-1] if self.open else None
+        siblings = parent.subsections if parent else self.sections
+        if title is None:
+            label = _text(el.find("label"))
+            title = " ".join(t for t in (label, _text(el.find("title"))) if t)
+        if imrad_type is None:
+            imrad_type = classify_section(
+                title, el.get("sec-type"), parent.imrad_type if parent else None
+            )
+        n = 1 + sum(s.id not in ("abstract", "s0") for s in siblings)
+        gen = f"{parent.id}.{n}" if parent else f"s{n}"
+        sid = self.new_id(sec_id or (el.get("id") if el is not None else None), gen)
+        sec = Section(sid, title, parent.level + 1 if parent else 1, imrad_type, -1, -1, -1, -1,
+                      parent.id if parent else None)  # fmt: skip
+        siblings.append(sec)
+        self.open.append(sec)
+        if title:
+            sec.title_start, sec.title_end = self.block(title)
+        for ch in children if children is not None else el:
+            if _tag(ch) not in (None, "title", "label"):
+                self.element(ch, kind)
+        self.open.pop()
+        if sec.start < 0:
+            siblings.remove(sec)
+        elif not title:
+            sec.title_start = sec.title_end = sec.start
+
+
+def _read(path_or_bytes: str | Path | bytes, source: str) -> tuple[etree._Element, str]:
+    """Parse the XML and return (article element, name used in messages)."""
+    if isinstance(path_or_bytes, bytes):
+        data, name = path_or_bytes, source or "<bytes>"
+    else:
+        name = str(path_or_bytes)
+        try:
+            data = Path(path_or_bytes).read_bytes()
+        except OSError as exc:
+            raise DocumentParseError(f"cannot read {name}: {exc.strerror}; check the path "
+                                     "and permissions", path=name) from exc  # fmt: skip
+    try:
+        root = etree.fromstring(data, etree.XMLParser(**_PARSER_ARGS))
+    except etree.XMLSyntaxError as exc:
+        line = exc.lineno or (exc.position[0] if exc.position else None)
+        raise DocumentParseError(
+            f"{name}: malformed XML at line {line}: {exc.msg}. The file is not well-formed "
+            "JATS XML; re-download it or fix the markup (check with `xmllint --noout FILE`).",
+            path=name,
+            line=line,
+        ) from exc
+    article = (
+        root
+        if _tag(root) == "article"
+        else next((e for e in root.iter() if _tag(e) == "article"), None)
+    )
+    if article is None:
+        raise DocumentParseError(
+            f"{name}: root element <{_tag(root)}> is not a JATS <article> and contains none; "
+            "expected a PubMed Central .nxml (JATS/NLM XML) file.", path=name, line=root.sourceline,
+        )  # fmt: skip
+    ns = etree.QName(article).namespace
+    if ns:  # namespaced JATS (e.g. from OAI-PMH): drop the JATS namespace
+        for e in article.iter():
+            if isinstance(e.tag, str) and e.tag.startswith("{" + ns + "}"):
+                e.tag = _tag(e)
+    return article, name
+
+
+def _article_ids(meta) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    for el in meta.findall("article-id") if meta is not None else []:
+        kind, value = el.get("pub-id-type", ""), (el.text or "").strip()
+        if kind == "pmcid":
+            kind = "pmc"
+        if value and kind not in ids:
+            ids[kind] = ("PMC" + value) if kind == "pmc" and value.isdigit() else value
+    return ids
+
+
+def _references(article) -> list[Reference]:
+    refs: dict[str, Reference] = {}
+    for ref in article.iter("ref"):
+        rid = ref.get("id")
+        if not rid or rid in refs:
+            continue
+        cites = [c for c in ref if _tag(c) in _CITATION_TAGS] or [ref]
+        # mixed-citation carries its own punctuation/spacing; the others are bare fields
+        texts = [_text(c) if _tag(c) == "mixed-citation" else " ".join(c.itertext()) for c in cites]
+        text = " ".join(" ".join(texts).split())
+        pub = {p.get("pub-id-type"): (p.text or "").strip() for p in ref.iter("pub-id")}
+        refs[rid] = Reference(rid, text, pub.get("pmid") or None, pub.get("doi") or None)
+    return list(refs.values())
+
+
+def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
+    """Parse one JATS/NLM article (a path, or the raw bytes) into a :class:`Document`.
+
+    Raises :class:`DocumentParseError` for unreadable/malformed XML, a file without an
+    ``<article>``, or an article without any text. ``source`` defaults to the path.
+    """
+    article, name = _read(path_or_bytes, source)
+    front, body = article.find("front"), article.find("body")
+    meta = front.find("article-meta") if front is not None else None
+    ids = _article_ids(meta)
+    warnings: list[str] = []
+    b = _Builder({s.get("id") for s in article.iter("sec") if s.get("id")})
+    title = _text(meta.find("title-group/article-title")) if meta is not None else ""
+    title_start, title_end = b.tb.add(title) if title else (0, 0)
+    if not title:
+        warnings.append("no <article-title>")
+    abstracts = meta.findall("abstract") if meta is not None else []
+    main = [a for a in abstracts if a.get("abstract-type", "").lower() not in _SIDE_ABSTRACTS]
+    if main:
+        b.section(main[0], "abstract", title=_text(main[0].find("title")), imrad_type="abstract",
+                  sec_id="abstract")  # fmt: skip
+    if body is None:
+        warnings.append("no <body>: abstract-only document")
+    else:
+        _body(b, body)
+    back = article.find("back")
+    for sec in back.iter("sec") if back is not None else []:
+        if sec.get("sec-type") == "display-objects":  # PLoS: figures and tables at the end
+            b.section(sec, "paragraph")
+    for group in article.findall("floats-group"):
+        b.section(None, "paragraph", children=list(group), title="", imrad_type="other",
+                  sec_id="floats")  # fmt: skip
+    if not b.paragraphs:
+        raise DocumentParseError(
+            f"{name} has no text: no abstract or body paragraphs were found; is it a "
+            "metadata-only PMC record? Use the full-text (OA) .nxml.", path=name)  # fmt: skip
+    doc_id = ids.get("pmc") or ids.get("pmid") or ids.get("doi") or Path(name).stem
+    return Document(
+        id=doc_id,
+        text=b.tb.text,
+        title=title,
+        title_start=title_start,
+        title_end=title_end,
+        pmid=ids.get("pmid"),
+        pmcid=ids.get("pmc"),
+        doi=ids.get("doi"),
+        sections=b.sections,
+        paragraphs=b.paragraphs,
+        citations=b.citations,
+        crossrefs=b.crossrefs,
+        lists=b.lists,
+        captions=b.captions,
+        references=_references(article),
+        article_type=article.get("article-type", ""),
+        source=source or name,
+        warnings=warnings,
+    )
+
+
+def _body(b: _Builder, body) -> None:
+    """Top-level sections of ``<body>``; loose runs of blocks become implicit sections."""
+    children = [ch for ch in body if _tag(ch) is not None]
+    secs = [ch for ch in children if _tag(ch) == "sec"]
+    explicit = {classify_section(_text(s.find("title")), s.get("sec-type")) for s in secs}
+    run: list = []
+    for i, ch in enumerate(children + [None]):
+        if ch is not None and _tag(ch) != "sec":
+            run.append(ch)
+            continue
+        if run:
+            leading = len(run) == i and bool(secs) and "introduction" not in explicit
+            b.section(None, "paragraph", children=run, title="",
+                      imrad_type="introduction" if leading else "other",
+                      sec_id="s0" if len(run) == i else None)  # fmt: skip
+            run = []
+        if ch is not None:
+            b.section(ch, "paragraph")

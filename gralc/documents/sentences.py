@@ -1,0 +1,81 @@
+"""A fast rule-based sentence splitter for biomedical prose.
+
+A sentence ends at ``.``, ``!`` or ``?`` (plus any closing quotes/brackets) that is followed by
+whitespace and then by a character that can start a sentence (an upper-case letter, a digit
+or an opening bracket/quote). A ``.`` does NOT end a sentence when the word it closes is a
+known abbreviation (``et al.``, ``Fig.``, ``e.g.``, ``vs.``, ``spp.`` ...) or a single
+upper-case initial (``J. Smith``). Decimals (``0.05``) never match because no whitespace
+follows their dot; ``p < 0.05. Next`` does end a sentence.
+
+The splitter is conservative: a sentence starting with a lower-case word (``mRNA levels``)
+is merged into the previous one rather than risking splits inside abbreviations.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Lower-cased words (with their final dot) after which a dot does not end a sentence.
+ABBREVIATIONS = frozenset(
+    """al. fig. figs. e.g. i.e. eg. ie. vs. v. approx. ca. c. no. nos. dr. drs. mr. mrs. ms.
+    prof. sp. spp. ssp. subsp. var. cv. cf. eq. eqs. ref. refs. suppl. supp. vol. vols. pp.
+    p. ed. eds. inc. ltd. co. corp. jr. sr. st. dept. univ. resp. esp. viz. chap. sect.
+    tab. incl. conc. wt. aff. nov. gen. et. mol. biol. proc. natl. acad. sci. j. u.s. u.k.
+    e.u. a.m. p.m.""".split()
+)
+
+_CANDIDATE = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
+_NEXT_START = re.compile(r"\s+(\S)")
+_OPENERS = "([{\"'\u201c\u2018"
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    """Whether the ``.`` at ``text[dot]`` closes an abbreviation or an initial."""
+    word_start = max(text.rfind(c, 0, dot) for c in " \n\t\u00a0") + 1
+    word = text[word_start : dot + 1].lstrip(_OPENERS).lower()
+    if word in ABBREVIATIONS:
+        return True
+    # a single letter initial ("J." in "J. Smith") or dotted initials ("J.R.")
+    letters = word.replace(".", "")
+    return (
+        len(letters) <= 2
+        and letters.isalpha()
+        and word.count(".") == len(letters)
+        and (text[dot - 1].isupper())
+    )
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Split ``text[start:end]`` into sentences.
+
+    Returns ``[(s, e), ...]``: absolute half-open offsets into ``text``, trimmed of
+    whitespace, in order, together covering every non-space character of the range.
+    """
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    sent_start = start
+    for m in _CANDIDATE.finditer(text, start, end):
+        nxt = _NEXT_START.match(text, m.end(), end)
+        if nxt is None:
+            continue
+        first = nxt.group(1)
+        if not (first.isupper() or first.isdigit() or first in _OPENERS):
+            continue
+        if (
+            text[m.start()] == "."
+            and m.end() - m.start() == 1
+            and _is_abbreviation(text, m.start())
+        ):
+            continue
+        spans.append((sent_start, m.end()))
+        sent_start = nxt.start(1)
+    spans.append((sent_start, end))
+    return [t for s, e in spans if (t := _trim(text, s, e))[0] < t[1]]
+
+
+def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
