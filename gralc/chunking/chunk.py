@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Chunk:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Chunk":
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
         d = dict(d)
         emb = d.pop("embedding", None)
         chunk = cls(**d)

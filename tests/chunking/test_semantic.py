@@ -1,0 +1,99 @@
+"""Semantic chunking (SemRAG): buffered sentence similarities, threshold / percentile cuts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gralc.chunking.base import PreparedDocument
+from gralc.chunking.chunk import registered
+from gralc.chunking.semantic import SemanticChunker
+from gralc.chunking.sentence_spans import sentence_token_spans, unit_char_spans
+
+
+def test_registered():
+    assert registered()["semantic"] is SemanticChunker
+
+
+def test_buffered_similarities(small_prepared, encoder):
+    doc = small_prepared.doc
+    units = sentence_token_spans(doc, small_prepared.tokens)
+    sims = SemanticChunker(encoder, buffer_size=1).similarities(doc.text, units)
+    assert sims.shape == (len(units) - 1,)
+    # unit 3 with one neighbour each side vs unit 4 with its neighbours
+    a = doc.text[units[2].char_start : units[4].char_end]
+    b = doc.text[units[3].char_start : units[5].char_end]
+    z = encoder.encode_texts([a, b]).numpy()
+    assert sims[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
+    plain = SemanticChunker(encoder, buffer_size=0).similarities(doc.text, units)
+    z = encoder.encode_texts([doc.text[u.char_start : u.char_end] for u in units[3:5]]).numpy()
+    assert plain[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
+
+
+def test_threshold_extremes(small_prepared, encoder, tiling):
+    units = sentence_token_spans(small_prepared.doc, small_prepared.tokens)
+    one = SemanticChunker(encoder, threshold=-1.0).chunk(small_prepared)
+    assert len(one) == 1 and (one[0].token_start, one[0].token_end) == (0, units[-1].tok_end)
+    every = SemanticChunker(encoder, threshold=1.01).chunk(small_prepared)
+    assert [(c.token_start, c.token_end) for c in every] == [(u.tok_start, u.tok_end) for u in units]
+    tiling(small_prepared, every)
+
+
+@pytest.fixture(scope="module")
+def default_run(small_prepared, encoder):
+    """Paper settings on the small document, run WITHOUT token embeddings (tokenises itself)."""
+    chunker = SemanticChunker(encoder, threshold=0.75)
+    doc = small_prepared.doc
+    sims = chunker.similarities(doc.text, sentence_token_spans(doc, small_prepared.tokens))
+    return sims, chunker.chunk(PreparedDocument(doc))
+
+
+def test_cuts_where_similarity_below_threshold(small_prepared, default_run, encoder, check, tiling):
+    sims, chunks = default_run
+    assert len(chunks) == 1 + int((sims < 0.75).sum()) and len(chunks) >= 2
+    check(small_prepared, chunks, "semantic", encoder.dim)
+    tiling(small_prepared, chunks)
+    ends = {e for _, e in unit_char_spans(small_prepared.doc)}
+    for c in chunks:
+        assert c.char_end in ends and c.boundary_scores["threshold"] == 0.75
+        if c.token_start > 0:
+            assert c.boundary_scores["similarity"] < 0.75
+
+
+def test_chunks_embedded_independently(default_run, encoder):
+    chunks = default_run[1]
+    alone = encoder.encode_texts([c.text for c in chunks]).numpy()
+    np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), alone, atol=1e-5)
+
+
+def test_percentile(small_prepared, default_run, encoder):
+    sims = default_run[0]
+    chunks = SemanticChunker(encoder, percentile=50).chunk(small_prepared)
+    assert chunks[0].boundary_scores["threshold"] == pytest.approx(float(np.median(sims)), abs=1e-6)
+    assert len(chunks) == 1 + int((sims < np.median(sims)).sum())
+
+
+def test_long_group_split_with_overlap(small_prepared, encoder, check, tiling):
+    chunks = SemanticChunker(encoder, threshold=-1.0, max_tokens=40, sub_overlap=10).chunk(
+        small_prepared
+    )
+    assert len(chunks) >= 3 and all(c.n_tokens <= 40 for c in chunks)
+    assert all(c.boundary_scores["sub_chunk"] == 1.0 for c in chunks)
+    check(small_prepared, chunks, "semantic", encoder.dim)
+    tiling(small_prepared, chunks, overlap=10)
+
+
+def test_long_document_default(long_prepared, encoder, check, tiling):
+    chunks = SemanticChunker(encoder).chunk(long_prepared)
+    # few cuts on this templated text: no chunk need start in Methods itself
+    check(long_prepared, chunks, "semantic", encoder.dim, require_methods=False)
+    assert all(c.n_tokens <= 1024 for c in chunks)
+    if all(c.boundary_scores["sub_chunk"] == 0.0 for c in chunks):
+        tiling(long_prepared, chunks)
+
+
+def test_bad_parameters(encoder):
+    with pytest.raises(ValueError, match="percentile"):
+        SemanticChunker(encoder, percentile=150)
+    with pytest.raises(ValueError, match="sub_overlap"):
+        SemanticChunker(encoder, max_tokens=10, sub_overlap=10)
