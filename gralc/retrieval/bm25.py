@@ -1,0 +1,133 @@
+"""Lexical chunk index: BM25 (bm25s) with an English Snowball stemmer and English stopwords.
+
+ONE :class:`bm25s.tokenization.Tokenizer` tokenises both the chunks and the queries, and its
+vocabulary is saved with the index: a query tokenised with a fresh vocabulary would map
+words to the wrong ids (xhluca/bm25s#91). Tokens are handed to bm25s as (stemmed) strings,
+so index and query meet in one string space.
+
+Directory layout::
+
+    bm25/                 bm25s.BM25.save (score matrix + vocab)
+    vocab.tokenizer.json  the tokenizer's vocabulary
+    chunks.jsonl          one Chunk per line (row i = BM25 document i)
+    config.json           BM25 parameters, tokenizer settings, gralc version, git hash
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from gralc.chunking.chunk import Chunk
+from gralc.evaluation.metrics import rank_chunks
+from gralc.retrieval.index import (
+    CHUNKS_FILE,
+    CONFIG_FILE,
+    atomic_dir,
+    provenance,
+    read_chunks,
+    read_json,
+    require,
+    write_chunks,
+)
+
+VOCAB_FILE = "vocab.tokenizer.json"
+
+
+@dataclass
+class BM25Config:
+    """BM25 parameters (bm25s ``method``: robertson | lucene | atire | bm25l | bm25+)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: str = "lucene"
+    stemmer: str = "english"
+    stopwords: str = "en"
+
+
+class BM25Index:
+    """BM25 over chunk texts; document i is ``chunks[i]``."""
+
+    def __init__(self, config: BM25Config | None = None) -> None:
+        self.config = config or BM25Config()
+        self.tokenizer = bm25s.tokenization.Tokenizer(
+            stopwords=self.config.stopwords, stemmer=Stemmer.Stemmer(self.config.stemmer)
+        )
+        self.retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
+        self.chunks: list[Chunk] = []
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def _tokens(self, texts: Sequence[str], update_vocab: bool) -> list[list[str]]:
+        return self.tokenizer.tokenize(
+            list(texts), update_vocab=update_vocab, return_as="string", show_progress=False
+        )
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        """Build the index over ``chunks`` (replaces any previous content)."""
+        if not chunks:
+            raise ValueError("BM25Index.index needs at least one chunk")
+        self.tokenizer.reset_vocab()
+        self.retriever.index(self._tokens([c.text for c in chunks], True), show_progress=False)
+        self.chunks = [replace(c, embedding=None) for c in chunks]
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[Chunk, float]]]:
+        """Top-k ``(chunk, BM25 score)`` per query, ordered score desc, then doc_id desc,
+        chunk_id desc. Chunks sharing no term with the query score 0 and rank last."""
+        if not self.chunks:
+            raise ValueError("BM25Index is empty: call index(chunks) or load(dir) first")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if isinstance(queries, str):
+            raise TypeError("queries must be a list of strings, not one string")
+        k = min(k, len(self.chunks))
+        out = []
+        for tokens in self._tokens(queries, False):
+            tokens = [t for t in tokens if t]
+            scores = (
+                self.retriever.get_scores(tokens) if tokens else np.zeros(len(self.chunks))
+            )
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            rows = np.flatnonzero(scores >= kth)  # the top-k and everything tied with it
+            out.append(rank_chunks((self.chunks[i], float(scores[i])) for i in rows)[:k])
+        return out
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the index directory atomically (see module docstring)."""
+        if not self.chunks:
+            raise ValueError("cannot save an empty BM25 index")
+        meta = {"format": "gralc.bm25_index/1", "bm25": asdict(self.config),
+                "bm25s_version": bm25s.__version__, **provenance()}
+        with atomic_dir(directory) as tmp:
+            self.retriever.save(str(tmp / "bm25"))
+            self.tokenizer.save_vocab(str(tmp), VOCAB_FILE)
+            write_chunks(tmp / CHUNKS_FILE, self.chunks)
+            (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        return Path(directory)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> BM25Index:
+        """Read a directory written by :meth:`save`; errors name the missing/corrupt file."""
+        d = Path(directory)
+        if not d.is_dir():
+            raise FileNotFoundError(f"BM25 index directory {d} does not exist")
+        meta = read_json(d / CONFIG_FILE)
+        self = cls(BM25Config(**meta["bm25"]))
+        require(d / VOCAB_FILE)
+        self.tokenizer.load_vocab(str(d), VOCAB_FILE)
+        if not (d / "bm25").is_dir():
+            raise FileNotFoundError(f"{d / 'bm25'} is missing: rebuild the BM25 index")
+        self.retriever = bm25s.BM25.load(str(d / "bm25"))
+        self.chunks = read_chunks(d / CHUNKS_FILE)
+        if self.retriever.scores["num_docs"] != len(self.chunks):
+            raise ValueError(f"{d}: BM25 holds {self.retriever.scores['num_docs']} documents, "
+                             f"{CHUNKS_FILE} {len(self.chunks)} chunks")
+        return self

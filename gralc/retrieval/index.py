@@ -1,0 +1,292 @@
+"""Dense chunk index: FAISS inner product over L2-normalised float32 vectors (= cosine).
+
+Directory layout written by :meth:`ChunkIndex.save` (atomically)::
+
+    index.faiss   the FAISS index (faiss.write_index)
+    vectors.npy   the normalised (n, d) float32 vectors, so any index type can be rebuilt/merged
+    chunks.jsonl  one Chunk.to_dict() per line, without embedding; line i = FAISS row i
+    config.json   index config, encoder id, pipeline config, gralc version, git hash
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+import gralc
+from gralc.chunking.chunk import Chunk
+from gralc.evaluation.metrics import rank_chunks
+
+INDEX_FILE, VECTORS_FILE, CHUNKS_FILE, CONFIG_FILE = (
+    "index.faiss", "vectors.npy", "chunks.jsonl", "config.json",
+)
+KINDS = ("flat", "hnsw", "ivf")
+
+
+@dataclass
+class IndexConfig:
+    """``kind``: flat (exact, default) | hnsw | ivf. ``ivf_nlist`` None = about 4 sqrt(n)."""
+
+    kind: str = "flat"
+    hnsw_m: int = 32
+    ef_search: int = 64
+    ivf_nlist: int | None = None
+    nprobe: int = 16
+
+
+# ----- small shared helpers (also used by bm25.py) ----------------------------------------
+@contextmanager
+def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temp dir beside ``target``; on success swap it in, on error delete it.
+
+    A failure while writing leaves an existing ``target`` untouched.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
+    """Chunk metadata as JSONL (no embeddings)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for c in chunks:
+            f.write(json.dumps(c.to_dict(with_embedding=False), ensure_ascii=False) + "\n")
+
+
+def read_chunks(path: Path) -> list[Chunk]:
+    """Inverse of :func:`write_chunks`; errors name the file and line."""
+    require(path)
+    chunks = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            try:
+                chunks.append(Chunk.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, TypeError) as e:
+                raise ValueError(f"{path}:{line_no}: corrupt chunk record ({e})") from e
+    return chunks
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    require(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: corrupt JSON ({e})") from e
+
+
+def require(path: Path) -> None:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the index directory is incomplete, rebuild it")
+
+
+def provenance() -> dict[str, Any]:
+    """gralc version and the git commit of the source tree (None outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(gralc.__file__).parent,
+            capture_output=True, text=True, timeout=5,
+        )
+        git_hash = out.stdout.strip() if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        git_hash = None
+    return {"gralc_version": gralc.__version__, "git_hash": git_hash}
+
+
+# ----- the index ---------------------------------------------------------------------------
+class ChunkIndex:
+    """FAISS index over chunk embeddings; FAISS row i is ``chunks[i]``."""
+
+    def __init__(self, dim: int, config: IndexConfig | None = None) -> None:
+        self.config = config or IndexConfig()
+        if self.config.kind not in KINDS:
+            raise ValueError(f"unknown index kind {self.config.kind!r}: use one of {KINDS}")
+        self.dim = dim
+        self.chunks: list[Chunk] = []
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.index: faiss.Index | None = None
+        self.nlist: int | None = None  # resolved IVF nlist
+        self._keys: set[tuple[str, str]] = set()
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def _build(self, n: int) -> faiss.Index:
+        cfg = self.config
+        if cfg.kind == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        if cfg.kind == "hnsw":
+            return faiss.IndexHNSWFlat(self.dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        # about 4 sqrt(n) lists, capped so each list gets the >= 39 training points FAISS wants
+        self.nlist = cfg.ivf_nlist or max(1, min(round(4 * math.sqrt(n)), n // 39))
+        if n < self.nlist:
+            raise ValueError(f"IVF with nlist={self.nlist} needs >= {self.nlist} vectors, got {n}")
+        quantizer = faiss.IndexFlatIP(self.dim)
+        return faiss.IndexIVFFlat(quantizer, self.dim, self.nlist, faiss.METRIC_INNER_PRODUCT)
+
+    def _apply_search_params(self) -> None:
+        if self.config.kind == "hnsw":
+            self.index.hnsw.efSearch = self.config.ef_search
+        elif self.config.kind == "ivf":
+            self.index.nprobe = self.config.nprobe
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Add chunks (each with a (dim,) embedding). IVF trains on the FIRST batch added."""
+        if not chunks:
+            return
+        keys = [(c.doc_id, c.chunk_id) for c in chunks]
+        for c in chunks:
+            if c.embedding is None:
+                raise ValueError(f"chunk {c.chunk_id!r} has no embedding: encode chunks first")
+            if c.embedding.shape != (self.dim,):
+                raise ValueError(
+                    f"chunk {c.chunk_id!r} embedding has shape {c.embedding.shape}, "
+                    f"index expects ({self.dim},)"
+                )
+        dup = self._keys.intersection(keys) or {k for k, n in Counter(keys).items() if n > 1}
+        if dup:
+            raise ValueError(f"duplicate chunk ids (doc_id, chunk_id): e.g. {min(dup)}")
+        vecs = np.ascontiguousarray(np.stack([c.embedding for c in chunks]), dtype=np.float32)
+        bad = ~np.isfinite(vecs).all(axis=1) | ~vecs.any(axis=1)
+        if bad.any():
+            ids = [c.chunk_id for c, b in zip(chunks, bad) if b]
+            raise ValueError(f"chunks {ids[:5]} have zero or non-finite embeddings")
+        faiss.normalize_L2(vecs)
+        if self.index is None:
+            self.index = self._build(len(vecs))
+            if not self.index.is_trained:
+                self.index.train(vecs)
+            self._apply_search_params()
+        self.index.add(vecs)
+        self._keys.update(keys)
+        self.vectors = np.concatenate([self.vectors, vecs])
+        self.chunks.extend(replace(c, embedding=None) for c in chunks)
+
+    def search(self, query_vecs: np.ndarray, k: int) -> list[list[tuple[Chunk, float]]]:
+        """Top-k ``(chunk, cosine score)`` per query row of ``query_vecs`` (Q, d).
+
+        Order: score desc, then doc_id desc, chunk_id desc (:func:`rank_chunks`); the search
+        widens until every candidate tied with the k-th score is seen, so ties are resolved
+        by that rule, not by FAISS internals.
+        """
+        q = np.array(query_vecs, dtype=np.float32, ndmin=2, copy=True)
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"query_vecs must have shape (Q, {self.dim}), got {q.shape}")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        n = len(self.chunks)
+        if n == 0:
+            return [[] for _ in range(len(q))]
+        faiss.normalize_L2(q)
+        k = min(k, n)
+        width = min(n, k + 1)  # one extra to see whether the k-th score is tied
+        all_scores, all_ids = self.index.search(q, width)
+        out = []
+        for row, scores, ids in zip(q, all_scores, all_ids):
+            w = width
+            while True:
+                s, i = scores[ids >= 0], ids[ids >= 0]
+                if w >= n or len(s) <= k or s[-1] < s[k - 1]:
+                    break
+                w = min(n, w * 2)
+                scores, ids = (a[0] for a in self.index.search(row[None], w))
+            pairs = rank_chunks((self.chunks[j], float(v)) for j, v in zip(i, s))
+            out.append(pairs[:k])
+        return out
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(
+        self,
+        directory: str | os.PathLike[str],
+        encoder_id: str | None = None,
+        pipeline_config: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write the index directory atomically (see module docstring); returns its path."""
+        if self.index is None:
+            raise ValueError("cannot save an empty index: add chunks first")
+        meta = {
+            "format": "gralc.chunk_index/1",
+            "index": asdict(self.config),
+            "resolved_ivf_nlist": self.nlist,
+            "dim": self.dim,
+            "n_vectors": len(self.chunks),
+            "encoder_id": encoder_id,
+            "pipeline_config": pipeline_config,
+            "faiss_version": faiss.__version__,
+            **provenance(),
+        }
+        with atomic_dir(directory) as tmp:
+            faiss.write_index(self.index, str(tmp / INDEX_FILE))
+            np.save(tmp / VECTORS_FILE, self.vectors)
+            write_chunks(tmp / CHUNKS_FILE, self.chunks)
+            (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        return Path(directory)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> ChunkIndex:
+        """Read a directory written by :meth:`save`; errors name the missing/corrupt file."""
+        d = Path(directory)
+        if not d.is_dir():
+            raise FileNotFoundError(f"index directory {d} does not exist")
+        meta = read_json(d / CONFIG_FILE)
+        try:
+            self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{d / CONFIG_FILE}: missing or invalid field ({e})") from e
+        self.nlist = meta.get("resolved_ivf_nlist")
+        self.chunks = read_chunks(d / CHUNKS_FILE)
+        require(d / VECTORS_FILE)
+        try:
+            self.vectors = np.load(d / VECTORS_FILE)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
+        require(d / INDEX_FILE)
+        try:
+            self.index = faiss.read_index(str(d / INDEX_FILE))
+        except RuntimeError as e:
+            raise ValueError(f"{d / INDEX_FILE}: corrupt FAISS index ({e})") from e
+        sizes = {"chunks": len(self.chunks), "vectors": len(self.vectors), "faiss": self.index.ntotal}
+        if len(set(sizes.values())) != 1 or self.vectors.shape[1:] != (self.dim,):
+            raise ValueError(f"index directory {d} is inconsistent: sizes {sizes}, dim {self.dim}")
+        self._keys = {(c.doc_id, c.chunk_id) for c in self.chunks}
+        self._apply_search_params()
+        return self
+
+    @classmethod
+    def merge(cls, indexes: Sequence[ChunkIndex], config: IndexConfig | None = None) -> ChunkIndex:
+        """One index over the shards' chunks, in shard order, rebuilt from the stored vectors
+        (so any kind can be merged). ``config`` defaults to the first shard's."""
+        if not indexes:
+            raise ValueError("merge needs at least one index")
+        dims = {ix.dim for ix in indexes}
+        if len(dims) != 1:
+            raise ValueError(f"cannot merge indexes of different dimensions {sorted(dims)}")
+        merged = cls(dims.pop(), config or indexes[0].config)
+        chunks = []
+        for ix in indexes:
+            chunks.extend(replace(c, embedding=v) for c, v in zip(ix.chunks, ix.vectors))
+        merged.add(chunks)
+        return merged

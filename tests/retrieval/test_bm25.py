@@ -1,0 +1,66 @@
+"""BM25 chunk index: exact terms, stemming, one vocabulary for index and query, persistence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gralc.chunking.chunk import Chunk
+from gralc.retrieval.bm25 import BM25Index
+
+TEXTS = [
+    "Patients were treated with aspirin daily for twelve weeks.",
+    "Metformin lowers hepatic glucose production in type 2 diabetes.",
+    "Knockout mice showed no infections after the challenge.",
+    "Statistical analysis used a two-sided t-test.",
+    "The cohort included adults with chronic kidney disease.",
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> BM25Index:
+    ix = BM25Index()
+    ix.index([Chunk(doc_id=f"d{i}", chunk_id=f"d{i}::0", text=t, char_start=0,
+                    char_end=len(t)) for i, t in enumerate(TEXTS)])
+    return ix
+
+
+def top(ix: BM25Index, query: str, k: int = 3) -> list[tuple[str, float]]:
+    return [(c.chunk_id, s) for c, s in ix.search([query], k)[0]]
+
+
+def test_exact_term_ranks_right_chunk_first(index: BM25Index) -> None:
+    assert top(index, "metformin")[0][0] == "d1::0"
+    assert top(index, "kidney disease cohort")[0][0] == "d4::0"
+    # chunks sharing no term score 0 and come after the match
+    assert top(index, "metformin")[0][1] > 0 and top(index, "metformin")[1][1] == 0.0
+
+
+def test_stemming_and_stopwords(index: BM25Index) -> None:
+    # Snowball English: treating/treats -> "treat" (matches "treated"); infected -> "infect"
+    assert top(index, "treating")[0][0] == "d0::0"
+    assert top(index, "infected")[0][0] == "d2::0"
+    # stopwords only: nothing matches, every score is 0 (ties broken by ids descending)
+    assert top(index, "the with a") == [("d4::0", 0.0), ("d3::0", 0.0), ("d2::0", 0.0)]
+
+
+def test_query_does_not_grow_the_index_vocabulary(index: BM25Index) -> None:
+    before = dict(index.retriever.vocab_dict)
+    assert top(index, "zebrafish unseen words")[0][1] == 0.0
+    assert index.retriever.vocab_dict == before
+
+
+def test_save_load_round_trip(tmp_path: Path, index: BM25Index) -> None:
+    index.save(tmp_path / "bm25")
+    back = BM25Index.load(tmp_path / "bm25")
+    for q in ["metformin glucose", "treated aspirin", "t-test analysis"]:
+        assert top(back, q, 5) == top(index, q, 5)
+    assert [c.to_dict() for c in back.chunks] == [c.to_dict() for c in index.chunks]
+
+
+def test_load_missing_file_names_it(tmp_path: Path, index: BM25Index) -> None:
+    index.save(tmp_path / "bm25")
+    (tmp_path / "bm25" / "chunks.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="chunks.jsonl"):
+        BM25Index.load(tmp_path / "bm25")
