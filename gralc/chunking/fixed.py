@@ -16,7 +16,12 @@ import torch.nn.functional as F
 
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
-from gralc.chunking.sentence_spans import text_token_limit, token_windows, tokenize_offsets
+from gralc.chunking.sentence_spans import (
+    embed_length,
+    text_token_limit,
+    token_windows,
+    tokenize_offsets,
+)
 
 if TYPE_CHECKING:
     from gralc.encoding.encoder import DocumentEncoder
@@ -70,7 +75,9 @@ class FixedSizeChunker:
             for i, (ts, te) in enumerate(token_windows(0, len(offsets), self.size, self.overlap))
         ]
         if chunks:
-            vecs = F.normalize(self.encoder.encode_texts([c.text for c in chunks]).float(), dim=-1)
+            vecs = F.normalize(self.encoder.encode_texts(
+                [c.text for c in chunks], max_length=embed_length(self.encoder)
+            ).float(), dim=-1)
             for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
                 c.embedding = v
         return chunks

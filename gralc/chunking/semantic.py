@@ -21,6 +21,7 @@ from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
     Unit,
     sentence_token_spans,
+    embed_length,
     text_token_limit,
     token_windows,
     tokenize_offsets,
@@ -85,7 +86,9 @@ class SemanticChunker:
             text[units[max(0, i - b)].char_start : units[min(last, i + b)].char_end]
             for i in range(len(units))
         ]
-        z = F.normalize(self.encoder.encode_texts(buffered).float(), dim=-1)
+        z = F.normalize(self.encoder.encode_texts(
+            buffered, max_length=embed_length(self.encoder)
+        ).float(), dim=-1)
         return (z[:-1] * z[1:]).sum(-1).cpu().numpy()
 
     def cutoff(self, sims: np.ndarray) -> float:
@@ -130,7 +133,9 @@ class SemanticChunker:
                         ps, pe, boundary_scores=scores, locator=locator,
                     )
                 )
-        vecs = F.normalize(self.encoder.encode_texts([c.text for c in chunks]).float(), dim=-1)
+        vecs = F.normalize(self.encoder.encode_texts(
+            [c.text for c in chunks], max_length=embed_length(self.encoder)
+        ).float(), dim=-1)
         for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
             c.embedding = v
         return chunks

@@ -53,11 +53,16 @@ def tokenize_offsets(tokenizer, text: str) -> np.ndarray:
 
 
 def text_token_limit(encoder) -> int:
-    """Content tokens ``encoder.encode_texts`` embeds before truncating: its
-    ``query_max_length`` (or the tokenizer's ``model_max_length``) minus the special tokens."""
-    tok = encoder.tokenizer
-    limit = getattr(encoder, "query_max_length", None) or tok.model_max_length
-    return int(limit) - tok.num_special_tokens_to_add(pair=False)
+    """Most content tokens one ``encoder.encode_texts`` call can embed: the model's context
+    minus its special tokens (510 for MiniLM). Chunkers embed with
+    ``max_length=embed_length(encoder, n)`` so chunks up to this size are embedded whole."""
+    return int(encoder.max_window)
+
+
+def embed_length(encoder) -> int:
+    """``max_length`` for ``encode_texts`` when embedding chunk texts: the model's whole
+    context (a chunk's text can re-tokenise into a few more pieces than its token span)."""
+    return text_token_limit(encoder) + encoder.tokenizer.num_special_tokens_to_add(pair=False)
 
 
 def _offsets(tokens: TokenEmbeddings | np.ndarray) -> np.ndarray:

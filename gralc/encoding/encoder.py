@@ -213,9 +213,13 @@ class DocumentEncoder:
         return results  # type: ignore[return-value]
 
     @torch.inference_mode()
-    def encode_texts(self, texts: list[str]) -> torch.Tensor:
+    def encode_texts(self, texts: list[str], max_length: int | None = None) -> torch.Tensor:
         """Sentence embeddings (Q, d), float32 CPU: mean pooling over the attention mask,
-        L2-normalised, truncated to the model's ``max_seq_length`` (256 for MiniLM)."""
+        L2-normalised, truncated to ``max_length`` word-pieces including special tokens
+        (default: the model card's ``max_seq_length``, 256 for MiniLM; at most the model's
+        context). Chunkers pass a larger ``max_length`` so a whole chunk is embedded."""
+        limit = self.max_window + len(self._prefix_ids) + len(self._suffix_ids)
+        max_length = min(max_length or self.query_max_length, limit)
         out = torch.zeros(len(texts), self.dim)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for b in range(0, len(order), self.config.batch_size):
@@ -224,7 +228,7 @@ class DocumentEncoder:
                 [texts[i] for i in batch],
                 padding=True,
                 truncation=True,
-                max_length=self.query_max_length,
+                max_length=max_length,
                 return_tensors="pt",
             )
             hidden = self._forward(enc["input_ids"], enc["attention_mask"])

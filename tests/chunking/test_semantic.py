@@ -23,10 +23,12 @@ def test_buffered_similarities(small_prepared, encoder):
     # unit 3 with one neighbour each side vs unit 4 with its neighbours
     a = doc.text[units[2].char_start : units[4].char_end]
     b = doc.text[units[3].char_start : units[5].char_end]
-    z = encoder.encode_texts([a, b]).numpy()
+    z = encoder.encode_texts([a, b], max_length=512).numpy()
     assert sims[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
     plain = SemanticChunker(encoder, buffer_size=0).similarities(doc.text, units)
-    z = encoder.encode_texts([doc.text[u.char_start : u.char_end] for u in units[3:5]]).numpy()
+    z = encoder.encode_texts(
+        [doc.text[u.char_start : u.char_end] for u in units[3:5]], max_length=512
+    ).numpy()
     assert plain[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
 
 
@@ -62,7 +64,7 @@ def test_cuts_where_similarity_below_threshold(small_prepared, default_run, enco
 
 def test_chunks_embedded_independently(default_run, encoder):
     chunks = default_run[1]
-    alone = encoder.encode_texts([c.text for c in chunks]).numpy()
+    alone = encoder.encode_texts([c.text for c in chunks], max_length=512).numpy()
     np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), alone, atol=1e-5)
 
 
