@@ -1,0 +1,51 @@
+"""The evaluation config schema (``configs/eval.yaml`` is validated against it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gralc.evaluation.benchmarks import DataConfig
+from gralc.pipeline import PipelineConfig
+from gralc.retrieval.index import IndexConfig
+
+
+@dataclass
+class PathsConfig:
+    """``output_dir``: where this run's files go (None: ``results/<date>_<time>``);
+    ``cache_dir``: token-embedding cache shared by runs (None: no cache)."""
+
+    output_dir: str | None = None
+    cache_dir: str | None = "data/cache"
+
+
+@dataclass
+class WandbConfig:
+    enabled: bool = False
+    project: str = "gralc"
+    entity: str | None = None
+    offline: bool = True
+    name: str | None = None
+
+
+@dataclass
+class EvalConfig:
+    """``methods``: rows to run, by name (see ``gralc.evaluation.runner.DEFAULT_METHODS``);
+    ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
+    ``gralc_graph``; ``ks``: cut-offs; ``candidates``: depth searched before re-ranking."""
+
+    seed: int = 0
+    data: DataConfig = field(default_factory=DataConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    methods: list[str] = field(
+        default_factory=lambda: [
+            "naive", "semantic", "late", "structure_aware", "structure_aware_dp",
+            "dp_sentences", "multilevel", "chunk_link", "section_diverse", "bm25",
+        ]
+    )
+    models: list[str] = field(default_factory=list)
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
+    candidates: int = 100
+    index: IndexConfig = field(default_factory=IndexConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    progress: bool = True

@@ -1,0 +1,92 @@
+"""``evaluate(cfg)``: every configured method on every configured benchmark."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from gralc.config import to_dict
+from gralc.evaluation.benchmarks import load_benchmarks
+from gralc.evaluation.config import EvalConfig
+from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, evaluate_method
+from gralc.pipeline import Pipeline
+from gralc.runinfo import seed_everything
+
+logger = logging.getLogger(__name__)
+
+
+def output_dir(cfg: EvalConfig) -> Path:
+    if cfg.paths.output_dir:
+        return Path(cfg.paths.output_dir)
+    return Path("results") / time.strftime("%Y%m%d_%H%M%S")
+
+
+def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
+    """Run the configured methods and write the report; returns results and the run dir."""
+    seed_everything(cfg.seed)
+    by_name = {m.name: m for m in DEFAULT_METHODS}
+    unknown = [m for m in cfg.methods if m not in by_name]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; available: {', '.join(by_name)}")
+    if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
+        cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
+    out = output_dir(cfg)
+    started = time.perf_counter()
+    pipeline = Pipeline(cfg.pipeline)
+    results: list[MethodResult] = []
+    timings: dict[str, float] = {}
+    for bench in load_benchmarks(cfg.data, linker=pipeline.linker):
+        t0 = time.perf_counter()
+        prepared = pipeline.prepare(bench.documents, progress=cfg.progress)
+        timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
+        logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
+        for name in cfg.methods:
+            result = evaluate_method(by_name[name], bench, prepared, pipeline, tuple(cfg.ks),
+                                     cfg.candidates, cfg.index)
+            results.append(result)
+            logger.info("%s / %s: mrr=%.4f", bench.name, name, result.metrics["mrr"])
+        for model_path in cfg.models:
+            from gralc.training.evaluation import evaluate_trained
+
+            results.extend(evaluate_trained(model_path, bench, prepared, pipeline, tuple(cfg.ks), cfg.candidates))
+    timings["total_s"] = time.perf_counter() - started
+    _write(results, out, cfg, timings)
+    return results, out
+
+
+def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dict[str, float]) -> None:
+    from gralc.evaluation.report import PAPER_REFERENCE, write_report
+
+    write_report(results, out, to_dict(cfg), timings, paper=PAPER_REFERENCE)
+    try:
+        from gralc.evaluation.plots import write_plots
+
+        write_plots(results, out)
+    except ImportError:  # pragma: no cover - plots module optional at import time
+        logger.warning("plots unavailable")
+    if cfg.wandb.enabled:
+        _log_wandb(results, cfg)
+
+
+def print_tables(results: list[MethodResult]) -> None:
+    """Per benchmark: ranking metrics, then structural metrics, with chunk statistics."""
+    from gralc.evaluation.report import TABLE5_COLUMNS, benchmarks_of, generic_columns, print_table
+
+    ranking = [c for c in generic_columns(results) if not c.startswith(("seccov", "cross_section"))]
+    structural = [c for c in TABLE5_COLUMNS if any(c in r.metrics for r in results)]
+    for bench in benchmarks_of(results):
+        print_table(results, bench, ranking)
+        if structural:
+            print_table(results, bench, structural)
+
+
+def _log_wandb(results: list[MethodResult], cfg: EvalConfig) -> None:
+    import wandb
+
+    run = wandb.init(project=cfg.wandb.project, entity=cfg.wandb.entity, name=cfg.wandb.name,
+                     mode="offline" if cfg.wandb.offline else "online", config=to_dict(cfg),
+                     job_type="eval")
+    for r in results:
+        run.log({f"{r.benchmark}/{r.method}/{k}": v for k, v in r.metrics.items()})
+    run.finish()

@@ -1,0 +1,169 @@
+"""The indexing pipeline: documents -> prepared documents -> chunks with vectors.
+
+``Pipeline(PipelineConfig())`` owns one encoder and one entity linker and prepares every
+document ONCE (whole-document token embeddings, from the on-disk cache when configured, and
+entity mentions in ``Document.text`` coordinates); any registered strategy then chunks the
+prepared documents. Training and evaluation share it, so nothing is encoded twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from gralc.chunking import registered
+from gralc.chunking.base import PreparedDocument
+from gralc.chunking.boundaries import BoundaryConfig
+from gralc.chunking.chunk import Chunk
+from gralc.documents.model import Document
+from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.knowledge.concept_graph import KnowledgeBase, RelationSources
+from gralc.knowledge.linker import EntityLinker, LinkerConfig
+from gralc.knowledge.vocabulary import Vocabulary, load_vocabulary
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class KnowledgeConfig:
+    """Where concepts and relations come from. ``vocabulary``: a MeSH thesaurus TSV,
+    ``descYYYY.xml`` or UMLS ``MRCONSO.RRF`` (None: the demo corpus's bundled vocabulary);
+    ``tree_file``: ``mtreesYYYY.bin`` (None with the demo vocabulary: its bundled tree)."""
+
+    vocabulary: str | None = None
+    tree_file: str | None = None
+    relations: RelationSources = field(default_factory=RelationSources)
+    linker: LinkerConfig = field(default_factory=LinkerConfig)
+    add_neighbours: bool = False
+
+
+@dataclass
+class FixedConfig:
+    size: int = 256
+    overlap: int = 32
+
+
+@dataclass
+class SemanticConfig:
+    threshold: float = 0.75
+    percentile: float | None = None
+    buffer_size: int = 1
+    max_tokens: int = 1024
+    sub_overlap: int = 128
+
+
+@dataclass
+class LateConfig:
+    max_tokens: int = 256
+
+
+@dataclass
+class MultiLevelConfig:
+    sentences_per_chunk: int = 3
+    summary_sentences: int = 3
+
+
+@dataclass
+class ChunkingConfig:
+    """Parameters of every strategy (the paper's defaults)."""
+
+    fixed: FixedConfig = field(default_factory=FixedConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    late: LateConfig = field(default_factory=LateConfig)
+    boundary: BoundaryConfig = field(default_factory=BoundaryConfig)
+    multilevel: MultiLevelConfig = field(default_factory=MultiLevelConfig)
+
+
+@dataclass
+class PipelineConfig:
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+
+
+def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
+    """The vocabulary (with tree numbers) and the relation tables the config names."""
+    if cfg.vocabulary is None:
+        from gralc.demo import demo_mesh_tree_path, demo_vocabulary_path
+
+        vocab = load_vocabulary(demo_vocabulary_path())
+        tree = cfg.tree_file or str(demo_mesh_tree_path())
+    else:
+        vocab = load_vocabulary(cfg.vocabulary)
+        tree = cfg.tree_file
+    if tree:
+        vocab.add_tree_file(tree)
+    return vocab, KnowledgeBase(vocab, cfg.relations)
+
+
+def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> Any:
+    """Instantiate the registered strategy ``name`` with its parameters from ``cfg``."""
+    strategies = registered()
+    if name not in strategies:
+        raise ValueError(f"unknown chunking strategy {name!r}; available: {', '.join(sorted(strategies))}")
+    params: dict[str, Any] = {
+        "fixed": vars(cfg.fixed),
+        "semantic": vars(cfg.semantic),
+        "late": vars(cfg.late),
+        "multilevel": vars(cfg.multilevel),
+        "structure_aware": {"config": cfg.boundary},
+        "dp_sentences": {"config": cfg.boundary},
+    }.get(name, {})
+    return strategies[name](encoder, **params)
+
+
+class Pipeline:
+    """Encoder + linker + strategies, sharing one preparation per document."""
+
+    def __init__(self, config: PipelineConfig | None = None) -> None:
+        self.config = config or PipelineConfig()
+        self.encoder = DocumentEncoder(self.config.encoder)
+        self.vocabulary, self.knowledge_base = load_knowledge(self.config.knowledge)
+        self.linker = EntityLinker(self.vocabulary, self.config.knowledge.linker)
+        self._chunkers: dict[str, Any] = {}
+
+    def prepare(self, docs: list[Document], progress: bool = True) -> list[PreparedDocument]:
+        """Whole-document token embeddings and entity mentions for each document."""
+        tokens = self.encoder.encode_documents([d.text for d in docs], progress=progress)
+        return [
+            PreparedDocument(doc=d, tokens=t, mentions=self.linker.link(d.text))
+            for d, t in zip(docs, tokens)
+        ]
+
+    def chunker(self, name: str) -> Any:
+        if name not in self._chunkers:
+            self._chunkers[name] = build_chunker(name, self.encoder, self.config.chunking)
+        return self._chunkers[name]
+
+    def chunk(
+        self, prepared: list[PreparedDocument], strategy: str, progress: bool = True
+    ) -> list[Chunk]:
+        """All chunks of all documents by one strategy, in document order."""
+        chunker = self.chunker(strategy)
+        out: list[Chunk] = []
+        for p in tqdm(prepared, desc=f"chunk:{strategy}", disable=None if progress else True):
+            out.extend(chunker.chunk(p))
+        return out
+
+
+def load_documents_from(path: str | Path) -> list[Document]:
+    """Documents from a JATS file, a directory of JATS files, or a PubMedQA JSON file."""
+    from gralc.documents.corpus import load_corpus
+    from gralc.documents.jats import parse_jats
+    from gralc.documents.pubmedqa import load_pqal
+
+    path = Path(path)
+    if path.is_dir():
+        result = load_corpus(path)
+        for skipped, reason in result.skipped:
+            logger.warning("skipped %s: %s", skipped, reason)
+        return result.documents
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: pass a JATS file, a directory of them, or ori_pqal.json")
+    if path.suffix == ".json":
+        return load_pqal(path).documents
+    return [parse_jats(path)]
