@@ -60,6 +60,11 @@ class SectionLocator:
         return types
 
 
+def section_label(section: Section) -> str:
+    """A section's title, or its type capitalised for untitled sections (``Abstract``)."""
+    return section.title or section.imrad_type.capitalize()
+
+
 def make_chunk(
     prepared: PreparedDocument,
     strategy: str,
@@ -98,7 +103,7 @@ def make_chunk(
         token_start=token_start,
         token_end=token_end,
         section_ids=[s.id for s in path],
-        section_path=[s.title for s in path],
+        section_path=[section_label(s) for s in path],
         imrad_types=locator.top_level_types(char_start, char_end),
         entity_ids=entity_ids,
         level=level,

@@ -16,7 +16,8 @@ class Chunk:
     Spans are half-open. ``char_start``/``char_end`` index ``Document.text`` (so
     ``doc.text[c.char_start:c.char_end] == c.text``); ``token_start``/``token_end`` index the
     document's token sequence (:class:`gralc.encoding.types.TokenEmbeddings`), or are -1 for
-    levels not built from tokens. ``section_ids`` / ``section_path`` (titles, outermost first,
+    levels not built from tokens. ``section_ids`` / ``section_path`` (titles, outermost first;
+    an untitled section is labelled by its type, e.g. ``Abstract``;
     of the section where the chunk starts) and ``imrad_types`` (top-level IMRaD types of every
     section the chunk overlaps, document order, no repeats) are filled for EVERY strategy.
     ``level`` is ``chunk`` except for multi-level indexes (``document`` | ``section`` |

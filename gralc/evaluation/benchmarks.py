@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 @dataclass
 class DataConfig:
     """Which benchmark to run. ``name``: demo | pubmedqa | pmc. ``path``: ori_pqal.json
-    (pubmedqa) or the article directory (pmc). ``split``: all | test | train | dev (pubmedqa).
+    (pubmedqa) or the article directory (pmc). ``split``: all | test | train | dev (pubmedqa),
+    or several separated by commas (``all,test``: one benchmark each, one shared corpus).
     ``conditions``: document-length conditions for pmc. ``questions``: a JSONL file of
     questions to use instead of generating them. ``max_docs``: cap for quick runs."""
 
@@ -64,17 +65,24 @@ def demo_benchmark() -> Benchmark:
     return Benchmark("demo", docs, read_jsonl(demo_questions_path()))
 
 
-def pubmedqa_benchmark(path: str | Path, split: str = "all", max_docs: int | None = None) -> Benchmark:
+def pubmedqa_benchmarks(
+    path: str | Path, splits: str = "all", max_docs: int | None = None
+) -> list[Benchmark]:
+    """PubMedQA*: every split searches the SAME corpus of all abstracts (or the first
+    ``max_docs`` questions' abstracts for a quick run)."""
     from gralc.documents.pubmedqa import load_pqal
 
     data = load_pqal(path)
-    questions = data.questions if split == "all" else data.split(split)
     docs = data.documents
     if max_docs is not None:
-        keep = {q.gold_doc_id for q in questions[:max_docs]}
+        keep = {q.gold_doc_id for q in data.questions[:max_docs]}
         docs = [d for d in docs if d.id in keep]
-        questions = [q for q in questions if q.gold_doc_id in keep]
-    return Benchmark(f"pubmedqa[{split}]", docs, questions)
+    have = {d.id for d in docs}
+    out = []
+    for split in [s.strip() for s in splits.split(",") if s.strip()]:
+        questions = data.questions if split == "all" else data.split(split)
+        out.append(Benchmark(f"pubmedqa[{split}]", docs, [q for q in questions if q.gold_doc_id in have]))
+    return out
 
 
 def pmc_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
@@ -125,7 +133,7 @@ def load_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
                 "data=pubmedqa needs data.path=/path/to/ori_pqal.json (from the PubMedQA "
                 "repository's data/ folder)"
             )
-        return [pubmedqa_benchmark(cfg.path, cfg.split, cfg.max_docs)]
+        return pubmedqa_benchmarks(cfg.path, cfg.split, cfg.max_docs)
     if cfg.name == "pmc":
         return pmc_benchmarks(cfg, linker)
     raise ValueError(f"unknown benchmark {cfg.name!r}; use demo, pubmedqa or pmc")

@@ -36,9 +36,13 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     pipeline = Pipeline(cfg.pipeline)
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
+    prepared_for: dict[int, list] = {}
     for bench in load_benchmarks(cfg.data, linker=pipeline.linker):
         t0 = time.perf_counter()
-        prepared = pipeline.prepare(bench.documents, progress=cfg.progress)
+        key = id(bench.documents)  # splits of one corpus share the same document list
+        if key not in prepared_for:
+            prepared_for[key] = pipeline.prepare(bench.documents, progress=cfg.progress)
+        prepared = prepared_for[key]
         timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
         logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
         for name in cfg.methods:

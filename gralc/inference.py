@@ -1,0 +1,127 @@
+"""Inference API: index a corpus with a strategy (or a trained GraLC export) and search it.
+
+    from gralc.inference import Retriever
+    r = Retriever.build("articles/", strategy="structure_aware")      # or model="export/"
+    r.save("index/")
+    hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)
+
+An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.index``)
+plus ``retriever.json`` (strategy, model path, pipeline config) so ``load`` rebuilds the
+same query encoder and scorer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gralc.config import to_dict
+from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
+from gralc.retrieval.hits import Hit
+from gralc.retrieval.index import ChunkIndex, IndexConfig
+
+logger = logging.getLogger(__name__)
+RETRIEVER_FILE = "retriever.json"
+
+
+@dataclass
+class RetrieverSpec:
+    """What was indexed and how: ``strategy`` (a registered chunker, or ``gralc`` for a
+    trained model), ``model`` (export dir / checkpoint for ``gralc``), ``candidates``
+    (dense depth re-scored by the trained hybrid scorer)."""
+
+    strategy: str = "structure_aware"
+    model: str | None = None
+    candidates: int = 100
+    pipeline: dict[str, Any] = field(default_factory=dict)
+
+
+class Retriever:
+    """A searchable index plus the encoder (and trained scorer) that built it."""
+
+    def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None):
+        self.spec, self.index, self.pipeline, self.scorer = spec, index, pipeline, scorer
+
+    # ----- building ----------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        corpus: str | Path,
+        strategy: str = "structure_aware",
+        model: str | Path | None = None,
+        pipeline_config: PipelineConfig | None = None,
+        index_config: IndexConfig | None = None,
+    ) -> "Retriever":
+        """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index."""
+        docs = load_documents_from(corpus)
+        if not docs:
+            raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
+        if model is not None:
+            from gralc.training.inference import TrainedScorer
+
+            scorer = TrainedScorer.load(model)
+            pipeline = Pipeline(pipeline_config or scorer.pipeline_config)
+            chunks = scorer.chunk(pipeline, pipeline.prepare(docs))
+            strategy = "gralc"
+        else:
+            scorer = None
+            pipeline = Pipeline(pipeline_config or PipelineConfig())
+            chunks = pipeline.chunk(pipeline.prepare(docs), strategy)
+        index = ChunkIndex(pipeline.encoder.dim, index_config)
+        index.add(chunks)
+        spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
+                             pipeline=to_dict(pipeline.config))
+        logger.info("indexed %d documents into %d chunks (%s)", len(docs), len(chunks), strategy)
+        return cls(spec, index, pipeline, scorer)
+
+    def save(self, directory: str | Path) -> Path:
+        directory = Path(directory)
+        self.index.save(directory, encoder_id=self.pipeline.encoder.model_id,
+                        pipeline_config=self.spec.pipeline)
+        (directory / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
+        if self.scorer is not None:
+            self.scorer.save_index_state(directory)
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "Retriever":
+        from gralc.config import load_config
+        from omegaconf import OmegaConf
+
+        directory = Path(directory)
+        spec_file = directory / RETRIEVER_FILE
+        if not spec_file.is_file():
+            raise FileNotFoundError(
+                f"{spec_file} not found: {directory} is not a GraLC index; build one with "
+                "`python -m gralc.index CORPUS --out DIR`"
+            )
+        spec = RetrieverSpec(**json.loads(spec_file.read_text()))
+        tmp = directory / ".pipeline.yaml"
+        OmegaConf.save(OmegaConf.create(spec.pipeline), tmp)
+        try:
+            pipeline_cfg = load_config(PipelineConfig, tmp)
+        finally:
+            tmp.unlink(missing_ok=True)
+        index = ChunkIndex.load(directory)
+        scorer = None
+        if spec.model is not None:
+            from gralc.training.inference import TrainedScorer
+
+            scorer = TrainedScorer.load(spec.model)
+            scorer.load_index_state(directory, index.chunks)
+        return cls(spec, index, Pipeline(pipeline_cfg), scorer)
+
+    # ----- searching ---------------------------------------------------------------------
+    def search(self, question: str, k: int = 10) -> list[Hit]:
+        """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``)."""
+        q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
+        depth = max(k, self.spec.candidates) if self.scorer is not None else k
+        dense = self.index.search(q, depth)[0]
+        if self.scorer is None:
+            return [Hit(c, s, {"cos": s}) for c, s in dense]
+        return self.scorer.rerank(self.pipeline, question, q[0], dense)[:k]

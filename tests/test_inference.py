@@ -1,0 +1,44 @@
+"""The inference API and CLIs: build an index from a corpus, save, load, search."""
+
+import json
+
+import pytest
+
+from gralc import index as index_cli
+from gralc import search as search_cli
+from gralc.demo import DEMO_DIR
+from gralc.inference import Retriever
+
+ARTICLES = DEMO_DIR / "articles"
+QUESTION = "How did slow titration of extended-release metformin change HbA1c?"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("index")
+    assert index_cli.main([str(ARTICLES), "--out", str(out), "--strategy", "late"]) == 0
+    return out
+
+
+def test_build_save_load_search_is_stable(built):
+    loaded = Retriever.load(built)
+    hits = loaded.search(QUESTION, k=5)
+    assert len(hits) == 5 and hits[0].chunk.doc_id == "PMC9000001"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    again = Retriever.load(built).search(QUESTION, k=5)
+    assert [h.chunk.chunk_id for h in again] == [h.chunk.chunk_id for h in hits]
+    assert all(h.chunk.section_path and all(h.chunk.section_path) for h in hits)
+
+
+def test_search_cli_json(built, capsys):
+    assert search_cli.main([str(built), QUESTION, "-k", "3", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert rows[0]["doc_id"] == "PMC9000001" and "cos" in rows[0]["components"]
+
+
+def test_clear_errors(tmp_path, capsys):
+    assert search_cli.main([str(tmp_path), QUESTION]) == 2
+    assert "not a GraLC index" in capsys.readouterr().err
+    assert index_cli.main([str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "does not exist" in capsys.readouterr().err
