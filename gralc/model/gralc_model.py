@@ -1,0 +1,274 @@
+"""The trainable GraLC model: GAT over G_k, lambda-gated token fusion, learned boundaries,
+soft / hard chunk pooling and the hybrid score, composed from :mod:`gralc.model` parts.
+
+Query entities. A question's linked concepts get their own small concept graph G_q (same
+knowledge base, co-occurrence in the one question sentence) and go through the SAME GAT as
+the document concepts (a siamese concept encoder), so kg_proximity compares u'_q with u'_c in
+one space at every step of training. (The GAT has no residual, so comparing raw u_q with
+u'_c would compare two different spaces; routing u_q through the fusion MLP would map it to
+token space instead of concept space.) Without the KG (``use_kg=False``) both sides use the
+raw concept embeddings u.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gralc.chunking.decoders import InteriorScoreCohesion, dp_decode, peak_decode, spans_from_cuts
+from gralc.model.boundary_scorer import BoundaryScorer
+from gralc.model.gat_infusion import GATInfusion
+from gralc.model.hybrid_scorer import HybridScorer
+from gralc.model.soft_pooling import soft_chunk_pool
+from gralc.model.token_fusion import TokenFusion
+
+if TYPE_CHECKING:
+    from gralc.training.features import DocFeatures
+
+Spans = list[tuple[int, int]]
+
+
+@dataclass
+class ModelConfig:
+    """Learnable parts and their initial values (the paper's hand-set values by default).
+
+    ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_hybrid=False``
+    scores by cosine alone (no beta). ``temperature`` is T of the soft cuts
+    ``sigmoid((b - tau) / T)``. Decoder settings are those of the hard cuts (inference and the
+    spans used in training); the DP terms are as in :class:`BoundaryConfig`.
+    """
+
+    use_kg: bool = True
+    use_hybrid: bool = True
+    gat_heads: int = 4
+    gat_out_dim: int = 256
+    gat_dropout: float = 0.1
+    gat_version: str = "gat"
+    mlp_hidden: int = 384
+    mlp_dropout: float = 0.1
+    lambda_init: float = 0.1
+    lambda_per_dimension: bool = False
+    alpha_init: tuple[float, float, float] = (0.5, 0.3, 1.0)
+    gamma_init: float = 0.5
+    tau_init: float = 0.3
+    learn_alpha: bool = True
+    learn_gamma: bool = True
+    learn_tau: bool = True
+    beta_init: float = 0.7
+    learn_beta: bool = True
+    temperature: float = 0.05
+    soft_extend: int = 64
+    decoder: str = "peak"
+    min_tokens: int = 128
+    max_tokens: int = 1024
+    dp_target_tokens: int = 384
+    dp_length_weight: float = 1.0
+    dp_cohesion_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.decoder not in ("peak", "dp"):
+            raise ValueError(f"model.decoder must be 'peak' or 'dp', got {self.decoder!r}")
+        if not 1 <= self.min_tokens <= self.max_tokens:
+            raise ValueError(
+                f"model needs 1 <= min_tokens <= max_tokens, got {self.min_tokens} / {self.max_tokens}"
+            )
+        if self.temperature <= 0:
+            raise ValueError(f"model.temperature must be > 0, got {self.temperature}")
+
+
+class GraLCModel(nn.Module):
+    """``GraLCModel(config, token_dim d, concept_dim d_k)``; every method takes one
+    :class:`~gralc.training.features.DocFeatures` ``f``."""
+
+    def __init__(self, config: ModelConfig, token_dim: int, concept_dim: int) -> None:
+        super().__init__()
+        self.config, self.token_dim, self.concept_dim = config, token_dim, concept_dim
+        c = config
+        self.gat: GATInfusion | None = None
+        self.fusion: TokenFusion | None = None
+        if c.use_kg:
+            self.gat = GATInfusion(
+                concept_dim, c.gat_out_dim, c.gat_heads, c.gat_dropout, c.gat_version
+            )
+            self.fusion = TokenFusion(
+                c.gat_out_dim,
+                token_dim,
+                c.mlp_hidden,
+                c.lambda_init,
+                c.lambda_per_dimension,
+                c.mlp_dropout,
+            )
+        self.boundary = BoundaryScorer(
+            tuple(c.alpha_init),
+            c.gamma_init,
+            c.tau_init,
+            c.temperature,
+            c.learn_alpha,
+            c.learn_gamma,
+            c.learn_tau,
+        )
+        self.hybrid = HybridScorer(c.beta_init, c.learn_beta) if c.use_hybrid else None
+
+    # ----- representations ------------------------------------------------------------------
+    def concepts(self, u: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """u (C, d_k) -> u' (C, d'): the GAT, or u itself without the KG."""
+        return self.gat(u, edge_index) if self.gat is not None else u
+
+    def enrich(self, f: DocFeatures) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(H' (N, d), u' (C, d'))``: H' = H + lambda * MLP(u') on mention tokens (Eq. 4)."""
+        u_prime = self.concepts(f.u, f.edge_index)
+        if self.fusion is None:
+            return f.H, u_prime
+        return self.fusion(f.H, u_prime, f.token_entity), u_prime
+
+    def boundaries(self, f: DocFeatures) -> torch.Tensor:
+        """b (N,) with the learned alpha and gamma (Eq. 8)."""
+        return self.boundary(f.b_struct, f.b_sem, f.entity_cross)
+
+    def forbidden(self, f: DocFeatures) -> torch.Tensor:
+        """(N,) bool: cuts the hard decoders never make (inside a mention or a word)."""
+        return f.entity_cross | ~f.word_start
+
+    @torch.no_grad()
+    def hard_spans(
+        self,
+        f: DocFeatures,
+        decoder: str | None = None,
+        min_tokens: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Spans:
+        """Token spans tiling the document, decoded with the learned alpha / gamma / tau."""
+        c = self.config
+        decoder = decoder or c.decoder
+        lo, hi = min_tokens or c.min_tokens, max_tokens or c.max_tokens
+        n = f.n_tokens
+        if n == 0:
+            return []
+        b = self.boundaries(f).detach().cpu().double().numpy()
+        forbidden = self.forbidden(f).cpu().numpy()
+        if decoder == "peak":
+            cuts = peak_decode(b, float(self.boundary.tau), lo, hi, forbidden)
+        elif decoder == "dp":
+            cuts = dp_decode(
+                b,
+                allowed=~forbidden,
+                min_len=lo,
+                max_len=hi,
+                target_len=c.dp_target_tokens,
+                length_weight=c.dp_length_weight,
+                cohesion=InteriorScoreCohesion(f.b_sem.detach().cpu().numpy()),
+                cohesion_weight=c.dp_cohesion_weight,
+            )
+        else:
+            raise ValueError(f"decoder must be 'peak' or 'dp', got {decoder!r}")
+        return spans_from_cuts([int(x) for x in cuts], n)
+
+    def soft_chunks(
+        self, f: DocFeatures, spans: Spans, h_prime: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, d) chunk vectors under soft cuts (training): gradients reach alpha, gamma, tau."""
+        h_prime = self.enrich(f)[0] if h_prime is None else h_prime
+        p = self.boundary.cut_probability(self.boundaries(f))
+        p = p * f.word_start.to(p.dtype)  # never a soft cut inside a word either
+        return soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend)
+
+    def hard_chunks(
+        self, f: DocFeatures, spans: Spans, h_prime: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, d) plain means of H' over the spans (inference)."""
+        h_prime = self.enrich(f)[0] if h_prime is None else h_prime
+        if not spans:
+            return h_prime.new_zeros(0, h_prime.shape[1])
+        return torch.stack([h_prime[s:e].mean(0) for s, e in spans])
+
+    def chunk_entities(
+        self, f: DocFeatures, spans: Spans, u_prime: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(c_ent (K, Emax, d'), c_mask (K, Emax))``: u' rows of the concepts with a mention
+        entirely inside each span (as ``make_chunk`` fills ``Chunk.entity_ids``)."""
+        rows_per: list[list[int]] = []
+        mt = f.mention_tokens.cpu().numpy()
+        for s, e in spans:
+            inside = mt[(mt[:, 0] >= s) & (mt[:, 1] <= e)] if len(mt) else mt
+            rows_per.append(
+                list(dict.fromkeys(int(r) for r in inside[:, 2])) if len(inside) else []
+            )
+        return pad_rows(u_prime, rows_per)
+
+    def query_entities(
+        self, items: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` from each query's ``(u_q (Cq, d_k),
+        edge_index_q (2, Eq))`` through the same concept encoder as the documents."""
+        encoded = [self.concepts(u, ei) for u, ei in items]
+        dim = self.config.gat_out_dim if self.gat is not None else self.concept_dim
+        return pad_stack(encoded, dim, device=self.boundary.tau.device)
+
+    # ----- scoring --------------------------------------------------------------------------
+    def score(
+        self,
+        q: torch.Tensor,
+        q_ent: torch.Tensor | None,
+        q_mask: torch.Tensor | None,
+        chunk_vecs: torch.Tensor,
+        c_ent: torch.Tensor | None,
+        c_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """(Q, K): beta cos(q, c) + (1 - beta) kg_prox (hybrid), else cos(q, c)."""
+        if self.hybrid is None:
+            return F.normalize(q, dim=-1) @ F.normalize(chunk_vecs, dim=-1).T
+        return self.hybrid(q, chunk_vecs, q_ent, q_mask, c_ent, c_mask)
+
+    def learned_values(self) -> dict[str, float]:
+        """Current alpha (3 entries), gamma, tau, beta and lambda (mean when per-dimension)."""
+        a = self.boundary.alpha.detach().cpu()
+        out = {
+            "alpha_struct": float(a[0]),
+            "alpha_sem": float(a[1]),
+            "alpha_entity": float(a[2]),
+            "gamma": float(self.boundary.gamma.detach()),
+            "tau": float(self.boundary.tau.detach()),
+        }
+        if self.hybrid is not None:
+            out["beta"] = float(self.hybrid.beta.detach())
+        if self.fusion is not None:
+            out["lambda"] = float(self.fusion.lam.detach().mean())
+        return out
+
+
+def pad_rows(table: torch.Tensor, rows_per: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gather ``table[rows]`` per item into a zero-padded (K, Emax, d) tensor and mask."""
+    k, width = len(rows_per), max([len(r) for r in rows_per] + [1])
+    index = torch.zeros(k, width, dtype=torch.long, device=table.device)
+    mask = torch.zeros(k, width, dtype=torch.bool, device=table.device)
+    for i, rows in enumerate(rows_per):
+        if rows:
+            index[i, : len(rows)] = torch.tensor(rows, device=table.device)
+            mask[i, : len(rows)] = True
+    if table.shape[0] == 0:
+        return table.new_zeros(k, width, table.shape[1]), mask
+    return table[index] * mask.unsqueeze(-1).to(table.dtype), mask
+
+
+def pad_stack(
+    items: list[torch.Tensor], dim: int, device=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack (n_i, dim) tensors into (len, max n_i, dim) with a bool mask (zeros where empty)."""
+    width = max([int(x.shape[0]) for x in items] + [1])
+    out = torch.zeros(len(items), width, dim, device=device)
+    mask = torch.zeros(len(items), width, dtype=torch.bool, device=device)
+    rows = []
+    for i, x in enumerate(items):
+        if x.shape[0]:
+            mask[i, : x.shape[0]] = True
+            rows.append(F.pad(x, (0, 0, 0, width - x.shape[0])))
+        else:
+            rows.append(torch.zeros(width, dim, device=device))
+    return (torch.stack(rows) if rows else out), mask
+
+
+__all__ = ["GraLCModel", "ModelConfig", "pad_rows", "pad_stack"]

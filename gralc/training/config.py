@@ -1,0 +1,138 @@
+"""``TrainConfig``: the typed schema of ``configs/train.yaml`` (see :func:`gralc.config.load_config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gralc.config import ConfigError
+from gralc.evaluation.benchmarks import DataConfig
+from gralc.model.gralc_model import ModelConfig
+from gralc.pipeline import PipelineConfig
+
+
+@dataclass
+class LoaderConfig:
+    """``batch_size`` questions per batch (never two of one document); each batch adds
+    ``extra_negative_docs`` random training documents whose chunks are negatives.
+    ``dev_fraction`` / ``split_seed``: document-level dev split (not PubMedQA, which has its
+    official split). ``max_train_questions``: cap for quick runs (None: all)."""
+
+    batch_size: int = 4
+    extra_negative_docs: int = 2
+    dev_fraction: float = 0.2
+    split_seed: int = 0
+    max_train_questions: int | None = None
+
+
+@dataclass
+class OptimConfig:
+    """AdamW. Scalars (alpha, gamma, tau, beta, lambda) get ``lr * scalar_lr_scale`` and no
+    weight decay (decay would pull the boundary weights to 0). ``temperature`` scales the
+    InfoNCE logits."""
+
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    scalar_lr_scale: float = 10.0
+    temperature: float = 0.05
+
+
+@dataclass
+class TrainerConfig:
+    max_epochs: int = 10
+    accelerator: str = "auto"
+    devices: str = "auto"  # under SLURM: equal to --ntasks-per-node (Lightning#19883)
+    strategy: str = "auto"  # "ddp" for multi-process (gloo on CPU, nccl on GPU)
+    num_nodes: int = 1  # under SLURM: equal to --nodes
+    precision: str = "32-true"
+    log_every_n_steps: int = 5
+    limit_train_batches: float | None = None
+    val_check_interval: float | None = None
+    gradient_clip_val: float | None = 1.0
+    enable_progress_bar: bool = False
+    num_threads: int | None = None  # torch intra-op threads (None: torch's default)
+
+
+@dataclass
+class WandbConfig:
+    enabled: bool = False
+    project: str = "gralc"
+    offline: bool = True
+    entity: str | None = None
+
+
+@dataclass
+class LoggerConfig:
+    """CSV logs are always written; W&B only when ``wandb.enabled`` (offline by default)."""
+
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+
+@dataclass
+class EarlyStoppingConfig:
+    enabled: bool = True
+    patience: int = 5
+    monitor: str = "val/mrr"
+    mode: str = "max"
+
+
+@dataclass
+class CallbacksConfig:
+    early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
+
+
+@dataclass
+class PathsConfig:
+    """``output_dir``: checkpoints, logs, resolved config; ``cache_dir``: encodings and
+    features (reused across runs)."""
+
+    output_dir: str = "outputs/train"
+    cache_dir: str = "data/cache"
+
+
+@dataclass
+class LoraConfig:
+    """LoRA on the encoder (peft). Not implemented yet: features are cached from a FROZEN
+    encoder, so ``enabled=True`` is rejected at validation."""
+
+    enabled: bool = False
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.1
+    target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    deterministic: bool = True
+    data: DataConfig = field(default_factory=DataConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    loader: LoaderConfig = field(default_factory=LoaderConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    callbacks: CallbacksConfig = field(default_factory=CallbacksConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
+
+
+def validate(cfg: TrainConfig) -> TrainConfig:
+    """Checks the schema cannot express; raises ConfigError / NotImplementedError."""
+    if cfg.lora.enabled:
+        raise NotImplementedError(
+            "lora.enabled=true: LoRA fine-tuning of the encoder is not implemented (training "
+            "caches features from a frozen encoder); set lora.enabled=false"
+        )
+    if cfg.loader.batch_size < 1:
+        raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
+    if cfg.loader.extra_negative_docs < 0:
+        raise ConfigError("loader.extra_negative_docs must be >= 0")
+    if cfg.optim.temperature <= 0:
+        raise ConfigError(f"optim.temperature must be > 0, got {cfg.optim.temperature}")
+    if cfg.trainer.num_nodes < 1:
+        raise ConfigError(f"trainer.num_nodes must be >= 1, got {cfg.trainer.num_nodes}")
+    if cfg.callbacks.early_stopping.mode not in ("min", "max"):
+        raise ConfigError("callbacks.early_stopping.mode must be 'min' or 'max'")
+    return cfg

@@ -1,0 +1,188 @@
+"""The LightningModule: contrastive (multi-positive InfoNCE) training of a GraLCModel.
+
+Per step, for every document of the batch (gold documents + extra negatives): H', u' from
+the KG, hard spans from the CURRENT learned boundaries (no gradient), soft chunk vectors
+under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau), chunk entity sets.
+Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch, so negatives
+are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
+documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
+
+A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
+the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
+to write non-finite parameters as a last guard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+
+from gralc.evaluation.metrics import reciprocal_rank
+from gralc.model.gralc_model import GraLCModel, pad_stack
+from gralc.training.config import OptimConfig
+from gralc.training.datamodule import TrainBatch, ValBatch
+from gralc.training.pairs import TrainingExample
+
+#: Parameters trained as scalars: own learning rate, no weight decay.
+SCALAR_PARAMS = (
+    "boundary.alpha",
+    "boundary.gamma",
+    "boundary.tau",
+    "hybrid.beta_logit",
+    "fusion.lam",
+)
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss or a gradient became NaN / inf: training stops, no checkpoint of it."""
+
+
+class GraLCLitModule(pl.LightningModule):
+    def __init__(
+        self, model: GraLCModel, optim: OptimConfig, extra_checkpoint: dict[str, Any] | None = None
+    ):
+        super().__init__()
+        self.model, self.optim = model, optim
+        self.extra_checkpoint = extra_checkpoint or {}
+
+    # ----- shared ---------------------------------------------------------------------------
+    def queries(
+        self, examples: list[TrainingExample]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(q (B, d), q_ent (B, Eq, d'), q_mask (B, Eq))`` on this module's device."""
+        q = torch.stack([e.q_vec for e in examples]).to(self.device)
+        q_ent, q_mask = self.model.query_entities(
+            [(e.q_u.to(self.device), e.q_edge_index.to(self.device)) for e in examples]
+        )
+        return q, q_ent, q_mask
+
+    def chunk_table(self, docs, soft: bool):
+        """All chunks of ``docs``: vectors (K, d), entities (K, E, d'), mask, and per document
+        its spans and the offset of its first chunk."""
+        vecs, ents, spans_per, starts, k = [], [], [], [], 0
+        for f in docs:
+            h_prime, u_prime = self.model.enrich(f)
+            spans = self.model.hard_spans(f)
+            vecs.append(
+                self.model.soft_chunks(f, spans, h_prime)
+                if soft
+                else self.model.hard_chunks(f, spans, h_prime)
+            )
+            ent, mask = self.model.chunk_entities(f, spans, u_prime)
+            ents.extend(zip(ent, mask))
+            spans_per.append(spans)
+            starts.append(k)
+            k += len(spans)
+        dim = ents[0][0].shape[-1]
+        c_ent, c_mask = pad_stack([e[m] for e, m in ents], dim, device=self.device)
+        return torch.cat(vecs), c_ent, c_mask, spans_per, starts
+
+    # ----- training -------------------------------------------------------------------------
+    def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
+        """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
+        examples = batch.examples
+        chunks, c_ent, c_mask, spans_per, starts = self.chunk_table(batch.docs, soft=True)
+        q, q_ent, q_mask = self.queries(examples)
+        scores = self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask) / self.optim.temperature
+        positive = torch.zeros_like(scores, dtype=torch.bool)
+        for i, (e, f) in enumerate(zip(examples, batch.docs)):  # docs[i] is example i's gold doc
+            for k in e.positives.resolve(f, spans_per[i]):
+                positive[i, starts[i] + k] = True
+        loss = (
+            torch.logsumexp(scores, dim=1)
+            - torch.logsumexp(scores.masked_fill(~positive, float("-inf")), dim=1)
+        ).mean()
+        return loss, int(chunks.shape[0])
+
+    def training_step(self, batch: TrainBatch, batch_idx: int) -> torch.Tensor:
+        loss, n_chunks = self.batch_loss(batch)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"training loss is {loss.item()} at global step {self.global_step} (epoch "
+                f"{self.current_epoch}); stopping before it is checkpointed. Non-finite "
+                f"parameters: {self.non_finite_parameters() or 'none'}; lower optim.lr or "
+                "check the features"
+            )
+        n = len(batch.examples)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=n, prog_bar=True)
+        self.log("train/chunks_per_batch", float(n_chunks), batch_size=n)
+        return loss
+
+    def on_before_optimizer_step(self, optimizer) -> None:
+        bad = [
+            n
+            for n, p in self.model.named_parameters()
+            if p.grad is not None and not torch.isfinite(p.grad).all()
+        ]
+        if bad:
+            raise NonFiniteLossError(
+                f"non-finite gradients at global step {self.global_step} in {bad}"
+            )
+
+    def non_finite_parameters(self) -> list[str]:
+        return [n for n, p in self.model.named_parameters() if not torch.isfinite(p).all()]
+
+    def on_train_epoch_end(self) -> None:
+        self.log_dict({f"learned/{k}": v for k, v in self.model.learned_values().items()})
+
+    # ----- validation -----------------------------------------------------------------------
+    @torch.no_grad()
+    def retrieval_scores(self, batch: ValBatch) -> tuple[torch.Tensor, list[str]]:
+        """(Q, K) hybrid scores of every question against every corpus chunk, and each
+        chunk's document id."""
+        chunks, c_ent, c_mask, spans_per, _ = self.chunk_table(batch.docs, soft=False)
+        q, q_ent, q_mask = self.queries(batch.examples)
+        doc_of = [f.doc_id for f, spans in zip(batch.docs, spans_per) for _ in spans]
+        return self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask), doc_of
+
+    def retrieval_mrr(self, batch: ValBatch) -> float:
+        """MRR of the gold documents when every corpus chunk is ranked by the model's score."""
+        scores, doc_of = self.retrieval_scores(batch)
+        order = torch.argsort(scores, dim=1, descending=True, stable=True).cpu()
+        rr = [
+            reciprocal_rank([doc_of[j] for j in row.tolist()], e.doc_id)
+            for row, e in zip(order, batch.examples)
+        ]
+        return sum(rr) / len(rr)
+
+    def validation_step(self, batch: ValBatch, batch_idx: int) -> None:
+        self.log(
+            "val/mrr", self.retrieval_mrr(batch), batch_size=len(batch.examples), prog_bar=True
+        )
+
+    # ----- optimiser, checkpoints -----------------------------------------------------------
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        scalars, others = [], []
+        for name, p in self.model.named_parameters():
+            if p.requires_grad:
+                (scalars if name in SCALAR_PARAMS else others).append(p)
+        groups = [{"params": others, "weight_decay": self.optim.weight_decay}]
+        if scalars:
+            groups.append(
+                {
+                    "params": scalars,
+                    "weight_decay": 0.0,
+                    "lr": self.optim.lr * self.optim.scalar_lr_scale,
+                }
+            )
+        return torch.optim.AdamW(groups, lr=self.optim.lr)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        bad = self.non_finite_parameters()
+        if bad:
+            raise NonFiniteLossError(f"refusing to checkpoint non-finite parameters {bad}")
+        checkpoint["gralc"] = {
+            **self.extra_checkpoint,
+            "model_config": _asdict(self.model.config),
+            "token_dim": self.model.token_dim,
+            "concept_dim": self.model.concept_dim,
+            "learned_values": self.model.learned_values(),
+        }
+
+
+def _asdict(cfg) -> dict[str, Any]:
+    from gralc.config import to_dict
+
+    return to_dict(cfg)

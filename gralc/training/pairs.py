@@ -1,0 +1,176 @@
+"""Question -> positive-chunk supervision, pluggable per benchmark.
+
+A :class:`TrainingExample` names the gold document and a :class:`Positives` selector. The
+selector is resolved at EVERY step against the document's current hard spans (they move as
+alpha / gamma / tau learn):
+
+* ``char_ranges``: chunks overlapping any gold character range (paragraphs or sections of the
+  required IMRaD types: PMC template questions, the demo corpus);
+* ``answer_vec``: the chunk whose frozen mean token vector is closest (cosine) to the encoded
+  long answer (PubMedQA: the chunk holding the answer evidence);
+* neither: every chunk of the gold document.
+
+Splits: PubMedQA uses the official split (train to train, dev to validate; the 500 test PMIDs
+are NEVER trained on, asserted); other sources split by gold DOCUMENT, so validation
+questions ask about articles not trained on.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+import torch.nn.functional as F
+
+from gralc.documents.question import Question
+from gralc.knowledge.concept_graph import build_concept_graph
+
+if TYPE_CHECKING:
+    from gralc.knowledge.concept_embeddings import ConceptEmbedder
+    from gralc.pipeline import Pipeline
+    from gralc.training.features import DocFeatures
+
+
+@dataclass
+class Positives:
+    """Which chunks of the gold document answer the question (see module docstring)."""
+
+    char_ranges: list[tuple[int, int]] = field(default_factory=list)
+    answer_vec: torch.Tensor | None = None
+
+    def resolve(self, f: DocFeatures, spans: list[tuple[int, int]]) -> list[int]:
+        """Indices of the positive chunks among ``spans`` (never empty for a non-empty doc)."""
+        if not spans:
+            return []
+        if self.char_ranges:
+            chars = [f.char_span(s, e) for s, e in spans]
+            hits = [
+                k
+                for k, (cs, ce) in enumerate(chars)
+                if any(cs < re_ and rs < ce for rs, re_ in self.char_ranges)
+            ]
+            if hits:
+                return hits
+        if self.answer_vec is not None:
+            means = torch.stack([f.H[s:e].mean(0) for s, e in spans])
+            sims = F.normalize(means, dim=-1) @ F.normalize(self.answer_vec.to(means), dim=0)
+            return [int(sims.argmax())]
+        return list(range(len(spans)))
+
+
+@dataclass
+class TrainingExample:
+    """One question: ``q_vec`` (d,) frozen query embedding; ``q_concepts`` its linked concept
+    ids with embeddings ``q_u`` (Cq, d_k) and query graph ``q_edge_index`` (2, Eq)."""
+
+    question_id: str
+    q_vec: torch.Tensor
+    q_concepts: list[str]
+    q_u: torch.Tensor
+    q_edge_index: torch.Tensor
+    doc_id: str
+    positives: Positives
+
+
+class QueryEncoder:
+    """Frozen encodings of question-side texts with the pipeline's encoder and linker."""
+
+    def __init__(self, pipeline: Pipeline, concept_embedder: ConceptEmbedder) -> None:
+        self.pipeline, self.embedder = pipeline, concept_embedder
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        return (
+            self.pipeline.encoder.encode_queries(texts).float()
+            if texts
+            else torch.zeros(0, self.pipeline.encoder.dim)
+        )
+
+    def concepts(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """Linked concept ids, u (Cq, d_k) and the query's concept graph edges (2, Eq)."""
+        mentions = self.pipeline.linker.link(text)
+        graph = build_concept_graph(mentions, [(0, len(text))], self.pipeline.knowledge_base)
+        ids = list(graph.concept_ids)
+        u = (
+            self.embedder.embed_ids(ids, self.pipeline.vocabulary).float()
+            if ids
+            else torch.zeros(0, self.pipeline.encoder.dim)
+        )
+        return ids, u, graph.edge_index.long()
+
+    def examples(
+        self, questions: list[Question], positives: list[Positives]
+    ) -> list[TrainingExample]:
+        q_vecs = self.encode([q.text for q in questions])
+        out = []
+        for q, vec, pos in zip(questions, q_vecs, positives, strict=True):
+            ids, u, ei = self.concepts(q.text)
+            out.append(TrainingExample(q.id, vec, ids, u, ei, q.gold_doc_id, pos))
+        return out
+
+
+class PairSource(Protocol):
+    """``(questions, documents by id, query encoder) -> examples`` for one benchmark kind."""
+
+    def __call__(
+        self, questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
+    ) -> list[TrainingExample]: ...
+
+
+def answer_evidence_pairs(
+    questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
+) -> list[TrainingExample]:
+    """PubMedQA: the gold abstract's chunk closest to the LONG_ANSWER (all chunks without one)."""
+    answers = enc.encode([q.long_answer for q in questions if q.long_answer])
+    it = iter(answers)
+    positives = [Positives(answer_vec=next(it) if q.long_answer else None) for q in questions]
+    return enc.examples(questions, positives)
+
+
+def section_pairs(
+    questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
+) -> list[TrainingExample]:
+    """PMC / demo: chunks overlapping the gold paragraphs, else the top-level sections of the
+    gold IMRaD types; the long answer when neither is given."""
+    positives = []
+    answers = enc.encode([q.long_answer for q in questions])
+    for q, ans in zip(questions, answers):
+        doc = docs[q.gold_doc_id].doc
+        if q.gold_paragraph_ids:
+            ranges = [(p.start, p.end) for p in doc.paragraphs if p.id in set(q.gold_paragraph_ids)]
+        else:
+            types = set(q.gold_section_types)
+            ranges = [(s.start, s.end) for s in doc.sections if s.imrad_type in types]
+        positives.append(Positives(char_ranges=ranges, answer_vec=ans if q.long_answer else None))
+    return enc.examples(questions, positives)
+
+
+PAIR_SOURCES: dict[str, PairSource] = {
+    "pubmedqa": answer_evidence_pairs,
+    "demo": section_pairs,
+    "pmc": section_pairs,
+}
+
+
+def split_questions(
+    questions: list[Question], source: str, dev_fraction: float = 0.2, seed: int = 0
+) -> tuple[list[Question], list[Question]]:
+    """``(train, dev)``. PubMedQA: the official ``Question.split``; others: by gold document."""
+    if source == "pubmedqa":
+        train = [q for q in questions if q.split == "train"]
+        dev = [q for q in questions if q.split == "dev"]
+        if not train or not dev:
+            raise ValueError(
+                "PubMedQA training needs the official train/dev split (Question.split); load "
+                "ori_pqal.json with test_ground_truth.json beside it and data.split=all"
+            )
+    else:
+        doc_ids = sorted({q.gold_doc_id for q in questions})
+        random.Random(seed).shuffle(doc_ids)
+        n_dev = max(1, round(dev_fraction * len(doc_ids))) if len(doc_ids) > 1 else 0
+        dev_docs = set(doc_ids[:n_dev])
+        train = [q for q in questions if q.gold_doc_id not in dev_docs and q.split != "test"]
+        dev = [q for q in questions if q.gold_doc_id in dev_docs and q.split != "test"]
+    assert not any(q.split == "test" for q in train + dev), "a test question reached training"
+    return train, dev

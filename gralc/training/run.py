@@ -1,0 +1,212 @@
+"""``train(cfg) -> dict``: everything ``python train.py`` does, callable from tests.
+
+Output layout (``paths.output_dir``)::
+
+    checkpoints/best-*.ckpt   (ModelCheckpoint on val/mrr, top 1)
+    checkpoints/last.ckpt     (rewritten after every validation: the state to resume from)
+    config.yaml, run.json                            (resolved config, git hash and versions)
+    csv/...                                          (CSVLogger, always), wandb/ (if enabled)
+    result.json                                      (learned values, best score, paths)
+    wandb_run_id.txt                                 (W&B run id, reused on resume)
+    hpc_ckpt_N.ckpt                                  (SLURM only: saved on SIGUSR1 before requeue)
+
+``resume="last"`` resolves ``checkpoints/last.ckpt`` explicitly and fails if it is missing
+(Lightning's ``ckpt_path="last"`` silently starts fresh, Lightning#14466). ``resume="auto"``
+(SLURM jobs, which may be requeued) takes the newest of ``last.ckpt`` and ``hpc_ckpt_*.ckpt``,
+or starts fresh when there is none. Any other string is a checkpoint path.
+
+Under SLURM, Lightning's ``SLURMEnvironment(auto_requeue=True)`` is the one owner of requeue:
+on SIGUSR1 (``#SBATCH --signal=SIGUSR1@90``) it saves ``hpc_ckpt_N.ckpt`` and runs
+``scontrol requeue``; the requeued job (``resume=auto``) continues from it. See slurm/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from filelock import FileLock
+from lightning_fabric.plugins.environments import SLURMEnvironment
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from pytorch_lightning.loggers import CSVLogger
+from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+from gralc.config import save_config, to_dict
+from gralc.model.gralc_model import GraLCModel
+from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
+from gralc.training.config import TrainConfig, validate
+from gralc.training.datamodule import GraLCDataModule
+from gralc.training.lit_module import GraLCLitModule
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_resume(cfg: TrainConfig) -> str | None:
+    """The checkpoint path to resume from, or None for a fresh run."""
+    if cfg.resume is None:
+        return None
+    if cfg.resume == "auto":
+        out = Path(cfg.paths.output_dir)
+        found = [p for p in [out / "checkpoints" / "last.ckpt", *out.glob("hpc_ckpt_*.ckpt")]
+                 if p.is_file()]
+        newest = max(found, key=lambda p: p.stat().st_mtime, default=None)
+        return str(newest.resolve()) if newest else None
+    path = (
+        Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+        if cfg.resume == "last"
+        else Path(cfg.resume)
+    )
+    if not path.exists():
+        raise FileNotFoundError(
+            f"resume={cfg.resume!r}: checkpoint {path} does not exist; drop resume= to start a "
+            "fresh run, or point paths.output_dir at the run to continue"
+        )
+    return str(path.resolve())
+
+
+def wandb_run_id(out: Path) -> str:
+    """The W&B run id of ``out``: read from ``out/wandb_run_id.txt``, else created (and
+    written by rank 0), so a resumed or requeued run continues the same W&B run."""
+    path = out / "wandb_run_id.txt"
+    if path.is_file():
+        return path.read_text().strip()
+    run_id = uuid.uuid4().hex[:12]  # W&B ids: short, lowercase alphanumeric
+    if rank_zero_only.rank == 0:
+        write_text_atomic(path, run_id + "\n")
+    return run_id
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
+    out = Path(cfg.paths.output_dir)
+    es = cfg.callbacks.early_stopping
+    cbs: list[Callback] = [
+        ModelCheckpoint(
+            dirpath=out / "checkpoints",
+            filename="best-{epoch}-{step}",
+            monitor="val/mrr",
+            mode="max",
+            save_top_k=1,
+        ),
+        # last.ckpt after EVERY validation: Lightning 2.6's save_last=True rewrites it only
+        # alongside a new top-k save, so a resume would lose the epochs since the best one.
+        ModelCheckpoint(
+            dirpath=out / "checkpoints",
+            filename="last",
+            monitor=None,
+            save_top_k=1,
+            enable_version_counter=False,
+        ),
+        *callbacks,
+    ]
+    if es.enabled:
+        cbs.append(EarlyStopping(monitor=es.monitor, mode=es.mode, patience=es.patience))
+    loggers: list[Any] = [CSVLogger(save_dir=str(out), name="csv")]
+    if cfg.logger.wandb.enabled:
+        from pytorch_lightning.loggers import WandbLogger
+
+        w = cfg.logger.wandb
+        loggers.append(
+            WandbLogger(
+                project=w.project,
+                entity=w.entity,
+                offline=w.offline,
+                save_dir=str(out),
+                config=to_dict(cfg),
+                id=wandb_run_id(out),
+                resume="allow",
+            )
+        )
+    t = cfg.trainer
+    devices: Any = int(t.devices) if str(t.devices).isdigit() else t.devices
+    # SLURM (sbatch + srun): Lightning reads ranks / world size from the SLURM variables;
+    # SIGUSR1 -> hpc checkpoint + requeue. None elsewhere (Lightning picks the environment).
+    plugins = (
+        [SLURMEnvironment(auto_requeue=True, requeue_signal=signal.SIGUSR1)]
+        if SLURMEnvironment.detect()
+        else None
+    )
+    return pl.Trainer(
+        max_epochs=t.max_epochs,
+        accelerator=t.accelerator,
+        devices=devices,
+        strategy=t.strategy,
+        num_nodes=t.num_nodes,
+        plugins=plugins,
+        # the batch sampler shards itself by rank (GraLCDataModule.batch_sampler)
+        use_distributed_sampler=False,
+        precision=t.precision,
+        log_every_n_steps=t.log_every_n_steps,
+        limit_train_batches=t.limit_train_batches,
+        val_check_interval=t.val_check_interval,
+        gradient_clip_val=t.gradient_clip_val,
+        enable_progress_bar=t.enable_progress_bar,
+        deterministic=cfg.deterministic,
+        detect_anomaly=False,
+        callbacks=cbs,
+        logger=loggers,
+        default_root_dir=str(out),
+        enable_model_summary=False,
+    )
+
+
+def train(
+    cfg: TrainConfig, model: GraLCModel | None = None, callbacks: Sequence[Callback] = ()
+) -> dict[str, Any]:
+    """Fit (or resume) and return learned values, best val/mrr and checkpoint paths.
+
+    ``model``: a prebuilt model (tests inject one); ``callbacks``: extra Lightning callbacks.
+    """
+    validate(cfg)
+    ckpt_path = resolve_resume(cfg)
+    if cfg.trainer.num_threads:
+        torch.set_num_threads(cfg.trainer.num_threads)  # the models are small: 1-2 threads suffice
+    seed_everything(cfg.seed, cfg.deterministic)
+    pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    out = Path(cfg.paths.output_dir)
+    dm = GraLCDataModule(cfg)
+    cache = Path(cfg.paths.cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(cache / ".features.lock"):  # DDP ranks: one builds the cache, the rest read it
+        dm.setup("fit")
+    model = model or GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    # plain JSON types only, so Lightning can resume with torch.load(weights_only=True)
+    meta = json.loads(
+        json.dumps(run_metadata({"output_dir": str(out), "resumed_from": ckpt_path}), default=str)
+    )
+    if rank_zero_only.rank == 0:
+        save_config(cfg, out / "config.yaml")
+        write_json_atomic(out / "run.json", meta)
+    lit = GraLCLitModule(
+        model, cfg.optim, extra_checkpoint={"train_config": to_dict(cfg), "run": meta}
+    )
+    trainer = build_trainer(cfg, callbacks)
+    trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path)
+    ckpt = trainer.checkpoint_callback
+    best = ckpt.best_model_score
+    result = {
+        "learned_values": model.learned_values(),
+        "best_val_mrr": float(best) if best is not None else None,
+        "best_checkpoint": ckpt.best_model_path,
+        "last_checkpoint": str(out / "checkpoints" / "last.ckpt"),
+        "global_step": trainer.global_step,
+        "epochs": trainer.current_epoch,
+        "n_train_questions": len(dm.data.train),
+        "n_dev_questions": len(dm.data.dev),
+    }
+    if trainer.is_global_zero:
+        write_json_atomic(out / "result.json", result)
+    return result

@@ -1,0 +1,69 @@
+"""``resume=auto`` (SLURM requeue): newest of last.ckpt / hpc_ckpt_*.ckpt, else a fresh run;
+the W&B run id survives a restart; the DDP batch sampler gives each rank its own batches."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytorch_lightning as pl
+import torch
+
+from gralc.training.datamodule import NoDuplicateDocBatchSampler
+from gralc.training.run import resolve_resume, train, wandb_run_id
+
+
+def test_auto_without_checkpoints_starts_fresh(make_cfg, tmp_path):
+    assert resolve_resume(make_cfg(tmp_path, "resume=auto")) is None
+
+
+def test_auto_takes_the_newest_of_last_and_hpc_checkpoints(make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "resume=auto")
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    last.parent.mkdir()
+    last.write_bytes(b"x")
+    assert resolve_resume(cfg) == str(last.resolve())
+    hpc = tmp_path / "hpc_ckpt_1.ckpt"
+    hpc.write_bytes(b"x")
+    now = time.time()
+    os.utime(last, (now - 60, now - 60))
+    os.utime(hpc, (now, now))
+    assert resolve_resume(cfg) == str(hpc.resolve())  # saved on SIGUSR1 after the last epoch
+    os.utime(last, (now + 60, now + 60))
+    assert resolve_resume(cfg) == str(last.resolve())  # a later epoch finished after it
+
+
+def test_wandb_run_id_is_created_once_and_reused(tmp_path):
+    first = wandb_run_id(tmp_path)
+    assert len(first) >= 8 and first.isalnum()
+    assert (tmp_path / "wandb_run_id.txt").read_text().strip() == first
+    assert wandb_run_id(tmp_path) == first
+
+
+class FirstStep(pl.Callback):
+    def __init__(self) -> None:
+        self.first: int | None = None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if self.first is None:
+            self.first = trainer.global_step
+
+
+def test_auto_resume_continues_the_step_count(datamodule, make_cfg, tmp_path):
+    args = ("trainer.limit_train_batches=2", "callbacks.early_stopping.enabled=false", "resume=auto")
+    fresh = train(make_cfg(tmp_path, "trainer.max_epochs=1", *args))
+    assert fresh["global_step"] == 2
+    assert torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 2
+    first = FirstStep()
+    resumed = train(make_cfg(tmp_path, "trainer.max_epochs=2", *args), callbacks=[first])
+    assert first.first == 2 and resumed["global_step"] == 4
+
+
+def test_ddp_ranks_get_disjoint_equal_shares_of_the_batches():
+    docs = [f"d{i % 7}" for i in range(23)]
+    whole = NoDuplicateDocBatchSampler(docs, 3, seed=1).batches()
+    shares = [NoDuplicateDocBatchSampler(docs, 3, seed=1, num_replicas=2, rank=r).batches() for r in (0, 1)]
+    assert len(shares[0]) == len(shares[1]) == -(-len(whole) // 2)
+    flat = [b for pair in zip(*shares) for b in pair]
+    assert flat[: len(whole)] == whole  # interleaved shares = the single-process batches
+    assert flat[len(whole) :] == whole[: len(flat) - len(whole)]  # padding repeats the first

@@ -1,0 +1,192 @@
+"""Gradients, a short run that learns, export round trip, resume, NaN guard."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from gralc.export import export, load_model
+from gralc.model.gralc_model import GraLCModel
+from gralc.model.soft_pooling import soft_chunk_pool
+from gralc.training.datamodule import GraLCDataModule
+from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError
+from gralc.training.run import train
+
+#: Every learnable group of the model, by parameter-name prefix.
+GROUPS = [
+    "gat.",
+    "fusion.mlp.",
+    "fusion.lam",
+    "boundary.alpha",
+    "boundary.gamma",
+    "boundary.tau",
+    "hybrid.beta_logit",
+]
+
+
+def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
+    torch.manual_seed(0)
+    return GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+
+
+def _group(model: GraLCModel, prefix: str) -> list[torch.Tensor]:
+    params = [p for n, p in model.named_parameters() if n.startswith(prefix)]
+    assert params, prefix
+    return params
+
+
+def _mean_loss(lit: GraLCLitModule, dm: GraLCDataModule) -> float:
+    lit.model.eval()
+    with torch.no_grad():
+        losses = [lit.batch_loss(b)[0].item() for b in dm.train_dataloader()]
+    lit.model.train()
+    return sum(losses) / len(losses)
+
+
+def test_every_learnable_parameter_gets_a_gradient(datamodule, make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path)
+    model = _model(datamodule, cfg)
+    lit = GraLCLitModule(model, cfg.optim)
+    batch = next(iter(datamodule.train_dataloader()))
+    loss, _ = lit.batch_loss(batch)
+    assert torch.isfinite(loss) and loss > 0
+    loss.backward()
+    for prefix in GROUPS:
+        for p in _group(model, prefix):
+            assert p.grad is not None and p.grad.abs().sum() > 0, f"{prefix} gets no gradient"
+    for n, p in model.named_parameters():
+        assert p.grad is not None, n
+
+
+def test_hard_chunks_tile_the_document_and_respect_constraints(datamodule, make_cfg, tmp_path):
+    model = _model(datamodule, make_cfg(tmp_path)).eval()
+    for f in list(datamodule.data.features.values())[:3]:
+        for decoder in ("peak", "dp"):
+            spans = model.hard_spans(f, decoder=decoder)
+            assert spans[0][0] == 0 and spans[-1][1] == f.n_tokens
+            assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+            cuts = torch.tensor([s for s, _ in spans[1:]], dtype=torch.long)
+            assert not model.forbidden(f)[cuts].any()
+        # with 0/1 cut probabilities soft pooling equals the plain mean (paper's late chunking)
+        h_prime, _ = model.enrich(f)
+        hard = model.hard_chunks(f, spans, h_prime)
+        assert hard.shape == (len(spans), f.H.shape[1])
+        p = torch.zeros(f.n_tokens)
+        p[cuts] = 1.0
+        soft = soft_chunk_pool(h_prime, p, spans)
+        assert torch.allclose(soft, hard, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def short_run(datamodule, make_cfg, tmp_path_factory):
+    """Three epochs on the demo subset; returns (cfg, model, lit, initial copy, result, loss0)."""
+    out = tmp_path_factory.mktemp("short_run")
+    cfg = make_cfg(out, "trainer.max_epochs=3", "callbacks.early_stopping.enabled=false")
+    model = _model(datamodule, cfg)
+    initial = {n: p.detach().clone() for n, p in model.named_parameters()}
+    loss0 = _mean_loss(GraLCLitModule(model, cfg.optim), datamodule)
+    result = train(cfg, model=model)
+    return cfg, model, initial, result, loss0
+
+
+def test_short_run_lowers_the_loss_and_moves_every_parameter(short_run, datamodule):
+    cfg, model, initial, result, loss0 = short_run
+    loss1 = _mean_loss(GraLCLitModule(model, cfg.optim), datamodule)
+    assert loss1 < loss0 - 0.01, (loss0, loss1)
+    named = dict(model.named_parameters())
+    for prefix in GROUPS:
+        moved = [not torch.equal(named[n], initial[n]) for n in named if n.startswith(prefix)]
+        assert all(moved), f"{prefix} did not change"
+    assert result["global_step"] > 0 and result["best_val_mrr"] is not None
+    assert set(result["learned_values"]) == {
+        "alpha_struct",
+        "alpha_sem",
+        "alpha_entity",
+        "gamma",
+        "tau",
+        "beta",
+        "lambda",
+    }
+    out = Path(cfg.paths.output_dir)
+    assert (out / "config.yaml").is_file() and (out / "run.json").is_file()
+    rows = list(csv.DictReader(open(next((out / "csv").rglob("metrics.csv")))))
+    assert any(r.get("learned/tau") for r in rows) and any(r.get("val/mrr") for r in rows)
+
+
+def test_checkpoint_export_reload_give_identical_scores(short_run, datamodule, tmp_path):
+    cfg, model, _, result, _ = short_run
+    last = Path(result["last_checkpoint"])
+    assert last.is_file() and not last.is_symlink()
+    ckpt = torch.load(last, weights_only=False)
+    assert ckpt["global_step"] == result["global_step"]
+    assert ckpt["gralc"]["run"]["git_hash"] and ckpt["gralc"]["train_config"]["seed"] == cfg.seed
+    export(last, tmp_path / "export")
+    assert (tmp_path / "export" / "inference.yaml").read_text().count("tau") >= 1
+    batch = datamodule.val_batch()
+    scores = []
+    for m in (model.eval(), load_model(last)[0], load_model(tmp_path / "export")[0]):
+        scores.append(GraLCLitModule(m, cfg.optim).retrieval_scores(batch)[0])
+    assert torch.equal(scores[0], scores[1]) and torch.equal(scores[1], scores[2])
+    pipeline_cfg = load_model(tmp_path / "export")[1]
+    assert pipeline_cfg.encoder.model == cfg.pipeline.encoder.model
+
+
+class Kill(RuntimeError):
+    pass
+
+
+class KillAt(pl.Callback):
+    """Simulates a crash in the middle of epoch ``epoch`` (after last.ckpt of the previous)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.current_epoch == self.epoch and batch_idx == 1:
+            raise Kill("simulated kill")
+
+
+class FirstStep(pl.Callback):
+    def __init__(self) -> None:
+        self.first: tuple[int, int] | None = None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if self.first is None:
+            self.first = (trainer.global_step, trainer.current_epoch)
+
+
+def test_killed_run_resumes_with_its_global_step(datamodule, make_cfg, tmp_path):
+    args = ("trainer.limit_train_batches=3", "callbacks.early_stopping.enabled=false")
+    with pytest.raises(FileNotFoundError, match="last.ckpt does not exist"):
+        train(make_cfg(tmp_path, "resume=last", *args))
+    with pytest.raises(Kill):
+        train(make_cfg(tmp_path, "trainer.max_epochs=3", *args), callbacks=[KillAt(epoch=1)])
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    assert torch.load(last, weights_only=False)["global_step"] == 3  # epoch 0 done
+    first = FirstStep()
+    result = train(
+        make_cfg(tmp_path, "trainer.max_epochs=2", "resume=last", *args), callbacks=[first]
+    )
+    assert first.first == (3, 1)  # continues at step 3 in epoch 1, not from scratch
+    assert result["global_step"] == 6
+
+
+def test_nan_loss_stops_training_without_a_broken_checkpoint(datamodule, make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "trainer.max_epochs=2")
+    model = _model(datamodule, cfg)
+    with torch.no_grad():
+        model.boundary.tau.fill_(float("nan"))
+    with pytest.raises(NonFiniteLossError, match="boundary.tau"):
+        train(cfg, model=model)
+    for path in (
+        (tmp_path / "checkpoints").glob("*.ckpt") if (tmp_path / "checkpoints").exists() else []
+    ):
+        state = torch.load(path, weights_only=False)["state_dict"]
+        assert all(torch.isfinite(v).all() for v in state.values()), path
+    lit = GraLCLitModule(model, cfg.optim)
+    with pytest.raises(NonFiniteLossError, match="refusing to checkpoint"):
+        lit.on_save_checkpoint({})

@@ -1,0 +1,35 @@
+"""Train GraLC's learnable parts contrastively.
+
+    python train.py [key=value ...]
+    python train.py paths.output_dir=outputs/run1 trainer.max_epochs=3
+    python train.py data=pubmedqa data.path=/path/to/ori_pqal.json
+    python train.py resume=last paths.output_dir=outputs/run1     # continue a killed run
+
+Config schema: gralc/training/config.py; defaults: configs/train.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+from gralc.config import ConfigError, load_config
+from gralc.training.config import TrainConfig
+from gralc.training.run import train
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = load_config(TrainConfig, "configs/train.yaml", argv)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    result = train(cfg)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
