@@ -75,3 +75,21 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str))
     os.replace(tmp, path)
+
+
+def expand_run_dir(path: str) -> str:
+    """Replace ``{run_id}`` in an output path by a per-run id, so sweep agents and array
+    jobs never share a directory: the W&B run id, else the SLURM array/job id (the same on
+    every DDP rank of a job), else the start time and process id."""
+    if "{run_id}" not in path:
+        return path
+    env = os.environ
+    if env.get("WANDB_RUN_ID"):
+        run_id = env["WANDB_RUN_ID"]
+    elif env.get("SLURM_ARRAY_JOB_ID"):
+        run_id = f"{env['SLURM_ARRAY_JOB_ID']}_{env.get('SLURM_ARRAY_TASK_ID', '0')}"
+    elif env.get("SLURM_JOB_ID"):
+        run_id = env["SLURM_JOB_ID"]
+    else:
+        run_id = time.strftime("%Y%m%d_%H%M%S") + f"_{os.getpid()}"
+    return path.replace("{run_id}", run_id)

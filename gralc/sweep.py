@@ -171,11 +171,16 @@ def apply_extras(configs: list[dict[str, Any]], extras: Sequence[str], wandb_mod
 
 
 # ----- running ------------------------------------------------------------------------------
+def _local(config: dict[str, Any]) -> dict[str, Any]:
+    """The local runner sets each run's output folder itself (OUT/run_NNN)."""
+    return {k: v for k, v in config.items() if k != "paths.output_dir"}
+
+
 def _run_one(index: int, config: dict[str, Any], program: str, out: Path, env: dict[str, str],
              gpus: queue.Queue | None) -> dict[str, Any]:
     run_dir = out / f"run_{index:03d}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, program, *to_overrides(config), f"paths.output_dir={run_dir}"]
+    command = [sys.executable, program, *to_overrides(_local(config)), f"paths.output_dir={run_dir}"]
     gpu = gpus.get() if gpus is not None else None
     run_env = {**env, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {})}
     started = time.perf_counter()
@@ -388,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dry_run:
         print()
         for i, c in enumerate(configs):
-            print(shlex.join([sys.executable, sweep["program"], *to_overrides(c),
+            print(shlex.join([sys.executable, sweep["program"], *to_overrides(_local(c)),
                             f"paths.output_dir={out / f'run_{i:03d}'}"]))
         return 0
     gpus = [g for g in args.gpus.split(",") if g]

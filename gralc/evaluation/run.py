@@ -11,15 +11,13 @@ from gralc.evaluation.benchmarks import load_benchmarks
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, evaluate_method
 from gralc.pipeline import Pipeline
-from gralc.runinfo import seed_everything
+from gralc.runinfo import expand_run_dir, seed_everything
 
 logger = logging.getLogger(__name__)
 
 
 def output_dir(cfg: EvalConfig) -> Path:
-    if cfg.paths.output_dir:
-        return Path(cfg.paths.output_dir)
-    return Path("results") / time.strftime("%Y%m%d_%H%M%S")
+    return Path(expand_run_dir(cfg.paths.output_dir or "results/{run_id}"))
 
 
 def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
@@ -91,6 +89,9 @@ def _log_wandb(results: list[MethodResult], cfg: EvalConfig) -> None:
     run = wandb.init(project=cfg.wandb.project, entity=cfg.wandb.entity, name=cfg.wandb.name,
                      mode="offline" if cfg.wandb.offline else "online", config=to_dict(cfg),
                      job_type="eval")
+    single = len({r.method for r in results}) == 1  # sweeps over one method: short names too
     for r in results:
         run.log({f"{r.benchmark}/{r.method}/{k}": v for k, v in r.metrics.items()})
+        if single:
+            run.log({f"{r.benchmark}/{k}": v for k, v in r.metrics.items()})
     run.finish()

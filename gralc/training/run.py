@@ -40,7 +40,7 @@ from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from gralc.config import save_config, to_dict
 from gralc.model.gralc_model import GraLCModel
-from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
+from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule
@@ -170,6 +170,7 @@ def train(
 
     ``model``: a prebuilt model (tests inject one); ``callbacks``: extra Lightning callbacks.
     """
+    cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
     ckpt_path = resolve_resume(cfg)
     if cfg.trainer.num_threads:
