@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ RETRIEVER_FILE = "retriever.json"
 @dataclass
 class RetrieverSpec:
     """What was indexed and how: ``strategy`` (a registered chunker, or ``gralc`` for a
-    trained model), ``model`` (export dir / checkpoint for ``gralc``), ``candidates``
-    (dense depth re-scored by the trained hybrid scorer)."""
+    trained model), ``model`` (export dir / checkpoint for ``gralc``); a trained model
+    scores every chunk with its hybrid score (``candidates`` is kept for approximate use)."""
 
     strategy: str = "structure_aware"
     model: str | None = None
@@ -56,9 +57,14 @@ class Retriever:
         model: str | Path | None = None,
         pipeline_config: PipelineConfig | None = None,
         index_config: IndexConfig | None = None,
+        files: Sequence[Path] | None = None,
     ) -> "Retriever":
-        """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index."""
-        docs = load_documents_from(corpus)
+        """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
+
+        ``files``: index only these files of ``corpus`` (one shard, :mod:`gralc.shard_index`),
+        in the given order; an unreadable one is skipped with a warning, as in a directory.
+        """
+        docs = load_documents_from(corpus) if files is None else _read_files(files)
         if not docs:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
         if model is not None:
@@ -120,8 +126,20 @@ class Retriever:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``)."""
         q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
-        depth = max(k, self.spec.candidates) if self.scorer is not None else k
-        dense = self.index.search(q, depth)[0]
         if self.scorer is None:
-            return [Hit(c, s, {"cos": s}) for c, s in dense]
-        return self.scorer.rerank(self.pipeline, question, q[0], dense)[:k]
+            return [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, k)[0]]
+        import torch
+
+        vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
+        return self.scorer.rerank(self.pipeline, question, q[0], [], vectors, self.index.chunks)[:k]
+
+
+def _read_files(files: Sequence[Path]) -> list:
+    """Documents of each file in order; unreadable files are logged and skipped."""
+    docs = []
+    for path in files:
+        try:
+            docs.extend(load_documents_from(path))
+        except Exception as exc:  # one bad file must not stop a shard (as in load_corpus)
+            logger.warning("skipping %s: %s: %s", path, type(exc).__name__, exc)
+    return docs

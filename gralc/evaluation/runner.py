@@ -151,9 +151,23 @@ def evaluate_method(
         runs = [rerank(run, q.id) for run, q in zip(runs, bench.questions)]
     t_search = time.perf_counter() - t1
 
+    timings = {"chunk_s": t_chunk, "search_s": t_search,
+               "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
+    return score_runs(spec.name, bench, chunks, runs, ks, timings)
+
+
+def score_runs(
+    method: str,
+    bench: Benchmark,
+    chunks: list[Chunk],
+    runs: list[list[tuple[Chunk, float]]],
+    ks: tuple[int, ...],
+    timings: dict[str, float],
+) -> MethodResult:
+    """Metrics of one method's ranked runs (one per question, best first)."""
     docs = {d.id: d for d in bench.documents}
     per_query, cross = [], []
-    for q, run in zip(bench.questions, runs):
+    for q, run in zip(bench.questions, runs, strict=True):
         gold = docs[q.gold_doc_id]
         row = query_metrics(run, q.gold_doc_id, ks, gold_doc_section_ids=[s.id for s in gold.sections])
         per_query.append(row)
@@ -164,10 +178,9 @@ def evaluate_method(
         metrics.update(aggregate(cross))
         metrics["n_cross_section_questions"] = float(len(cross))
     metrics["n_questions"] = float(len(per_query))
-    timings = {"chunk_s": t_chunk, "search_s": t_search,
-               "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
+    k_max = max(ks)
     detail = [
         {"question_id": q.id, "top": [c.chunk_id for c, _ in run[:k_max]], **row}
         for q, run, row in zip(bench.questions, runs, per_query)
     ]
-    return MethodResult(spec.name, bench.name, metrics, chunk_statistics(chunks), timings, detail)
+    return MethodResult(method, bench.name, metrics, chunk_statistics(chunks), timings, detail)
