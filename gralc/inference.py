@@ -58,7 +58,7 @@ class Retriever:
         pipeline_config: PipelineConfig | None = None,
         index_config: IndexConfig | None = None,
         files: Sequence[Path] | None = None,
-    ) -> "Retriever":
+    ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
         ``files``: index only these files of ``corpus`` (one shard, :mod:`gralc.shard_index`),
@@ -95,9 +95,10 @@ class Retriever:
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path) -> "Retriever":
-        from gralc.config import load_config
+    def load(cls, directory: str | Path) -> Retriever:
         from omegaconf import OmegaConf
+
+        from gralc.config import load_config
 
         directory = Path(directory)
         spec_file = directory / RETRIEVER_FILE

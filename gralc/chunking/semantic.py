@@ -20,8 +20,8 @@ from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
     Unit,
-    sentence_token_spans,
     embed_length,
+    sentence_token_spans,
     text_token_limit,
     token_windows,
     tokenize_offsets,

@@ -34,18 +34,21 @@ class TrainedScorer:
     After :meth:`chunk`, ``entity_vectors`` (M, d') holds the GAT outputs u' of the concepts
     inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to."""
 
-    def __init__(self, model, pipeline_config: PipelineConfig, source: str = "") -> None:
+    def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
+                 concept_embedder: ConceptEmbedder | None = None) -> None:
+        """``concept_embedder``: share one (e.g. disk-cached) across scorers; default: a
+        fresh in-memory one built from the pipeline's encoder on first use."""
         self.model, self.pipeline_config, self.source = model.eval(), pipeline_config, source
         self.entity_vectors = torch.zeros(0, 1)
         self.entity_chunk = torch.zeros(0, dtype=torch.long)
-        self._embedder: ConceptEmbedder | None = None
+        self._embedder = concept_embedder
 
     @classmethod
-    def load(cls, path: str | Path) -> "TrainedScorer":
+    def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
         from gralc.export import load_model
 
         model, pipeline_config = load_model(path)
-        return cls(model, pipeline_config, str(path))
+        return cls(model, pipeline_config, str(path), concept_embedder)
 
     def embedder(self, pipeline: Pipeline) -> ConceptEmbedder:
         if self._embedder is None:
