@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-all lint bench clean-venv
+.PHONY: demo test test-all test-slurm lint clean-venv venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: $(VENV)/.installed
 
 test-all: $(VENV)/.installed
 	$(PY) -m pytest -q
+
+# Installs Debian's slurm-wlm + munge if missing, runs a real one-node SLURM (root), ~10 min.
+test-slurm: $(VENV)/.installed
+	bash slurm/test_slurm.sh
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check gralc tests bench train.py eval.py
