@@ -1,0 +1,182 @@
+"""Indexing speed of every chunking strategy relative to one encoder-only pass (issue 3).
+
+Usage: python -m bench.index [PMC_DIR] [--limit N] [--mesh TSV] [--no-bf16] [--no-semantic]
+(default PMC_DIR: ../shared/data/pmc beside the repository; default --mesh: the full MeSH 2024
+thesaurus beside it). Parsing is excluded. One run measures, on the same documents:
+
+* encoder-only: ``DocumentEncoder.encode_documents`` of every ``Document.text`` (no cache);
+* linker alone: ``EntityLinker`` with the full MeSH thesaurus, best of 3 (automaton build
+  reported separately);
+* prepare = encoder-only + linker (exactly what ``Pipeline.prepare`` runs), measured ONCE and
+  shared: a late-type strategy's time is prepare + its own ``chunk()`` time (boundary scoring,
+  decoding, pooling);
+* fixed / semantic: their own ``chunk()`` on documents WITHOUT token embeddings, i.e.
+  tokenising plus encoding every chunk (and, for semantic, every buffered sentence) on its own;
+* a pass that encodes every sentence once (``encode_texts``), semantic's reference;
+* optionally the encoder-only pass under bf16 autocast.
+
+Rows are printed as they are measured (slowest last: semantic, then bf16).
+
+Targets: structure-aware <= 1.3x encoder-only; semantic <= 1.5x the sentence pass; linker
+>= 5 MB/s. Nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from gralc.chunking.base import PreparedDocument
+from gralc.documents.corpus import load_corpus
+from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig, build_chunker
+from gralc.runinfo import blas_kernel
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: (row label, registered name, decoder, uses the shared prepare pass)
+STRATEGIES = [
+    ("fixed", "fixed", "peak", False),
+    ("late", "late", "peak", True),
+    ("structure_aware (peak)", "structure_aware", "peak", True),
+    ("structure_aware (dp)", "structure_aware", "dp", True),
+    ("dp_sentences", "dp_sentences", "dp", True),
+    ("multilevel", "multilevel", "peak", True),
+]
+
+
+def timed(fn):
+    """(result, wall seconds) of ``fn()``."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def row(
+    label: str, chunks: str, seconds: str, n_tok: int, total: float, ref: float, target: str = ""
+) -> None:
+    """One markdown row, printed at once so a cut-short run still leaves a partial table."""
+    print(f"| {label} | {chunks} | {seconds} | {n_tok / total:,.0f} | {total / ref:.2f} | {target} |",
+          flush=True)  # fmt: skip
+
+
+def strategy_rows(
+    pipeline: Pipeline,
+    prepared: list[PreparedDocument],
+    shared: bool,
+    prep_s: float,
+    enc_s: float,
+    n_tok: int,
+) -> None:
+    """Time each strategy of STRATEGIES with this ``shared`` flag and print its row."""
+    for label, name, decoder, uses_prepare in STRATEGIES:
+        if uses_prepare != shared:
+            continue
+        cfg = pipeline.config.chunking
+        cfg = replace(cfg, boundary=replace(cfg.boundary, decoder=decoder))
+        chunker = build_chunker(name, pipeline.encoder, cfg)
+        docs = prepared if shared else [replace(p, tokens=None) for p in prepared]
+        chunks, own = timed(lambda: sum(len(chunker.chunk(p)) for p in docs))  # noqa: B023
+        total = own + (prep_s if shared else 0.0)
+        target = ""
+        if name == "structure_aware":
+            target = f"<= 1.3x: {'ok' if total / enc_s <= 1.3 else 'MISSED'}"
+        seconds = f"{prep_s:.1f} + {own:.1f}" if shared else f"{own:.1f}"
+        row(label, f"{chunks:,}", seconds, n_tok, total, enc_s, target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.index", description=__doc__.split("\n")[0])
+    ap.add_argument("pmc", nargs="?", type=Path, default=DATA / "pmc")
+    ap.add_argument("--limit", type=int, default=None, help="use the first N articles only")
+    ap.add_argument("--mesh", type=Path, default=DATA / "mesh" / "mesh2024_thesaurus_terms.tsv")
+    ap.add_argument("--no-bf16", action="store_true", help="skip the bf16 autocast pass")
+    ap.add_argument("--no-semantic", action="store_true", help="skip semantic (the slowest)")
+    args = ap.parse_args(argv)
+    for path in (args.pmc, args.mesh):
+        if not path.exists():
+            print(f"error: {path} not found (see ../shared/data/README.md)", file=sys.stderr)
+            return 2
+    logging.basicConfig(level=logging.ERROR)
+    load_start = os.getloadavg()[0]
+    docs = load_corpus(args.pmc).documents[: args.limit]
+    texts = [d.text for d in docs]
+    megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+
+    cfg = PipelineConfig(
+        encoder=EncoderConfig(device="cpu", cache_dir=None),
+        knowledge=KnowledgeConfig(vocabulary=str(args.mesh)),
+    )
+    pipeline, build_s = timed(lambda: Pipeline(cfg))
+    encoder, linker = pipeline.encoder, pipeline.linker
+    encoder.encode_document(texts[0][:2000])  # warm-up
+
+    tokens, enc_s = timed(lambda: encoder.encode_documents(texts, progress=False))
+    n_tok = sum(t.n_tokens for t in tokens)
+    runs = [timed(lambda: linker.link_documents(texts)) for _ in range(3)]  # fast: best of 3
+    mentions, link_s = runs[0][0], min(seconds for _, seconds in runs)
+    # Pipeline.prepare is exactly these two calls; reuse them instead of encoding again
+    prepared = [PreparedDocument(d, t, m) for d, t, m in zip(docs, tokens, mentions)]
+    prep_s = enc_s + link_s
+
+    print(
+        f"# Indexing speed: {len(docs)} PMC articles, {n_tok:,} tokens, "
+        f"{sum(len(d.sentences) for d in docs):,} sentences, {megabytes:.2f} MB of Document.text\n"
+    )
+    print("| stage | chunks | seconds | tokens/s | x encoder-only | target |")
+    print("|---|---:|---:|---:|---:|---|")
+    row("encoder-only pass (fp32)", "", f"{enc_s:.1f}", n_tok, enc_s, enc_s)
+    mb_s = megabytes / link_s
+    row(f"linker alone, full MeSH ({mb_s:.1f} MB/s, {sum(map(len, mentions)):,} mentions)", "",
+        f"{link_s:.2f}", n_tok, link_s, enc_s, f">= 5 MB/s: {'ok' if mb_s >= 5 else 'MISSED'}")  # fmt: skip
+    row("prepare = encode + link (shared)", "", f"{prep_s:.1f}", n_tok, prep_s, enc_s)
+    strategy_rows(pipeline, prepared, True, prep_s, enc_s, n_tok)
+    strategy_rows(pipeline, prepared, False, prep_s, enc_s, n_tok)
+    if not args.no_semantic:
+        sentences = [d.text[s.start : s.end] for d in docs for s in d.sentences]
+        _, sent_s = timed(lambda: encoder.encode_texts(sentences))
+        row("sentence pass (every sentence once)", "", f"{sent_s:.1f}", n_tok, sent_s, enc_s)
+        chunker = build_chunker("semantic", encoder, pipeline.config.chunking)
+        docs_no_tokens = [replace(p, tokens=None) for p in prepared]
+        chunks, sem_s = timed(lambda: sum(len(chunker.chunk(p)) for p in docs_no_tokens))
+        ratio = sem_s / sent_s
+        row("semantic", f"{chunks:,}", f"{sem_s:.1f}", n_tok, sem_s, enc_s,
+            f"<= 1.5x sentence pass: {ratio:.2f}x {'ok' if ratio <= 1.5 else 'MISSED'}")  # fmt: skip
+    if not args.no_bf16:
+        bf16 = DocumentEncoder(replace(cfg.encoder, precision="bf16"))
+        bf16.encode_document(texts[0][:2000])
+        _, bf16_s = timed(lambda: bf16.encode_documents(texts, progress=False))
+        row("encoder-only pass (bf16 autocast)", "", f"{bf16_s:.1f}", n_tok, bf16_s, enc_s)
+
+    print(
+        "\nprepare = the encoder-only pass + the linker pass (what Pipeline.prepare runs), "
+        "measured once and shared: late-type rows (late, structure_aware, dp_sentences, "
+        "multilevel) show prepare + the strategy's own chunk() time (boundary scoring, "
+        "decoding, pooling, chunk records). fixed / semantic: their own chunk() on documents "
+        "without token embeddings (tokenise + encode each chunk / buffered sentence on its "
+        "own); their mentions come from the shared pass. tokens/s counts the documents' "
+        "word-pieces."
+    )
+    print(
+        f"\nAutomaton: {linker.num_keys:,} keys built in {linker.build_seconds:.1f} s "
+        f"(Pipeline construction incl. thesaurus load and model load: {build_s:.1f} s). "
+        f"Encoder {encoder.model_id}, window {encoder.window}, overlap "
+        f"{encoder.config.overlap}, batch {encoder.config.batch_size}."
+    )
+    print(
+        f"BLAS: OPENBLAS_CORETYPE={blas_kernel()}; torch {torch.__version__}, "
+        f"threads {torch.get_num_threads()}, cpus {os.cpu_count()}; load average "
+        f"{load_start:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
