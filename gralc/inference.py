@@ -58,6 +58,7 @@ class Retriever:
         pipeline_config: PipelineConfig | None = None,
         index_config: IndexConfig | None = None,
         files: Sequence[Path] | None = None,
+        batch_docs: int = 32,
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
@@ -67,17 +68,23 @@ class Retriever:
         docs = load_documents_from(corpus) if files is None else _read_files(files)
         if not docs:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
+        scorer = None
         if model is not None:
             from gralc.training.inference import TrainedScorer
 
             scorer = TrainedScorer.load(model)
-            pipeline = Pipeline(pipeline_config or scorer.pipeline_config)
-            chunks = scorer.chunk(pipeline, pipeline.prepare(docs))
+            pipeline_config = pipeline_config or scorer.pipeline_config
             strategy = "gralc"
-        else:
-            scorer = None
-            pipeline = Pipeline(pipeline_config or PipelineConfig())
-            chunks = pipeline.chunk(pipeline.prepare(docs), strategy)
+        pipeline = Pipeline(pipeline_config or PipelineConfig())
+        chunks = []
+        # documents stream through encode -> chunk in batches: only chunks are kept, never
+        # every document's token vectors at once (that would need ~36 GB for 2,359 articles)
+        for start in range(0, len(docs), batch_docs):
+            prepared = pipeline.prepare(docs[start : start + batch_docs], progress=False)
+            if scorer is not None:
+                chunks.extend(scorer.chunk(pipeline, prepared, reset=start == 0))
+            else:
+                chunks.extend(pipeline.chunk(prepared, strategy, progress=False))
         index = ChunkIndex(pipeline.encoder.dim, index_config)
         index.add(chunks)
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),

@@ -39,8 +39,9 @@ class TrainedScorer:
         """``concept_embedder``: share one (e.g. disk-cached) across scorers; default: a
         fresh in-memory one built from the pipeline's encoder on first use."""
         self.model, self.pipeline_config, self.source = model.eval(), pipeline_config, source
-        self.entity_vectors = torch.zeros(0, 1)
-        self.entity_chunk = torch.zeros(0, dtype=torch.long)
+        self.entity_vectors: torch.Tensor | None = None
+        self.entity_chunk: torch.Tensor | None = None
+        self.n_chunks = 0
         self._embedder = concept_embedder
 
     @classmethod
@@ -60,8 +61,13 @@ class TrainedScorer:
 
     # ----- documents ----------------------------------------------------------------------
     @torch.no_grad()
-    def chunk(self, pipeline: Pipeline, prepared: list[PreparedDocument], strategy: str = "gralc") -> list[Chunk]:
-        """Chunks of every document with enriched vectors; fills the entity tables."""
+    def chunk(self, pipeline: Pipeline, prepared: list[PreparedDocument], strategy: str = "gralc",
+              reset: bool = True) -> list[Chunk]:
+        """Chunks of every document with enriched vectors; fills the entity tables
+        (``reset=False`` appends, so a corpus can be chunked batch by batch)."""
+        if reset or not hasattr(self, "n_chunks"):
+            self.entity_vectors, self.entity_chunk, self.n_chunks = None, None, 0
+        base = self.n_chunks
         chunks: list[Chunk] = []
         ent_vecs, ent_rows = [], []
         boundary_cfg = pipeline.config.chunking.boundary
@@ -81,12 +87,16 @@ class TrainedScorer:
                 rows = sorted({int(r) for r in mt[(mt[:, 0] >= s) & (mt[:, 1] <= e), 2]}) if len(mt) else []
                 for r in rows:
                     ent_vecs.append(u_prime[r])
-                    ent_rows.append(len(chunks))
+                    ent_rows.append(base + len(chunks))
                 chunks.append(c)
         dim = self.model.config.gat_out_dim if self.model.gat is not None else pipeline.encoder.dim
-        self.entity_vectors = F.normalize(torch.stack(ent_vecs), dim=-1) if ent_vecs else torch.zeros(0, dim)
-        self.entity_chunk = torch.tensor(ent_rows, dtype=torch.long)
-        self.n_chunks = len(chunks)
+        new_vecs = F.normalize(torch.stack(ent_vecs), dim=-1) if ent_vecs else torch.zeros(0, dim)
+        new_rows = torch.tensor(ent_rows, dtype=torch.long)
+        if self.entity_vectors is not None:
+            new_vecs = torch.cat([self.entity_vectors, new_vecs])
+            new_rows = torch.cat([self.entity_chunk, new_rows])
+        self.entity_vectors, self.entity_chunk = new_vecs, new_rows
+        self.n_chunks = base + len(chunks)
         return chunks
 
     # ----- questions ----------------------------------------------------------------------
@@ -95,7 +105,8 @@ class TrainedScorer:
         """(Eq, d') normalised GAT outputs of the question's linked concepts."""
         _, u, ei = QueryEncoder(pipeline, self.embedder(pipeline)).concepts(question)
         if u.shape[0] == 0:
-            return torch.zeros(0, self.entity_vectors.shape[1])
+            dim = self.model.config.gat_out_dim if self.model.gat is not None else u.shape[1]
+            return torch.zeros(0, dim)
         return F.normalize(self.model.concepts(u, ei), dim=-1)
 
     @torch.no_grad()
@@ -111,7 +122,7 @@ class TrainedScorer:
             return cos, cos, torch.zeros_like(cos)
         q_ent = self.query_entities(pipeline, question)
         prox = torch.zeros_like(cos)
-        if q_ent.shape[0] and self.entity_vectors.shape[0]:
+        if q_ent.shape[0] and self.entity_vectors is not None and self.entity_vectors.shape[0]:
             sim = q_ent @ self.entity_vectors.T  # (Eq, M)
             best = torch.full((q_ent.shape[0], cos.shape[0]), float("-inf"))
             best = best.scatter_reduce(1, self.entity_chunk.expand_as(sim), sim, reduce="amax")

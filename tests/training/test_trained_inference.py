@@ -43,3 +43,20 @@ def test_hybrid_scores_every_chunk_exactly(make_cfg, datamodule, tmp_path):
     # entity ids on chunks agree with the entity table the scorer keeps
     for k, c in enumerate(chunks):
         assert (scorer.entity_chunk == k).sum() == len(set(c.entity_ids))
+
+
+def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
+    """gralc.index streams documents in batches; the entity table must not depend on it."""
+    cfg = make_cfg(tmp_path)
+    torch.manual_seed(0)
+    model = GraLCModel(cfg.model, datamodule.token_dim, datamodule.concept_dim).eval()
+    pipeline = Pipeline(cfg.pipeline)
+    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
+    prepared = pipeline.prepare(docs, progress=False)
+    whole = TrainedScorer(model, cfg.pipeline)
+    one = whole.chunk(pipeline, prepared)
+    parts = TrainedScorer(model, cfg.pipeline)
+    two = parts.chunk(pipeline, prepared[:1]) + parts.chunk(pipeline, prepared[1:], reset=False)
+    assert [c.chunk_id for c in one] == [c.chunk_id for c in two]
+    assert torch.equal(whole.entity_chunk, parts.entity_chunk)
+    assert torch.allclose(whole.entity_vectors, parts.entity_vectors)
