@@ -25,6 +25,16 @@ class LoaderConfig:
 
 
 @dataclass
+class PairsConfig:
+    """Which chunks of the gold document are positives. ``evidence``: the benchmark's own
+    definition (:data:`gralc.training.pairs.PAIR_SOURCES`: gold paragraphs / sections, or the
+    chunk closest to PubMedQA's long answer); ``document``: every chunk of the gold document
+    (matches document-level relevance, as PubMedQA's metric)."""
+
+    positives: str = "evidence"
+
+
+@dataclass
 class OptimConfig:
     """AdamW. Scalars (alpha, gamma, tau, beta, lambda) get ``lr * scalar_lr_scale`` and no
     weight decay (decay would pull the boundary weights to 0). ``temperature`` scales the
@@ -50,6 +60,9 @@ class TrainerConfig:
     gradient_clip_val: float | None = 1.0
     enable_progress_bar: bool = False
     num_threads: int | None = None  # torch intra-op threads (None: torch's default)
+    # validate the untrained model before fitting and keep it (checkpoints/initial.ckpt) as
+    # the selected model when no trained epoch beats its val/mrr (see run.select_checkpoint)
+    validate_before_fit: bool = True
 
 
 @dataclass
@@ -76,8 +89,19 @@ class EarlyStoppingConfig:
 
 
 @dataclass
+class CheckpointConfig:
+    """The metric that selects the best checkpoint (and the initial model, see
+    ``trainer.validate_before_fit``): ``val/mrr`` (max) or ``val/nll`` (min; document-level
+    InfoNCE over the dev corpus, for dev sets where the MRR saturates at 1)."""
+
+    monitor: str = "val/mrr"
+    mode: str = "max"
+
+
+@dataclass
 class CallbacksConfig:
     early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 
 
 @dataclass
@@ -109,6 +133,7 @@ class TrainConfig:
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loader: LoaderConfig = field(default_factory=LoaderConfig)
+    pairs: PairsConfig = field(default_factory=PairsConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
@@ -129,10 +154,20 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if cfg.loader.extra_negative_docs < 0:
         raise ConfigError("loader.extra_negative_docs must be >= 0")
+    if cfg.pairs.positives not in ("evidence", "document"):
+        raise ConfigError(
+            f"pairs.positives must be 'evidence' or 'document', got {cfg.pairs.positives!r}"
+        )
     if cfg.optim.temperature <= 0:
         raise ConfigError(f"optim.temperature must be > 0, got {cfg.optim.temperature}")
     if cfg.trainer.num_nodes < 1:
         raise ConfigError(f"trainer.num_nodes must be >= 1, got {cfg.trainer.num_nodes}")
-    if cfg.callbacks.early_stopping.mode not in ("min", "max"):
-        raise ConfigError("callbacks.early_stopping.mode must be 'min' or 'max'")
+    for name in ("early_stopping", "checkpoint"):
+        c = getattr(cfg.callbacks, name)
+        if c.mode not in ("min", "max"):
+            raise ConfigError(f"callbacks.{name}.mode must be 'min' or 'max', got {c.mode!r}")
+        if c.monitor not in ("val/mrr", "val/nll"):
+            raise ConfigError(
+                f"callbacks.{name}.monitor must be 'val/mrr' or 'val/nll', got {c.monitor!r}"
+            )
     return cfg

@@ -28,7 +28,13 @@ from gralc.config import to_dict
 from gralc.evaluation.benchmarks import Benchmark, load_benchmarks
 from gralc.training.config import TrainConfig
 from gralc.training.features import DocFeatures, build_features, load_features, save_features
-from gralc.training.pairs import PAIR_SOURCES, QueryEncoder, TrainingExample, split_questions
+from gralc.training.pairs import (
+    PAIR_SOURCES,
+    Positives,
+    QueryEncoder,
+    TrainingExample,
+    split_questions,
+)
 
 logger = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -242,6 +248,9 @@ class GraLCDataModule(pl.LightningDataModule):
         if self.data is not None:
             return
         data = load_training_data(self.cfg)
+        if self.cfg.pairs.positives == "document":  # after the cache: it stores "evidence"
+            for e in data.train + data.dev:
+                e.positives = Positives()
         if self.cfg.loader.max_train_questions is not None:
             data.train = data.train[: self.cfg.loader.max_train_questions]
         if not data.train or not data.dev:

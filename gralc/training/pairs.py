@@ -10,6 +10,10 @@ alpha / gamma / tau learn):
   long answer (PubMedQA: the chunk holding the answer evidence);
 * neither: every chunk of the gold document.
 
+``pairs.positives=document`` (:class:`gralc.training.config.PairsConfig`) replaces every
+selector by "every chunk of the gold document" after loading (the features cache keeps the
+benchmark's own definition).
+
 Splits: PubMedQA uses the official split (train to train, dev to validate; the 500 test PMIDs
 are NEVER trained on, asserted); other sources split by gold DOCUMENT, so validation
 questions ask about articles not trained on.

@@ -3,12 +3,21 @@
 Output layout (``paths.output_dir``)::
 
     checkpoints/best-*.ckpt   (ModelCheckpoint on val/mrr, top 1)
+    initial.ckpt, initial.json (the untrained model, validated before fitting, and its
+                               validation metrics; outside checkpoints/, which
+                               ModelCheckpoint wants empty)
     checkpoints/last.ckpt     (rewritten after every validation: the state to resume from)
     config.yaml, run.json                            (resolved config, git hash and versions)
     csv/...                                          (CSVLogger, always), wandb/ (if enabled)
     result.json                                      (learned values, best score, paths)
     wandb_run_id.txt                                 (W&B run id, reused on resume)
     hpc_ckpt_N.ckpt                                  (SLURM only: saved on SIGUSR1 before requeue)
+
+Model selection. With ``trainer.validate_before_fit`` (default) a fresh run validates the
+untrained model first and saves it as ``initial.ckpt``; the result's ``best_checkpoint`` is
+then the better of it and the best trained epoch by val/mrr (a trained epoch wins ties), so a
+run whose training only hurts the dev score returns its initial model
+(:func:`select_checkpoint`). ``learned_values`` are those of that selected model.
 
 ``resume="last"`` resolves ``checkpoints/last.ckpt`` explicitly and fails if it is missing
 (Lightning's ``ckpt_path="last"`` silently starts fresh, Lightning#14466). ``resume="auto"``
@@ -97,8 +106,8 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
         ModelCheckpoint(
             dirpath=out / "checkpoints",
             filename="best-{epoch}-{step}",
-            monitor="val/mrr",
-            mode="max",
+            monitor=cfg.callbacks.checkpoint.monitor,
+            mode=cfg.callbacks.checkpoint.mode,
             save_top_k=1,
         ),
         # last.ckpt after EVERY validation: Lightning 2.6's save_last=True rewrites it only
@@ -163,6 +172,47 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
     )
 
 
+def validate_initial(trainer: pl.Trainer, lit: GraLCLitModule, dm: GraLCDataModule,
+                     out: Path) -> dict[str, float]:
+    """Validation metrics of the untrained model; saves ``initial.ckpt`` and ``initial.json``
+    (the metrics and the path) in ``out``.
+
+    Lightning's sanity check neither logs nor checkpoints, so this is a plain
+    ``trainer.validate`` before ``trainer.fit`` (checkpoint callbacks skip outside fitting)."""
+    metrics = {k: float(v) for k, v in trainer.validate(lit, datamodule=dm, verbose=False)[0].items()}
+    path = out / "initial.ckpt"
+    trainer.save_checkpoint(path)
+    if trainer.is_global_zero:
+        write_json_atomic(out / "initial.json", {"metrics": metrics, "path": str(path)})
+    logger.info("initial model: %s (%s)", metrics, path)
+    return metrics
+
+
+def select_checkpoint(
+    best_path: str,
+    best_score: float | None,
+    initial_path: str | None,
+    initial_score: float | None,
+    mode: str = "max",
+) -> tuple[str, float | None, str]:
+    """``(path, score, "trained" | "initial")``: the initial model only when it is strictly
+    better (``mode``: higher or lower) than every trained epoch, or no epoch was validated."""
+    if initial_path is None or initial_score is None:
+        return best_path, best_score, "trained"
+    if best_score is None or not best_path:
+        return initial_path, initial_score, "initial"
+    better = initial_score > best_score if mode == "max" else initial_score < best_score
+    return (initial_path, initial_score, "initial") if better else (best_path, best_score, "trained")
+
+
+def _initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
+    path = out / "initial.json"
+    if not path.is_file():
+        return None, None
+    info = json.loads(path.read_text())
+    return info["path"], float(info["metrics"][monitor])
+
+
 def train(
     cfg: TrainConfig, model: GraLCModel | None = None, callbacks: Sequence[Callback] = ()
 ) -> dict[str, Any]:
@@ -195,13 +245,29 @@ def train(
         model, cfg.optim, extra_checkpoint={"train_config": to_dict(cfg), "run": meta}
     )
     trainer = build_trainer(cfg, callbacks)
+    if cfg.trainer.validate_before_fit and ckpt_path is None:
+        validate_initial(trainer, lit, dm, out)
+    monitor = cfg.callbacks.checkpoint.monitor
+    initial_path, initial_score = (
+        _initial_record(out, monitor) if cfg.trainer.validate_before_fit else (None, None)
+    )
     trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path)
     ckpt = trainer.checkpoint_callback
-    best = ckpt.best_model_score
+    best = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
+    path, score, selected = select_checkpoint(
+        ckpt.best_model_path, best, initial_path, initial_score, cfg.callbacks.checkpoint.mode
+    )
     result = {
-        "learned_values": model.learned_values(),
-        "best_val_mrr": float(best) if best is not None else None,
-        "best_checkpoint": ckpt.best_model_path,
+        "learned_values": _learned_values(path) if path else model.learned_values(),
+        "final_learned_values": model.learned_values(),
+        "best_val_mrr": score if monitor == "val/mrr" else None,
+        "best_checkpoint": path,
+        "selected": selected,
+        "monitor": monitor,  # the *_score entries are of this metric
+        "best_score": score,
+        "initial_score": initial_score,
+        "trained_best_score": best,
+        "trained_best_checkpoint": ckpt.best_model_path,
         "last_checkpoint": str(out / "checkpoints" / "last.ckpt"),
         "global_step": trainer.global_step,
         "epochs": trainer.current_epoch,
@@ -211,3 +277,9 @@ def train(
     if trainer.is_global_zero:
         write_json_atomic(out / "result.json", result)
     return result
+
+
+def _learned_values(checkpoint: str) -> dict[str, float]:
+    """The learned scalars stored in a checkpoint (see GraLCLitModule.on_save_checkpoint)."""
+    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)  # our own file
+    return dict(ckpt["gralc"]["learned_values"])

@@ -1,0 +1,106 @@
+"""Model selection against the untrained model, dev metrics, and document-level positives."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from pytorch_lightning.callbacks import Callback
+
+from gralc.config import ConfigError
+from gralc.export import load_model
+from gralc.model.gralc_model import GraLCModel
+from gralc.training.config import validate
+from gralc.training.datamodule import GraLCDataModule
+from gralc.training.run import select_checkpoint, train
+
+
+def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
+    torch.manual_seed(0)
+    return GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+
+
+def _same_parameters(a: GraLCModel, b: GraLCModel) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+class Sabotage(Callback):
+    """Scrambles every parameter after each training step: training can only hurt."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        g = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for p in pl_module.model.parameters():
+                p.copy_(torch.randn(p.shape, generator=g) * 5.0)
+
+
+def test_select_checkpoint_prefers_initial_only_when_strictly_better():
+    assert select_checkpoint("b.ckpt", 0.8, "i.ckpt", 0.9) == ("i.ckpt", 0.9, "initial")
+    assert select_checkpoint("b.ckpt", 0.9, "i.ckpt", 0.9) == ("b.ckpt", 0.9, "trained")
+    assert select_checkpoint("b.ckpt", 0.95, "i.ckpt", 0.9) == ("b.ckpt", 0.95, "trained")
+    assert select_checkpoint("b.ckpt", 0.5, "i.ckpt", 0.7, "min") == ("b.ckpt", 0.5, "trained")
+    assert select_checkpoint("b.ckpt", 0.9, "i.ckpt", 0.7, "min") == ("i.ckpt", 0.7, "initial")
+    assert select_checkpoint("", None, "i.ckpt", 0.7) == ("i.ckpt", 0.7, "initial")
+    assert select_checkpoint("b.ckpt", 0.8, None, None) == ("b.ckpt", 0.8, "trained")
+
+
+def test_training_that_only_hurts_returns_the_initial_model(datamodule, make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "trainer.max_epochs=2", "callbacks.early_stopping.enabled=false")
+    model = _model(datamodule, cfg)
+    initial = _model(datamodule, cfg)  # same seed: the untrained parameters
+    result = train(cfg, model=model, callbacks=[Sabotage()])
+    assert result["selected"] == "initial"
+    assert result["initial_score"] > result["trained_best_score"]
+    assert Path(result["best_checkpoint"]).name == "initial.ckpt"
+    assert result["best_val_mrr"] == result["initial_score"]
+    loaded, _ = load_model(result["best_checkpoint"])
+    assert _same_parameters(loaded, initial)
+    assert result["learned_values"] == pytest.approx(initial.learned_values())
+    assert not _same_parameters(loaded, model)  # the final, scrambled model was not exported
+
+
+def test_useless_training_keeps_the_initial_values(datamodule, make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "trainer.max_epochs=1", "optim.lr=0.0")
+    initial = _model(datamodule, cfg)
+    result = train(cfg, model=_model(datamodule, cfg))
+    assert result["initial_score"] == result["trained_best_score"]  # lr 0: same dev score
+    loaded, _ = load_model(result["best_checkpoint"])
+    assert _same_parameters(loaded, initial)
+    info = json.loads((tmp_path / "initial.json").read_text())
+    assert 0.0 < info["metrics"]["val/mrr"] <= 1.0
+    assert math.isfinite(info["metrics"]["val/nll"]) and info["metrics"]["val/nll"] >= 0.0
+
+
+def test_nll_monitor_selects_by_the_lowest_dev_nll(datamodule, make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "trainer.max_epochs=1", "callbacks.checkpoint.monitor=val/nll",
+                   "callbacks.checkpoint.mode=min", "callbacks.early_stopping.enabled=false")
+    result = train(cfg, model=_model(datamodule, cfg), callbacks=[Sabotage()])
+    assert result["monitor"] == "val/nll" and result["best_val_mrr"] is None
+    assert result["selected"] == "initial"
+    assert result["initial_score"] < result["trained_best_score"]
+
+
+def test_document_positives_are_every_chunk_of_the_gold_document(make_cfg, tmp_path, datamodule):
+    dm = GraLCDataModule(make_cfg(tmp_path, "pairs.positives=document"))
+    dm.setup("fit")
+    model = _model(dm, dm.cfg)
+    evidence_differs = False
+    for e, ev in zip(dm.data.train, datamodule.data.train):
+        f = dm.data.features[e.doc_id]
+        spans = model.hard_spans(f)
+        assert e.positives.resolve(f, spans) == list(range(len(spans)))
+        evidence_differs |= ev.positives.resolve(f, spans) != list(range(len(spans)))
+    assert evidence_differs  # the default (evidence) positives are a strict subset somewhere
+
+
+@pytest.mark.parametrize(
+    "override", ["pairs.positives=all", "callbacks.checkpoint.monitor=val/loss",
+                 "callbacks.checkpoint.mode=up"]
+)
+def test_bad_selection_settings_are_rejected(make_cfg, tmp_path, override):
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        validate(make_cfg(tmp_path, override))
