@@ -64,7 +64,8 @@ def evaluate_stage() -> None:
     cfg = load_config(EvalConfig, "configs/eval.yaml", overrides)
     results, out = evaluate(cfg)
     print_tables(results)
-    console.print(f"results, tables and plots: {out}/ (reproduce: python eval.py {' '.join(overrides)})")
+    console.print(f"results, tables and plots: {out}/ (reproduce: python eval.py {' '.join(overrides)})",
+                  markup=False, highlight=False)
 
 
 STAGES = {"documents": documents_stage, "train": train_stage, "evaluate": evaluate_stage}
