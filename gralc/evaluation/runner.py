@@ -55,6 +55,9 @@ DEFAULT_METHODS: list[MethodSpec] = [
     MethodSpec("multilevel", "multilevel", rerank="malrag"),
     MethodSpec("chunk_link", "structure_aware", rerank="chunk_link"),
     MethodSpec("section_diverse", "structure_aware", rerank="diverse"),
+    # the paper's future work (2)+(3): multi-level chunks for ranking strength, re-ranked
+    # for section diversity
+    MethodSpec("multilevel_diverse", "multilevel", rerank="diverse"),
     MethodSpec("bm25", "late", searcher="bm25"),
 ]
 
