@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from itertools import pairwise
 from pathlib import Path
 
@@ -226,14 +227,10 @@ def test_hf_unlabeled_record():
     assert doc.id == doc.pmid == "5" and doc.text == "BACKGROUND\n\nBg.\n\nRESULTS\n\nRes."
 
 
-def test_hf_loader_without_datasets():
-    try:
-        import datasets  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install datasets"):
-            load_hf_pubmedqa()
-    else:
-        pytest.skip("`datasets` is installed: this test checks the offline error only")
+def test_hf_loader_without_datasets(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed: import fails
+    with pytest.raises(ImportError, match="pip install datasets"):
+        load_hf_pubmedqa()
 
 
 @pytest.mark.parametrize(

@@ -184,8 +184,7 @@ def test_real_pmc_list_is_linked(shared_data):
     from gralc.documents.jats import parse_jats
 
     path = shared_data / "pmc" / "UCDenver-ccp__CRAFT" / "PLoS Genet-3-4-1857728.nxml"
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
+    assert path.is_file(), f"{path} missing from the shared data"
     doc = parse_jats(path)
     (lst,) = doc.lists  # the primer list: 15 list items
     spans = detect_preambles(doc)

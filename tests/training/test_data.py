@@ -71,8 +71,7 @@ def test_pubmedqa_real_split_excludes_the_official_test_pmids(shared_data):
     from gralc.documents.pubmedqa import load_pqal
 
     path = shared_data / "pubmedqa" / "ori_pqal.json"
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
+    assert path.is_file(), f"{path} missing from the shared data"
     test_ids = set(json.loads((path.parent / "test_ground_truth.json").read_text()))
     train, dev = split_questions(load_pqal(path).questions, "pubmedqa")
     assert len(test_ids) == 500 and train and dev
