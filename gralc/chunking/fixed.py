@@ -11,13 +11,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import numpy as np
-import torch.nn.functional as F
-
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
-    embed_length,
+    embed_independently,
     text_token_limit,
     token_windows,
     tokenize_offsets,
@@ -74,10 +71,5 @@ class FixedSizeChunker:
             )
             for i, (ts, te) in enumerate(token_windows(0, len(offsets), self.size, self.overlap))
         ]
-        if chunks:
-            vecs = F.normalize(self.encoder.encode_texts(
-                [c.text for c in chunks], max_length=embed_length(self.encoder)
-            ).float(), dim=-1)
-            for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
-                c.embedding = v
+        embed_independently(self.encoder, chunks)
         return chunks

@@ -20,6 +20,7 @@ from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
     Unit,
+    embed_independently,
     embed_length,
     sentence_token_spans,
     text_token_limit,
@@ -133,9 +134,5 @@ class SemanticChunker:
                         ps, pe, boundary_scores=scores, locator=locator,
                     )
                 )
-        vecs = F.normalize(self.encoder.encode_texts(
-            [c.text for c in chunks], max_length=embed_length(self.encoder)
-        ).float(), dim=-1)
-        for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
-            c.embedding = v
+        embed_independently(self.encoder, chunks)
         return chunks

@@ -59,6 +59,21 @@ def text_token_limit(encoder) -> int:
     return int(encoder.max_window)
 
 
+def embed_independently(encoder, chunks) -> None:
+    """Set each chunk's embedding to its own text's encoding (naive-style chunk vectors),
+    L2-normalised float32 (d,), using the model's whole context."""
+    if not chunks:
+        return
+    import torch.nn.functional as F
+
+    vecs = F.normalize(
+        encoder.encode_texts([c.text for c in chunks], max_length=embed_length(encoder)).float(),
+        dim=-1,
+    )
+    for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
+        c.embedding = v
+
+
 def embed_length(encoder) -> int:
     """``max_length`` for ``encode_texts`` when embedding chunk texts: the model's whole
     context (a chunk's text can re-tokenise into a few more pieces than its token span)."""
