@@ -8,6 +8,9 @@ from pathlib import Path
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_ALIASES = {"all-MiniLM-L6-v2", DEFAULT_MODEL_ID, "default"}
+#: JSON file in an encoder folder with LoRA adapters merged in (``gralc.encoding.lora``):
+#: ``base_model`` and ``adapter_sha256`` name the adapted encoder (see :func:`model_name`).
+LORA_MARKER = "gralc_lora.json"
 
 
 def default_model_path() -> str:
@@ -46,10 +49,16 @@ def resolve_model(name_or_path: str) -> str:
 
 def model_name(name_or_path: str) -> str:
     """Stable name of the encoder for records and cache keys: the hub id for the bundled
-    default (by alias or by its folder), else the absolute folder or the hub id given."""
+    default (by alias or by its folder); ``<base name>+lora-<adapter digest[:16]>`` for a
+    folder with merged LoRA adapters (wherever it lies, and never the base model's name);
+    else the absolute folder or the hub id given."""
     if name_or_path in DEFAULT_ALIASES:
         return DEFAULT_MODEL_ID
     resolved = resolve_model(name_or_path)
+    marker = Path(resolved) / LORA_MARKER
+    if marker.is_file():
+        info = json.loads(marker.read_text())
+        return f"{info['base_model']}+lora-{info['adapter_sha256'][:16]}"
     try:
         if resolved == default_model_path():
             return DEFAULT_MODEL_ID

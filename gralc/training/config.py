@@ -115,8 +115,14 @@ class PathsConfig:
 
 @dataclass
 class LoraConfig:
-    """LoRA on the encoder (peft). Not implemented yet: features are cached from a FROZEN
-    encoder, so ``enabled=True`` is rejected at validation."""
+    """LoRA adapters on the encoder (peft, :mod:`gralc.encoding.lora`), trained with the rest.
+
+    ``enabled=False`` (default): the encoder is frozen and training reads cached token
+    vectors. ``enabled=True``: every step re-encodes the batch's documents (H, b_sem) and
+    questions through the adapted encoder with gradient (slow on a CPU: see README).
+    ``r``: rank; ``alpha``: scaling numerator (updates scaled by alpha / r); ``dropout`` on
+    the adapter input; ``target_modules``: names of the Linear layers to adapt (BERT
+    attention: ``query``, ``value``; not Llama's ``q_proj`` / ``v_proj``)."""
 
     enabled: bool = False
     r: int = 8
@@ -144,12 +150,17 @@ class TrainConfig:
 
 
 def validate(cfg: TrainConfig) -> TrainConfig:
-    """Checks the schema cannot express; raises ConfigError / NotImplementedError."""
+    """Checks the schema cannot express; raises ConfigError. (Whether ``lora.target_modules``
+    name layers of the encoder is checked when the encoder is loaded, see run.train.)"""
     if cfg.lora.enabled:
-        raise NotImplementedError(
-            "lora.enabled=true: LoRA fine-tuning of the encoder is not implemented (training "
-            "caches features from a frozen encoder); set lora.enabled=false"
-        )
+        if cfg.lora.r < 1:
+            raise ConfigError(f"lora.r must be >= 1, got {cfg.lora.r}")
+        if cfg.lora.alpha <= 0:
+            raise ConfigError(f"lora.alpha must be > 0, got {cfg.lora.alpha}")
+        if not 0 <= cfg.lora.dropout < 1:
+            raise ConfigError(f"lora.dropout must be in [0, 1), got {cfg.lora.dropout}")
+        if not cfg.lora.target_modules:
+            raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if cfg.loader.extra_negative_docs < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +38,17 @@ def evaluate_trained(
     scorer: TrainedScorer | None = None,
     prefix: str = "gralc",
 ) -> list[MethodResult]:
-    """Both trained rows on one benchmark (``scorer`` reuses an already loaded model)."""
+    """Both trained rows on one benchmark (``scorer`` reuses an already loaded model). A model
+    trained with LoRA adapters re-encodes the documents and questions with its own adapted
+    encoder (the rest of ``pipeline``'s config, e.g. its encoder cache, is kept)."""
     scorer = scorer or TrainedScorer.load(model_path)
     trained_enc = scorer.pipeline_config.encoder.model
-    if trained_enc != pipeline.config.encoder.model:
+    if scorer.adapted and trained_enc != pipeline.config.encoder.model:
+        logger.info("model %s has LoRA adapters: encoding with %s", model_path, trained_enc)
+        encoder = replace(pipeline.config.encoder, model=trained_enc)
+        pipeline = Pipeline(replace(pipeline.config, encoder=encoder))
+        prepared = pipeline.prepare([p.doc for p in prepared], progress=False)
+    elif trained_enc != pipeline.config.encoder.model:
         logger.warning("model %s was trained with encoder %s; evaluating with %s",
                        model_path, trained_enc, pipeline.config.encoder.model)
     t0 = time.perf_counter()

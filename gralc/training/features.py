@@ -3,12 +3,14 @@
 Everything the learnable GraLC model needs about a document, as tensors: token vectors H,
 the fixed boundary signals (Eq. 5-7), the hard-cut constraints, the concept graph G_k with
 concept embeddings u, and which tokens lie inside which concept's mention. Training then never
-touches the encoder, the linker or the knowledge base again.
+touches the encoder, the linker or the knowledge base again, except with LoRA adapters on the
+encoder (``lora.enabled``): :func:`adapted_features` then recomputes the two encoder-dependent
+fields, H and b_sem, at every step (concept embeddings u stay the base encoder's).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +29,7 @@ from gralc.knowledge.concept_graph import build_concept_graph
 from gralc.knowledge.mention import EntityMention, token_span
 
 if TYPE_CHECKING:
+    from gralc.encoding.lora import LoraEncoder
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
     from gralc.pipeline import Pipeline
 
@@ -143,6 +146,20 @@ def doc_features(
         doc=doc,
         mentions=list(prepared.mentions),
     )
+
+
+def adapted_features(f: DocFeatures, encoder: LoraEncoder, window: int) -> DocFeatures:
+    """A copy of ``f`` whose token vectors H (N, d) come from the LoRA-adapted ``encoder``
+    (with gradient when grad mode is on) and whose b_sem (N,) is recomputed from them with
+    ``window`` (``BoundaryConfig.window``, as :func:`doc_features`); all else is ``f``'s."""
+    H = encoder.encode_document(f.doc.text).to(f.H.device)
+    if H.shape != f.H.shape:
+        raise ValueError(
+            f"document {f.doc_id!r}: the adapted encoder gives {tuple(H.shape)} token vectors, "
+            f"the cached features {tuple(f.H.shape)}: the features were built with another "
+            "encoder or tokenizer (check pipeline.encoder)"
+        )
+    return replace(f, H=H, b_sem=semantic_signal(H, window).float())
 
 
 def build_features(

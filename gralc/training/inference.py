@@ -5,6 +5,11 @@ decodes hard boundaries with the LEARNED alpha / gamma / tau and embeds each chu
 mean of its KG-enriched token vectors (Eq. 4); ``score_all`` gives the graph-guided hybrid
 score beta * cos + (1 - beta) * kg_prox of a question against EVERY chunk (not a re-ranking
 of a dense top-k, so Recall@k can change; reference pitfall 9).
+
+A model trained with LoRA adapters on the encoder must be used with a pipeline built from
+its ``pipeline_config`` (the merged, adapted encoder; :meth:`TrainedScorer.chunk` refuses any
+other encoder), and embeds concepts with the BASE encoder (``concept_encoder``), as training
+did.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ class TrainedScorer:
     inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to."""
 
     def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
-                 concept_embedder: ConceptEmbedder | None = None) -> None:
+                 concept_embedder: ConceptEmbedder | None = None,
+                 concept_encoder: str | None = None) -> None:
         """``concept_embedder``: share one (e.g. disk-cached) across scorers; default: a
-        fresh in-memory one built from the pipeline's encoder on first use."""
+        fresh in-memory one built on first use from ``concept_encoder`` (a model name or
+        folder; None: the pipeline's encoder)."""
         self.model, self.pipeline_config, self.source = model.eval(), pipeline_config, source
+        self.concept_encoder = concept_encoder
         self.entity_vectors: torch.Tensor | None = None
         self.entity_chunk: torch.Tensor | None = None
         self.n_chunks = 0
@@ -46,14 +54,39 @@ class TrainedScorer:
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
-        from gralc.export import load_model
+        from gralc.export import load_trained
 
-        model, pipeline_config = load_model(path)
-        return cls(model, pipeline_config, str(path), concept_embedder)
+        t = load_trained(path)
+        return cls(t.model, t.pipeline_config, str(path), concept_embedder, t.concept_encoder)
+
+    @property
+    def adapted(self) -> bool:
+        """Trained with LoRA adapters: only its own (merged) encoder may encode for it."""
+        return self.concept_encoder is not None
+
+    def check_encoder(self, pipeline: Pipeline) -> None:
+        """Raise when a LoRA-trained model is given a pipeline with another encoder."""
+        from gralc.encoding.models import model_name
+
+        expected = model_name(self.pipeline_config.encoder.model)
+        if self.adapted and pipeline.encoder.model_id != expected:
+            raise ValueError(
+                f"{self.source or 'this model'} was trained with LoRA adapters: encode with its "
+                f"adapted encoder {expected} (Pipeline(scorer.pipeline_config)), not "
+                f"{pipeline.encoder.model_id}"
+            )
 
     def embedder(self, pipeline: Pipeline) -> ConceptEmbedder:
         if self._embedder is None:
-            self._embedder = ConceptEmbedder(pipeline.encoder.encode_texts)
+            encode = pipeline.encoder.encode_texts
+            if self.concept_encoder is not None:
+                from dataclasses import replace
+
+                from gralc.encoding.encoder import DocumentEncoder
+
+                cfg = replace(pipeline.config.encoder, model=self.concept_encoder, cache_dir=None)
+                encode = DocumentEncoder(cfg).encode_texts
+            self._embedder = ConceptEmbedder(encode)
         return self._embedder
 
     def learned_values(self) -> dict[str, float]:
@@ -65,6 +98,7 @@ class TrainedScorer:
               reset: bool = True) -> list[Chunk]:
         """Chunks of every document with enriched vectors; fills the entity tables
         (``reset=False`` appends, so a corpus can be chunked batch by batch)."""
+        self.check_encoder(pipeline)
         if reset or not hasattr(self, "n_chunks"):
             self.entity_vectors, self.entity_chunk, self.n_chunks = None, None, 0
         base = self.n_chunks

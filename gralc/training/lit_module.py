@@ -7,6 +7,12 @@ Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch, s
 are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
 documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
 
+With LoRA adapters on the encoder (``encoder``: a :class:`~gralc.encoding.lora.LoraEncoder`,
+a submodule, so the optimiser, checkpoints and resume include its adapters), every training
+and validation step first recomputes each document's H and b_sem and each question's vector
+with the adapted encoder (:func:`~gralc.training.features.adapted_features`); positives are
+still resolved against the cached features (the supervision stays fixed).
+
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
 the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
 to write non-finite parameters as a last guard.
@@ -14,16 +20,22 @@ to write non-finite parameters as a last guard.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 import torch
 
+from gralc.chunking.boundaries import BoundaryConfig
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.model.gralc_model import GraLCModel, pad_stack
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
+from gralc.training.features import DocFeatures, adapted_features
 from gralc.training.pairs import TrainingExample
+
+if TYPE_CHECKING:
+    from gralc.encoding.lora import LoraEncoder
 
 #: Parameters trained as scalars: own learning rate, no weight decay.
 SCALAR_PARAMS = (
@@ -43,19 +55,47 @@ class NonFiniteLossError(RuntimeError):
 
 
 class GraLCLitModule(pl.LightningModule):
+    """``encoder``: LoRA adapters to train with the model (None: the frozen, cached encoder);
+    ``sem_window``: ``BoundaryConfig.window`` of b_sem, recomputed from adapted H."""
+
     def __init__(
-        self, model: GraLCModel, optim: OptimConfig, extra_checkpoint: dict[str, Any] | None = None
+        self,
+        model: GraLCModel,
+        optim: OptimConfig,
+        extra_checkpoint: dict[str, Any] | None = None,
+        encoder: LoraEncoder | None = None,
+        sem_window: int = BoundaryConfig.window,
     ):
         super().__init__()
         self.model, self.optim = model, optim
         self.extra_checkpoint = extra_checkpoint or {}
+        self.encoder, self.sem_window = encoder, sem_window
 
     # ----- shared ---------------------------------------------------------------------------
+    def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
+        """(name, parameter) of the model, then of the encoder's adapters (``encoder.``...)."""
+        yield from self.model.named_parameters()
+        if self.encoder is not None:
+            for name, p in self.encoder.named_parameters():
+                if p.requires_grad:
+                    yield f"encoder.{name}", p
+
+    def features(self, docs: list[DocFeatures]) -> list[DocFeatures]:
+        """``docs`` themselves, or with LoRA their copies with adapted H and b_sem."""
+        if self.encoder is None:
+            return docs
+        return [adapted_features(f, self.encoder, self.sem_window) for f in docs]
+
     def queries(
         self, examples: list[TrainingExample]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(q (B, d), q_ent (B, Eq, d'), q_mask (B, Eq))`` on this module's device."""
-        q = torch.stack([e.q_vec for e in examples]).to(self.device)
+        if self.encoder is None:
+            q = torch.stack([e.q_vec for e in examples]).to(self.device)
+        else:
+            if not all(e.text for e in examples):
+                raise ValueError("LoRA training re-encodes questions but an example has no text")
+            q = self.encoder.encode_texts([e.text for e in examples]).to(self.device)
         q_ent, q_mask = self.model.query_entities(
             [(e.q_u.to(self.device), e.q_edge_index.to(self.device)) for e in examples]
         )
@@ -86,11 +126,13 @@ class GraLCLitModule(pl.LightningModule):
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
         """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
         examples = batch.examples
-        chunks, c_ent, c_mask, spans_per, starts = self.chunk_table(batch.docs, soft=True)
+        docs = self.features(batch.docs)
+        chunks, c_ent, c_mask, spans_per, starts = self.chunk_table(docs, soft=True)
         q, q_ent, q_mask = self.queries(examples)
         scores = self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
-        for i, (e, f) in enumerate(zip(examples, batch.docs)):  # docs[i] is example i's gold doc
+        # docs[i] is example i's gold doc; positives from the cached (fixed) features
+        for i, (e, f) in enumerate(zip(examples, batch.docs)):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
         loss = (
@@ -116,7 +158,7 @@ class GraLCLitModule(pl.LightningModule):
     def on_before_optimizer_step(self, optimizer) -> None:
         bad = [
             n
-            for n, p in self.model.named_parameters()
+            for n, p in self.trainable()
             if p.grad is not None and not torch.isfinite(p.grad).all()
         ]
         if bad:
@@ -125,7 +167,7 @@ class GraLCLitModule(pl.LightningModule):
             )
 
     def non_finite_parameters(self) -> list[str]:
-        return [n for n, p in self.model.named_parameters() if not torch.isfinite(p).all()]
+        return [n for n, p in self.trainable() if not torch.isfinite(p).all()]
 
     def on_train_epoch_end(self) -> None:
         self.log_dict({f"learned/{k}": v for k, v in self.model.learned_values().items()})
@@ -135,9 +177,10 @@ class GraLCLitModule(pl.LightningModule):
     def retrieval_scores(self, batch: ValBatch) -> tuple[torch.Tensor, list[str]]:
         """(Q, K) hybrid scores of every question against every corpus chunk, and each
         chunk's document id."""
-        chunks, c_ent, c_mask, spans_per, _ = self.chunk_table(batch.docs, soft=False)
+        docs = self.features(batch.docs)
+        chunks, c_ent, c_mask, spans_per, _ = self.chunk_table(docs, soft=False)
         q, q_ent, q_mask = self.queries(batch.examples)
-        doc_of = [f.doc_id for f, spans in zip(batch.docs, spans_per) for _ in spans]
+        doc_of = [f.doc_id for f, spans in zip(docs, spans_per) for _ in spans]
         return self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask), doc_of
 
     def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:
@@ -170,8 +213,8 @@ class GraLCLitModule(pl.LightningModule):
 
     # ----- optimiser, checkpoints -----------------------------------------------------------
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        scalars, others = [], []
-        for name, p in self.model.named_parameters():
+        scalars, others = [], []  # others: GAT, MLP and the LoRA adapters
+        for name, p in self.trainable():
             if p.requires_grad:
                 (scalars if name in SCALAR_PARAMS else others).append(p)
         groups = [{"params": others, "weight_decay": self.optim.weight_decay}]

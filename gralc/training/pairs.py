@@ -67,7 +67,8 @@ class Positives:
 @dataclass
 class TrainingExample:
     """One question: ``q_vec`` (d,) frozen query embedding; ``q_concepts`` its linked concept
-    ids with embeddings ``q_u`` (Cq, d_k) and query graph ``q_edge_index`` (2, Eq)."""
+    ids with embeddings ``q_u`` (Cq, d_k) and query graph ``q_edge_index`` (2, Eq); ``text``
+    the question itself (re-encoded at every step when the encoder has LoRA adapters)."""
 
     question_id: str
     q_vec: torch.Tensor
@@ -76,6 +77,7 @@ class TrainingExample:
     q_edge_index: torch.Tensor
     doc_id: str
     positives: Positives
+    text: str = ""
 
 
 class QueryEncoder:
@@ -110,7 +112,7 @@ class QueryEncoder:
         out = []
         for q, vec, pos in zip(questions, q_vecs, positives, strict=True):
             ids, u, ei = self.concepts(q.text)
-            out.append(TrainingExample(q.id, vec, ids, u, ei, q.gold_doc_id, pos))
+            out.append(TrainingExample(q.id, vec, ids, u, ei, q.gold_doc_id, pos, q.text))
         return out
 
 

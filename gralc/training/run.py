@@ -35,6 +35,7 @@ import json
 import logging
 import signal
 import uuid
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
-from gralc.config import save_config, to_dict
+from gralc.config import ConfigError, save_config, to_dict
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
 from gralc.training.config import TrainConfig, validate
@@ -213,6 +214,24 @@ def _initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
     return info["path"], float(info["metrics"][monitor])
 
 
+def lora_encoder(cfg: TrainConfig):
+    """The base encoder with fresh LoRA adapters (``cfg.lora``), or None when disabled.
+    Raises ConfigError naming ``lora.target_modules`` when they match no encoder layer."""
+    if not cfg.lora.enabled:
+        return None
+    from gralc.encoding.lora import LoraEncoder, LoraTargetError
+
+    lo = cfg.lora
+    try:
+        with torch.random.fork_rng(devices=[]):  # the model's initialisation stays as without LoRA
+            torch.manual_seed(cfg.seed)
+            return LoraEncoder.build(
+                cfg.pipeline.encoder, lo.r, lo.alpha, lo.dropout, lo.target_modules
+            )
+    except LoraTargetError as exc:
+        raise ConfigError(f"lora.target_modules={list(lo.target_modules)}: {exc}") from None
+
+
 def train(
     cfg: TrainConfig, model: GraLCModel | None = None, callbacks: Sequence[Callback] = ()
 ) -> dict[str, Any]:
@@ -227,6 +246,7 @@ def train(
         torch.set_num_threads(cfg.trainer.num_threads)  # the models are small: 1-2 threads suffice
     seed_everything(cfg.seed, cfg.deterministic)
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    encoder = lora_encoder(cfg)  # before the data: a bad lora.target_modules fails at once
     out = Path(cfg.paths.output_dir)
     dm = GraLCDataModule(cfg)
     cache = Path(cfg.paths.cache_dir)
@@ -242,7 +262,11 @@ def train(
         save_config(cfg, out / "config.yaml")
         write_json_atomic(out / "run.json", meta)
     lit = GraLCLitModule(
-        model, cfg.optim, extra_checkpoint={"train_config": to_dict(cfg), "run": meta}
+        model,
+        cfg.optim,
+        extra_checkpoint={"train_config": to_dict(cfg), "run": meta},
+        encoder=encoder,
+        sem_window=cfg.pipeline.chunking.boundary.window,
     )
     trainer = build_trainer(cfg, callbacks)
     if cfg.trainer.validate_before_fit and ckpt_path is None:
@@ -251,7 +275,10 @@ def train(
     initial_path, initial_score = (
         _initial_record(out, monitor) if cfg.trainer.validate_before_fit else (None, None)
     )
-    trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path)
+    with warnings.catch_warnings():
+        if encoder is not None:  # LoraEncoder keeps its frozen transformer in eval mode on purpose
+            warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode")
+        trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path)
     ckpt = trainer.checkpoint_callback
     best = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
     path, score, selected = select_checkpoint(

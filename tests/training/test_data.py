@@ -112,8 +112,12 @@ def test_config_groups_and_lora_validation():
     )
     assert not cfg.model.use_kg and cfg.model.min_tokens == 64 and cfg.data.name == "pubmedqa"
     cfg.lora.enabled = True
-    with pytest.raises(NotImplementedError, match="lora.enabled"):
-        validate(cfg)
+    assert validate(cfg) is cfg  # LoRA is supported (tests/training/test_lora.py)
+    for key, bad in (("r", 0), ("alpha", 0), ("dropout", 1.0), ("target_modules", [])):
+        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", ["lora.enabled=true"])
+        setattr(cfg.lora, key, bad)
+        with pytest.raises(ConfigError, match=f"lora.{key}"):
+            validate(cfg)
 
 
 def test_train_script_reports_a_bad_key(capsys):
