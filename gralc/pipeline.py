@@ -54,6 +54,11 @@ class SemanticConfig:
     buffer_size: int = 1
     max_tokens: int = 1024
     sub_overlap: int = 128
+    #: buffered sentence groups: "pooled" from one encoding of each sentence, or "encoded"
+    #: as text on their own (SemRAG to the letter, ~3x the sentence pass for buffer_size 1)
+    groups: str = "pooled"
+    #: chunk vectors: "encoded" (each chunk's text on its own) or "pooled" from the sentences
+    chunk_vectors: str = "encoded"
 
 
 @dataclass

@@ -218,9 +218,21 @@ class DocumentEncoder:
         L2-normalised, truncated to ``max_length`` word-pieces including special tokens
         (default: the model card's ``max_seq_length``, 256 for MiniLM; at most the model's
         context). Chunkers pass a larger ``max_length`` so a whole chunk is embedded."""
+        means, _ = self.mean_pool_texts(texts, max_length)
+        return F.normalize(means, p=2, dim=1)
+
+    @torch.inference_mode()
+    def mean_pool_texts(
+        self, texts: list[str], max_length: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Un-normalised mean-pooled vectors (Q, d) float32 and the number of positions each
+        mean covers (Q,) int64 (special tokens included, as the model card pools), so that
+        callers can combine texts: the mean over texts A and B pooled together is
+        ``(n_A * m_A + n_B * m_B) / (n_A + n_B)``. ``max_length`` as in ``encode_texts``."""
         limit = self.max_window + len(self._prefix_ids) + len(self._suffix_ids)
         max_length = min(max_length or self.query_max_length, limit)
-        out = torch.zeros(len(texts), self.dim)
+        means = torch.zeros(len(texts), self.dim)
+        counts = torch.zeros(len(texts), dtype=torch.int64)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for b in range(0, len(order), self.config.batch_size):
             batch = order[b : b + self.config.batch_size]
@@ -233,9 +245,9 @@ class DocumentEncoder:
             )
             hidden = self._forward(enc["input_ids"], enc["attention_mask"])
             mask = enc["attention_mask"].unsqueeze(-1).float()
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out[batch] = F.normalize(pooled, p=2, dim=1)
-        return out
+            means[batch] = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            counts[batch] = enc["attention_mask"].sum(1)
+        return means, counts
 
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
         """Query embeddings (Q, d); identical to ``encode_texts``."""

@@ -15,21 +15,86 @@ def test_registered():
     assert registered()["semantic"] is SemanticChunker
 
 
-def test_buffered_similarities(small_prepared, encoder):
+def test_buffered_similarities_encoded(small_prepared, encoder):
+    """groups="encoded": SemRAG to the letter, each buffered group's text encoded alone."""
     doc = small_prepared.doc
     units = sentence_token_spans(doc, small_prepared.tokens)
-    sims = SemanticChunker(encoder, buffer_size=1).similarities(doc.text, units)
+    sims = SemanticChunker(encoder, buffer_size=1, groups="encoded").similarities(doc.text, units)
     assert sims.shape == (len(units) - 1,)
     # unit 3 with one neighbour each side vs unit 4 with its neighbours
     a = doc.text[units[2].char_start : units[4].char_end]
     b = doc.text[units[3].char_start : units[5].char_end]
     z = encoder.encode_texts([a, b], max_length=512).numpy()
     assert sims[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
-    plain = SemanticChunker(encoder, buffer_size=0).similarities(doc.text, units)
+    plain = SemanticChunker(encoder, buffer_size=0, groups="encoded").similarities(doc.text, units)
     z = encoder.encode_texts(
         [doc.text[u.char_start : u.char_end] for u in units[3:5]], max_length=512
     ).numpy()
     assert plain[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
+
+
+def _unit_means(encoder, doc, units):
+    """Each unit encoded alone, by hand: (mean over its positions, number of positions)."""
+    means, counts = [], []
+    for u in units:
+        enc = encoder.tokenizer(doc.text[u.char_start : u.char_end], return_tensors="pt")
+        hidden = encoder.model(**enc).last_hidden_state[0].detach().double().numpy()
+        means.append(hidden.mean(0))
+        counts.append(hidden.shape[0])
+    return np.stack(means), np.array(counts, dtype=np.float64)
+
+
+def test_buffered_similarities_pooled(small_prepared, encoder):
+    """groups="pooled" (default): a buffered group's vector is the mean over the positions of
+    its units, each unit encoded once on its own."""
+    doc = small_prepared.doc
+    units = sentence_token_spans(doc, small_prepared.tokens)
+    sims = SemanticChunker(encoder, buffer_size=1).similarities(doc.text, units)
+    means, counts = _unit_means(encoder, doc, units[2:6])
+
+    def group(rows):
+        v = (counts[rows, None] * means[rows]).sum(0) / counts[rows].sum()
+        return v / np.linalg.norm(v)
+
+    assert sims[3] == pytest.approx(float(group([0, 1, 2]) @ group([1, 2, 3])), abs=1e-4)
+    plain = SemanticChunker(encoder, buffer_size=0).similarities(doc.text, units)
+    assert plain[3] == pytest.approx(float(group([1]) @ group([2])), abs=1e-4)
+    # buffering smooths: neighbouring groups share units, so they are more alike on average
+    assert sims.mean() > plain.mean()
+
+
+def test_pooled_chunk_vectors(small_prepared, encoder):
+    """A pooled chunk vector is the count-weighted mean of its units' own means, and it
+    points where the chunk's own encoding points."""
+    doc = small_prepared.doc
+    units = sentence_token_spans(doc, small_prepared.tokens)
+    pooled = dict(chunk_vectors="pooled")
+    chunks = SemanticChunker(encoder, threshold=1.01, buffer_size=0, **pooled).chunk(small_prepared)
+    two = SemanticChunker(encoder, threshold=-1.0, **pooled).chunk(small_prepared)  # one chunk
+    means, counts = _unit_means(encoder, doc, units)
+    for c, m in zip(chunks, means):  # one chunk per unit
+        np.testing.assert_allclose(c.embedding, m / np.linalg.norm(m), atol=1e-4)
+    whole = (counts[:, None] * means).sum(0)
+    np.testing.assert_allclose(two[0].embedding, whole / np.linalg.norm(whole), atol=1e-4)
+    alone = encoder.encode_texts([c.text for c in chunks], max_length=512).numpy()
+    assert np.einsum("kd,kd->k", np.stack([c.embedding for c in chunks]), alone).min() > 0.999
+
+
+def test_pooled_sub_chunk_takes_its_share(small_prepared, encoder):
+    """A sub-chunk of an over-long group weights a unit by the share of its tokens inside."""
+    doc = small_prepared.doc
+    units = sentence_token_spans(doc, small_prepared.tokens)
+    chunks = SemanticChunker(
+        encoder, threshold=-1.0, max_tokens=40, sub_overlap=10, chunk_vectors="pooled"
+    ).chunk(small_prepared)
+    means, counts = _unit_means(encoder, doc, units)
+    for c in chunks[:4]:
+        inside = np.array([
+            max(0, min(u.tok_end, c.token_end) - max(u.tok_start, c.token_start)) for u in units
+        ])
+        w = counts * inside / np.array([u.tok_end - u.tok_start for u in units])
+        v = w @ means
+        np.testing.assert_allclose(c.embedding, v / np.linalg.norm(v), atol=1e-4)
 
 
 def test_threshold_extremes(small_prepared, encoder, tiling):
@@ -62,8 +127,11 @@ def test_cuts_where_similarity_below_threshold(small_prepared, default_run, enco
             assert c.boundary_scores["similarity"] < 0.75
 
 
-def test_chunks_embedded_independently(default_run, encoder):
-    chunks = default_run[1]
+@pytest.mark.parametrize("groups", ["pooled", "encoded"])
+def test_chunks_embedded_independently(small_prepared, encoder, groups):
+    """chunk_vectors="encoded" (default): each chunk's text encoded on its own."""
+    chunker = SemanticChunker(encoder, groups=groups)
+    chunks = chunker.chunk(PreparedDocument(small_prepared.doc))
     alone = encoder.encode_texts([c.text for c in chunks], max_length=512).numpy()
     np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), alone, atol=1e-5)
 
@@ -99,3 +167,7 @@ def test_bad_parameters(encoder):
         SemanticChunker(encoder, percentile=150)
     with pytest.raises(ValueError, match="sub_overlap"):
         SemanticChunker(encoder, max_tokens=10, sub_overlap=10)
+    with pytest.raises(ValueError, match="groups must be 'pooled' or 'encoded'"):
+        SemanticChunker(encoder, groups="mean")
+    with pytest.raises(ValueError, match="chunk_vectors"):
+        SemanticChunker(encoder, chunk_vectors="late")
