@@ -14,6 +14,16 @@ re-rankers of one query's candidates:
   and sections ordered by their best candidate): each round takes up to
   ``per_section_quota`` chunks from every section, best first; when those sections run
   out, the remaining candidates follow by score.
+* ``complete`` (what ``eval.py``'s ``*_diverse`` rows use): the ``quota`` order over ALL
+  documents fills the first ``k - complete_slots`` positions; the last ``complete_slots``
+  positions of the top ``k`` go to the best chunk of each top-level section of the ``top_docs``
+  best documents that the head does not show yet (round-robin over those documents, best
+  document first); the rest follow in ``quota`` order. With ``top_docs=None`` in ``quota``
+  order a document's first chunk is never moved down, so the reciprocal rank of the first
+  relevant document can only improve when its first chunk is in the head; the tail then
+  completes the sections of the documents most likely to be the answer's. On the PMC
+  cross-section benchmark (README) ``complete_slots=4, top_docs=3`` was chosen on a dev half of
+  the questions.
 
 A chunk's section key is ``(doc_id, section_ids[0])`` (its top-level section); chunks with
 no section share the key ``(doc_id, None)``, so they get no free diversity bonus. Ties are
@@ -107,6 +117,31 @@ def _quota(hits: list[Hit], k: int, per_section_quota: int, top_docs: int | None
     return out
 
 
+def _complete(
+    hits: list[Hit], k: int, per_section_quota: int, top_docs: int | None, complete_slots: int
+) -> list[Hit]:
+    order = _quota(hits, len(hits), per_section_quota, None)
+    head = order[: max(0, k - complete_slots)]
+    shown = {section_key(h.chunk) for h in head}
+    docs = list(dict.fromkeys(h.chunk.doc_id for h in order))
+    docs = docs if top_docs is None else docs[:top_docs]
+    missing: dict[str, list[Hit]] = {d: [] for d in docs}  # per document, best chunk first
+    for h in order[len(head) :]:
+        key = section_key(h.chunk)
+        if h.chunk.doc_id in missing and key[1] is not None and key not in shown:
+            missing[h.chunk.doc_id].append(h)
+            shown.add(key)
+    tail: list[Hit] = []
+    while len(tail) < k - len(head) and any(missing.values()):
+        for queue in missing.values():
+            if queue and len(tail) < k - len(head):
+                h = queue.pop(0)
+                h.components["completes_section"] = 1.0
+                tail.append(h)
+    taken = {id(h) for h in head + tail}
+    return (head + tail + [h for h in order if id(h) not in taken])[:k]
+
+
 def section_diverse_rerank(
     ranked: Iterable[Candidate],
     k: int,
@@ -116,18 +151,24 @@ def section_diverse_rerank(
     embedding_weight: float = 0.0,
     per_section_quota: int = 1,
     top_docs: int | None = 3,
+    complete_slots: int = 4,
 ) -> list[Hit]:
     """Re-rank one query's candidates so that the top ``k`` covers several sections.
 
     ``method`` ``mmr`` uses ``lambda_`` (1 = plain ranking), ``same_section_penalty`` and
     ``embedding_weight`` (> 0 needs every ``chunk.embedding``); ``quota`` uses
-    ``per_section_quota`` and ``top_docs`` (None = all documents). Returns
+    ``per_section_quota`` and ``top_docs`` (None = all documents); ``complete`` uses
+    ``per_section_quota``, ``top_docs`` and ``complete_slots`` (0 <= slots <= k). Returns
     ``min(k, len(ranked))`` hits (see the module doc for scores and components).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    if method not in ("mmr", "quota"):
-        raise ValueError(f"unknown diversity method {method!r}: use 'mmr' or 'quota'")
+    if method not in ("mmr", "quota", "complete"):
+        raise ValueError(
+            f"unknown diversity method {method!r}: use 'mmr', 'quota' or 'complete'"
+        )
+    if method == "complete" and not 0 <= complete_slots <= k:
+        raise ValueError(f"complete_slots must be in [0, k={k}], got {complete_slots}")
     if not 0.0 <= lambda_ <= 1.0:
         raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
     if per_section_quota < 1 or (top_docs is not None and top_docs < 1):
@@ -139,8 +180,10 @@ def section_diverse_rerank(
         h.components.setdefault("retrieval", h.score)
     if method == "mmr":
         out = _mmr(hits, k, lambda_, same_section_penalty, embedding_weight)
-    else:
+    elif method == "quota":
         out = _quota(hits, k, per_section_quota, top_docs)
+    else:
+        out = _complete(hits, k, per_section_quota, top_docs, complete_slots)
     for i, h in enumerate(out):
         h.score = float(len(out) - i)
     return out

@@ -75,6 +75,52 @@ def test_quota_round_robin(chunks):
     assert names(chunks, two_each) == ["a1x", "a1y", "a2x", "a3x"]
 
 
+def test_complete_fills_the_tail_with_the_top_documents_missing_sections(chunks):
+    # quota order over all documents: a1x a2x b1x a3x b2x a1y a1z (hand-derived)
+    plain_quota = section_diverse_rerank(ranked(chunks), 4, method="quota", top_docs=None)
+    assert names(chunks, plain_quota) == ["a1x", "a2x", "b1x", "a3x"]
+    no_slots = section_diverse_rerank(ranked(chunks), 4, method="complete", complete_slots=0)
+    assert names(chunks, no_slots) == names(chunks, plain_quota)
+    one = section_diverse_rerank(
+        ranked(chunks), 3, method="complete", complete_slots=1, top_docs=1
+    )
+    assert names(chunks, one) == ["a1x", "a2x", "a3x"]  # quota would show b1x third
+    assert one[2].components["completes_section"] == 1.0
+    two = section_diverse_rerank(
+        ranked(chunks), 4, method="complete", complete_slots=2, top_docs=2
+    )
+    assert names(chunks, two) == ["a1x", "a2x", "a3x", "b1x"]  # round-robin A, B
+    full = section_diverse_rerank(ranked(chunks), 10, method="complete", complete_slots=2)
+    assert sorted(names(chunks, full)) == sorted(SCORES)  # nothing lost, nothing repeated
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_documents_first_chunk_never_moves_down(seed):
+    """quota over all documents (and complete's head) never ranks a document's best chunk
+    lower than plain ranking, so the reciprocal rank of the first relevant document cannot
+    drop (the MRR claim in the module doc)."""
+    rng = random.Random(seed)
+    docs = [
+        build_document(d, [(t, [f"{t} {i}." for i in range(3)]) for t in ("Methods", "Results")])
+        for d in "ABCDE"
+    ]
+    pool = [c for d in docs for c in paragraph_chunks(d)]
+    cands = sorted(((c, rng.random()) for c in pool), key=lambda p: -p[1])
+    first = {}
+    for i, (c, _) in enumerate(cands):
+        first.setdefault(c.doc_id, i)
+    k, slots = 12, 4
+    quota = section_diverse_rerank(cands, len(cands), method="quota", top_docs=None)
+    complete = section_diverse_rerank(cands, k, method="complete", complete_slots=slots)
+    for out, limit in ((quota, len(cands)), (complete, k - slots)):
+        seen = {}
+        for i, h in enumerate(out):
+            seen.setdefault(h.chunk.doc_id, i)
+        for doc_id, i in first.items():
+            if i < limit:
+                assert seen[doc_id] <= i
+
+
 def test_chunks_without_section_share_one_key_per_document(chunks):
     n1 = replace(chunks["a1x"], chunk_id="A::none1", section_ids=[])
     n2 = replace(chunks["a1y"], chunk_id="A::none2", section_ids=[])
@@ -102,7 +148,7 @@ def test_embedding_similarity_term(chunks):
         section_diverse_rerank([(chunks["a1x"], 1.0)], 1, embedding_weight=1.0)
 
 
-@pytest.mark.parametrize("method", ["mmr", "quota"])
+@pytest.mark.parametrize("method", ["mmr", "quota", "complete"])
 def test_deterministic_ties(chunks, method):
     tied = {n: 0.5 for n in SCORES}
     base = section_diverse_rerank(ranked(chunks, tied), k=7, method=method)
@@ -120,4 +166,6 @@ def test_bad_arguments(chunks):
         section_diverse_rerank(ranked(chunks), 3, method="x")
     with pytest.raises(ValueError, match="k must be"):
         section_diverse_rerank(ranked(chunks), 0)
+    with pytest.raises(ValueError, match="complete_slots"):
+        section_diverse_rerank(ranked(chunks), 3, method="complete", complete_slots=4)
     assert section_diverse_rerank([], 3) == []
