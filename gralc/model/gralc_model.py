@@ -37,7 +37,9 @@ class ModelConfig:
     """Learnable parts and their initial values (the paper's hand-set values by default).
 
     ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_hybrid=False``
-    scores by cosine alone (no beta). ``temperature`` is T of the soft cuts
+    scores by cosine alone (no beta). ``learn_*=False`` keeps that part at its initial value
+    (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
+    hybrid score's kg_prox alone). ``temperature`` is T of the soft cuts
     ``sigmoid((b - tau) / T)``. Decoder settings are those of the hard cuts (inference and the
     spans used in training); the DP terms are as in :class:`BoundaryConfig`.
     """
@@ -52,6 +54,7 @@ class ModelConfig:
     mlp_dropout: float = 0.1
     lambda_init: float = 0.1
     lambda_per_dimension: bool = False
+    learn_lambda: bool = True
     alpha_init: tuple[float, float, float] = (0.5, 0.3, 1.0)
     gamma_init: float = 0.5
     tau_init: float = 0.3
@@ -101,6 +104,7 @@ class GraLCModel(nn.Module):
                 c.lambda_init,
                 c.lambda_per_dimension,
                 c.mlp_dropout,
+                c.learn_lambda,
             )
         self.boundary = BoundaryScorer(
             tuple(c.alpha_init),

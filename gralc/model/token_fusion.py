@@ -24,6 +24,7 @@ class TokenFusion(nn.Module):
         lambda_init: float = 0.1,
         per_dimension: bool = False,
         dropout: float = 0.1,
+        learn_lambda: bool = True,
     ) -> None:
         super().__init__()
         self.mlp = nn.Sequential(
@@ -33,7 +34,7 @@ class TokenFusion(nn.Module):
             nn.Linear(hidden_dim, token_dim),
         )
         shape = (token_dim,) if per_dimension else (1,)
-        self.lam = nn.Parameter(torch.full(shape, float(lambda_init)))
+        self.lam = nn.Parameter(torch.full(shape, float(lambda_init)), requires_grad=learn_lambda)
 
     def forward(
         self, h: torch.Tensor, u_prime: torch.Tensor, token_entity: torch.Tensor

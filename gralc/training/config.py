@@ -9,18 +9,26 @@ from gralc.evaluation.benchmarks import DataConfig
 from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
 
+#: Validation metrics a checkpoint / early stopping may monitor (GraLCLitModule.validation_step).
+MONITORS = ("val/mrr", "val/mrr_cos", "val/mrr_min", "val/nll")
+
 
 @dataclass
 class LoaderConfig:
     """``batch_size`` questions per batch (never two of one document); each batch adds
     ``extra_negative_docs`` random training documents whose chunks are negatives.
     ``dev_fraction`` / ``split_seed``: document-level dev split (not PubMedQA, which has its
-    official split). ``max_train_questions``: cap for quick runs (None: all)."""
+    official split). ``holdout_fraction``: share of the training DOCUMENTS (with all their
+    questions; seeded by ``split_seed``) moved to the dev set after the split, for a larger
+    model-selection signal (PubMedQA's official dev set has 50 questions; its test set is never
+    touched). Held-out documents are no extra negatives either. ``max_train_questions``: cap
+    for quick runs (None: all)."""
 
     batch_size: int = 4
     extra_negative_docs: int = 2
     dev_fraction: float = 0.2
     split_seed: int = 0
+    holdout_fraction: float = 0.0
     max_train_questions: int | None = None
 
 
@@ -37,12 +45,14 @@ class PairsConfig:
 @dataclass
 class OptimConfig:
     """AdamW. Scalars (alpha, gamma, tau, beta, lambda) get ``lr * scalar_lr_scale`` and no
-    weight decay (decay would pull the boundary weights to 0). ``temperature`` scales the
-    InfoNCE logits."""
+    weight decay (decay would pull the boundary weights to 0). ``scalar_anchor``: weight of an
+    L2 penalty ``sum (p - p_init)^2`` pulling the scalars (as parameterised: beta as its logit)
+    toward their initial values instead (0: off). ``temperature`` scales the InfoNCE logits."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
     scalar_lr_scale: float = 10.0
+    scalar_anchor: float = 0.0
     temperature: float = 0.05
 
 
@@ -91,11 +101,17 @@ class EarlyStoppingConfig:
 @dataclass
 class CheckpointConfig:
     """The metric that selects the best checkpoint (and the initial model, see
-    ``trainer.validate_before_fit``): ``val/mrr`` (max) or ``val/nll`` (min; document-level
-    InfoNCE over the dev corpus, for dev sets where the MRR saturates at 1)."""
+    ``trainer.validate_before_fit``): ``val/mrr`` (max; the hybrid score), ``val/mrr_cos``
+    (max; cosine alone, the KG row), ``val/mrr_min`` (max; the lower of the two, so neither
+    row may get worse) or ``val/nll`` (min; document-level InfoNCE over the dev
+    corpus, for dev sets where the MRR saturates at 1). ``min_improvement``: None keeps the
+    best trained epoch unless the initial model is strictly better; a number >= 0 keeps the
+    initial model unless a trained epoch beats it by MORE than that (ties keep the initial
+    model: training must earn every deviation from the initial values)."""
 
     monitor: str = "val/mrr"
     mode: str = "max"
+    min_improvement: float | None = None
 
 
 @dataclass
@@ -163,6 +179,15 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
+    if not 0.0 <= cfg.loader.holdout_fraction < 1.0:
+        raise ConfigError(
+            f"loader.holdout_fraction must be in [0, 1), got {cfg.loader.holdout_fraction}"
+        )
+    if cfg.optim.scalar_anchor < 0:
+        raise ConfigError(f"optim.scalar_anchor must be >= 0, got {cfg.optim.scalar_anchor}")
+    mi = cfg.callbacks.checkpoint.min_improvement
+    if mi is not None and mi < 0:
+        raise ConfigError(f"callbacks.checkpoint.min_improvement must be >= 0, got {mi}")
     if cfg.loader.extra_negative_docs < 0:
         raise ConfigError("loader.extra_negative_docs must be >= 0")
     if cfg.pairs.positives not in ("evidence", "document"):
@@ -177,8 +202,8 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         c = getattr(cfg.callbacks, name)
         if c.mode not in ("min", "max"):
             raise ConfigError(f"callbacks.{name}.mode must be 'min' or 'max', got {c.mode!r}")
-        if c.monitor not in ("val/mrr", "val/nll"):
+        if c.monitor not in MONITORS:
             raise ConfigError(
-                f"callbacks.{name}.monitor must be 'val/mrr' or 'val/nll', got {c.monitor!r}"
+                f"callbacks.{name}.monitor must be one of {', '.join(MONITORS)}, got {c.monitor!r}"
             )
     return cfg

@@ -238,6 +238,22 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
     return data
 
 
+def holdout_train_documents(data: TrainingData, fraction: float, seed: int = 0) -> TrainingData:
+    """``data`` with ``round(fraction * n)`` of its n training documents (shuffled by ``seed``
+    from their sorted ids) and all their questions moved to the dev set, appended after the
+    original dev questions. Held-out documents leave ``train_doc_ids`` too (the pool of extra
+    negatives), so no part of training sees them; they stay in the validation corpus."""
+    docs = sorted({e.doc_id for e in data.train})
+    random.Random(seed).shuffle(docs)
+    held = set(docs[: round(fraction * len(docs))])
+    if not held:
+        return data
+    train = [e for e in data.train if e.doc_id not in held]
+    dev = data.dev + [e for e in data.train if e.doc_id in held]
+    train_docs = [d for d in data.train_doc_ids if d not in held]
+    return replace(data, train=train, dev=dev, train_doc_ids=train_docs)
+
+
 class GraLCDataModule(pl.LightningDataModule):
     def __init__(self, cfg: TrainConfig) -> None:
         super().__init__()
@@ -251,6 +267,10 @@ class GraLCDataModule(pl.LightningDataModule):
         if self.cfg.pairs.positives == "document":  # after the cache: it stores "evidence"
             for e in data.train + data.dev:
                 e.positives = Positives()
+        if self.cfg.loader.holdout_fraction > 0:
+            data = holdout_train_documents(
+                data, self.cfg.loader.holdout_fraction, self.cfg.loader.split_seed
+            )
         if self.cfg.loader.max_train_questions is not None:
             data.train = data.train[: self.cfg.loader.max_train_questions]
         if not data.train or not data.dev:
@@ -314,4 +334,5 @@ __all__ = [
     "TrainCollator",
     "TrainingData",
     "ValBatch",
+    "holdout_train_documents",
 ]

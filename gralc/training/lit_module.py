@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 import torch
+import torch.nn.functional as F
 
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.evaluation.metrics import reciprocal_rank
@@ -70,6 +71,11 @@ class GraLCLitModule(pl.LightningModule):
         self.model, self.optim = model, optim
         self.extra_checkpoint = extra_checkpoint or {}
         self.encoder, self.sem_window = encoder, sem_window
+        # the scalars' values at construction (the config's initial values, also on resume:
+        # the checkpoint is loaded afterwards), the anchor of optim.scalar_anchor
+        self.scalar_init = {
+            n: p.detach().clone() for n, p in model.named_parameters() if n in SCALAR_PARAMS
+        }
 
     # ----- shared ---------------------------------------------------------------------------
     def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
@@ -139,7 +145,17 @@ class GraLCLitModule(pl.LightningModule):
             torch.logsumexp(scores, dim=1)
             - torch.logsumexp(scores.masked_fill(~positive, float("-inf")), dim=1)
         ).mean()
+        if self.optim.scalar_anchor > 0:
+            loss = loss + self.optim.scalar_anchor * self.anchor_penalty()
         return loss, int(chunks.shape[0])
+
+    def anchor_penalty(self) -> torch.Tensor:
+        """``sum (p - p_init)^2`` over the trainable scalars (see ``optim.scalar_anchor``)."""
+        total = torch.zeros((), device=self.device)
+        for n, p in self.model.named_parameters():
+            if n in self.scalar_init and p.requires_grad:
+                total = total + ((p - self.scalar_init[n].to(p.device)) ** 2).sum()
+        return total
 
     def training_step(self, batch: TrainBatch, batch_idx: int) -> torch.Tensor:
         loss, n_chunks = self.batch_loss(batch)
@@ -174,33 +190,49 @@ class GraLCLitModule(pl.LightningModule):
 
     # ----- validation -----------------------------------------------------------------------
     @torch.no_grad()
-    def retrieval_scores(self, batch: ValBatch) -> tuple[torch.Tensor, list[str]]:
+    def retrieval_scores(
+        self, batch: ValBatch, with_cosine: bool = False
+    ) -> tuple[torch.Tensor, list[str]] | tuple[torch.Tensor, list[str], torch.Tensor]:
         """(Q, K) hybrid scores of every question against every corpus chunk, and each
-        chunk's document id."""
+        chunk's document id (``with_cosine``: also the (Q, K) cosine alone, the KG row)."""
         docs = self.features(batch.docs)
         chunks, c_ent, c_mask, spans_per, _ = self.chunk_table(docs, soft=False)
         q, q_ent, q_mask = self.queries(batch.examples)
         doc_of = [f.doc_id for f, spans in zip(docs, spans_per) for _ in spans]
-        return self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask), doc_of
+        scores = self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask)
+        if not with_cosine:
+            return scores, doc_of
+        cos = F.normalize(q, dim=-1) @ F.normalize(chunks, dim=-1).T
+        return scores, doc_of, cos
 
-    def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:
-        """``mrr``: MRR of the gold documents when every corpus chunk is ranked by the model's
-        score; ``nll``: the document-level InfoNCE over the whole corpus (every chunk of the
-        gold document positive, temperature :data:`NLL_TEMPERATURE`, fixed so runs with
-        different ``optim.temperature`` compare), which keeps ranking models when the MRR
-        saturates at 1 on an easy dev set."""
-        scores, doc_of = self.retrieval_scores(batch)
+    @staticmethod
+    def mean_reciprocal_rank(
+        scores: torch.Tensor, doc_of: list[str], examples: list[TrainingExample]
+    ) -> float:
+        """MRR of each example's gold document in the chunk ranking of its ``scores`` row."""
         order = torch.argsort(scores, dim=1, descending=True, stable=True).cpu()
         rr = [
             reciprocal_rank([doc_of[j] for j in row.tolist()], e.doc_id)
-            for row, e in zip(order, batch.examples)
+            for row, e in zip(order, examples)
         ]
+        return sum(rr) / len(rr)
+
+    def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:
+        """``mrr``: MRR of the gold documents when every corpus chunk is ranked by the model's
+        score; ``mrr_cos``: the same ranked by the cosine alone (the KG row); ``mrr_min``: the
+        lower of the two (one checkpoint serves both rows); ``nll``: the document-level InfoNCE over the whole corpus (every chunk of the
+        gold document positive, temperature :data:`NLL_TEMPERATURE`, fixed so runs with
+        different ``optim.temperature`` compare), which keeps ranking models when the MRR
+        saturates at 1 on an easy dev set."""
+        scores, doc_of, cos = self.retrieval_scores(batch, with_cosine=True)
         gold = torch.tensor(
             [[d == e.doc_id for d in doc_of] for e in batch.examples], device=scores.device
         )
         logits = scores / NLL_TEMPERATURE
         nll = torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~gold, -torch.inf), 1)
-        return {"mrr": sum(rr) / len(rr), "nll": float(nll.mean())}
+        mrr = self.mean_reciprocal_rank(scores, doc_of, batch.examples)
+        mrr_cos = self.mean_reciprocal_rank(cos, doc_of, batch.examples)
+        return {"mrr": mrr, "mrr_cos": mrr_cos, "mrr_min": min(mrr, mrr_cos), "nll": float(nll.mean())}
 
     def retrieval_mrr(self, batch: ValBatch) -> float:
         return self.retrieval_metrics(batch)["mrr"]
@@ -209,6 +241,8 @@ class GraLCLitModule(pl.LightningModule):
         m = self.retrieval_metrics(batch)
         n = len(batch.examples)
         self.log("val/mrr", m["mrr"], batch_size=n, prog_bar=True)
+        self.log("val/mrr_cos", m["mrr_cos"], batch_size=n)
+        self.log("val/mrr_min", m["mrr_min"], batch_size=n)
         self.log("val/nll", m["nll"], batch_size=n)
 
     # ----- optimiser, checkpoints -----------------------------------------------------------

@@ -195,15 +195,22 @@ def select_checkpoint(
     initial_path: str | None,
     initial_score: float | None,
     mode: str = "max",
+    min_improvement: float | None = None,
 ) -> tuple[str, float | None, str]:
-    """``(path, score, "trained" | "initial")``: the initial model only when it is strictly
-    better (``mode``: higher or lower) than every trained epoch, or no epoch was validated."""
+    """``(path, score, "trained" | "initial")``: the initial model when no epoch was validated
+    or, with ``min_improvement`` None, when it is strictly better (``mode``: higher or lower)
+    than every trained epoch; with ``min_improvement`` m >= 0, unless the best trained epoch
+    beats it by more than m (ties keep the initial model)."""
     if initial_path is None or initial_score is None:
         return best_path, best_score, "trained"
     if best_score is None or not best_path:
         return initial_path, initial_score, "initial"
-    better = initial_score > best_score if mode == "max" else initial_score < best_score
-    return (initial_path, initial_score, "initial") if better else (best_path, best_score, "trained")
+    if min_improvement is None:
+        keep = initial_score > best_score if mode == "max" else initial_score < best_score
+    else:
+        gain = best_score - initial_score if mode == "max" else initial_score - best_score
+        keep = not gain > min_improvement
+    return (initial_path, initial_score, "initial") if keep else (best_path, best_score, "trained")
 
 
 def _initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
@@ -282,7 +289,12 @@ def train(
     ckpt = trainer.checkpoint_callback
     best = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
     path, score, selected = select_checkpoint(
-        ckpt.best_model_path, best, initial_path, initial_score, cfg.callbacks.checkpoint.mode
+        ckpt.best_model_path,
+        best,
+        initial_path,
+        initial_score,
+        cfg.callbacks.checkpoint.mode,
+        cfg.callbacks.checkpoint.min_improvement,
     )
     result = {
         "learned_values": _learned_values(path) if path else model.learned_values(),
