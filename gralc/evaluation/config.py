@@ -40,7 +40,7 @@ class EvalConfig:
         default_factory=lambda: [
             "naive", "semantic", "late", "structure_aware", "structure_aware_dp",
             "dp_sentences", "multilevel", "chunk_link", "section_diverse", "multilevel_diverse",
-            "bm25",
+            "naive_diverse", "bm25",
         ]
     )
     models: list[str] = field(default_factory=list)

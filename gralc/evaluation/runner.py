@@ -64,6 +64,8 @@ DEFAULT_METHODS: list[MethodSpec] = [
     # the paper's future work (2)+(3): multi-level chunks for ranking strength, re-ranked
     # for section diversity
     MethodSpec("multilevel_diverse", "multilevel", rerank="diverse", rerank_options=DIVERSE),
+    # the same re-ranker over plain fixed-size chunks: how much is the re-ranker alone
+    MethodSpec("naive_diverse", "fixed", rerank="diverse", rerank_options=DIVERSE),
     MethodSpec("bm25", "late", searcher="bm25"),
 ]
 
