@@ -106,6 +106,11 @@ class DocumentEncoder:
         """Most content tokens one forward pass can take (context minus special tokens)."""
         return self._max_window
 
+    @property
+    def special_ids(self) -> tuple[list[int], list[int]]:
+        """Token ids the model puts before and after every window (e.g. [CLS] / [SEP])."""
+        return list(self._prefix_ids), list(self._suffix_ids)
+
     def _autocast(self):
         if self.config.precision == "bf16":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)

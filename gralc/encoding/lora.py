@@ -169,7 +169,7 @@ class LoraEncoder(nn.Module):
             raise ValueError(f"the text yields no tokens for {enc.model_id}: nothing to encode")
         windows = plan_windows(len(ids), enc.window, enc.config.overlap)
         # the DocumentEncoder's own special tokens ([CLS] ... [SEP]), so both paths agree
-        prefix, suffix = enc._prefix_ids, enc._suffix_ids
+        prefix, suffix = enc.special_ids
         outputs: list[torch.Tensor] = []
         for b in range(0, len(windows), enc.config.batch_size):
             rows = [prefix + ids[s:e] + suffix for s, e in windows[b : b + enc.config.batch_size]]
@@ -188,7 +188,7 @@ class LoraEncoder(nn.Module):
         """Query embeddings (Q, d) float32 on CPU, L2-normalised mean pooling over the attention
         mask, truncated as ``DocumentEncoder.encode_texts`` truncates; with gradient."""
         enc = self.encoder
-        limit = enc.max_window + len(enc._prefix_ids) + len(enc._suffix_ids)
+        limit = enc.max_window + sum(map(len, enc.special_ids))
         pooled = [torch.zeros(0, enc.dim)]
         for b in range(0, len(texts), enc.config.batch_size):
             batch = enc.tokenizer(
