@@ -47,7 +47,7 @@ class MethodSpec:
 
 #: The section-diverse re-ranker of the ``*_diverse`` rows (chosen on a dev half of the PMC
 #: cross-section questions; see gralc.retrieval.diversity).
-DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 4}
+DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
 
 #: The paper's strategies and ours, in table order. Trained GraLC rows are added by
 #: ``gralc.training`` when a checkpoint or export is given (``gralc_kg``, ``gralc_graph``).

@@ -22,7 +22,7 @@ re-rankers of one query's candidates:
   order a document's first chunk is never moved down, so the reciprocal rank of the first
   relevant document can only improve when its first chunk is in the head; the tail then
   completes the sections of the documents most likely to be the answer's. On the PMC
-  cross-section benchmark (README) ``complete_slots=4, top_docs=3`` was chosen on a dev half of
+  cross-section benchmark (README) ``complete_slots=6, top_docs=3`` was chosen on a dev half of
   the questions.
 
 A chunk's section key is ``(doc_id, section_ids[0])`` (its top-level section); chunks with
