@@ -59,6 +59,10 @@ class SemanticConfig:
     groups: str = "pooled"
     #: chunk vectors: "encoded" (each chunk's text on its own) or "pooled" from the sentences
     chunk_vectors: str = "encoded"
+    #: word-pieces (special tokens included) of every text it encodes (sentences, groups,
+    #: chunks): null = the model card's max_seq_length (256 for MiniLM, as sentence-
+    #: transformers' encode() truncates), at most the model's context (512 for MiniLM)
+    encode_max_length: int | None = None
 
 
 @dataclass

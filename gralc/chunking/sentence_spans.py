@@ -59,16 +59,17 @@ def text_token_limit(encoder) -> int:
     return int(encoder.max_window)
 
 
-def embed_independently(encoder, chunks) -> None:
+def embed_independently(encoder, chunks, max_length: int | None = None) -> None:
     """Set each chunk's embedding to its own text's encoding (naive-style chunk vectors),
-    L2-normalised float32 (d,), using the model's whole context."""
+    L2-normalised float32 (d,), from at most ``max_length`` word-pieces, special tokens
+    included (None: the model's whole context, ``embed_length``)."""
     if not chunks:
         return
     import torch.nn.functional as F
 
+    max_length = embed_length(encoder) if max_length is None else max_length
     vecs = F.normalize(
-        encoder.encode_texts([c.text for c in chunks], max_length=embed_length(encoder)).float(),
-        dim=-1,
+        encoder.encode_texts([c.text for c in chunks], max_length=max_length).float(), dim=-1
     )
     for c, v in zip(chunks, vecs.cpu().numpy().astype(np.float32)):
         c.embedding = v

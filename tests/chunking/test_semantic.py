@@ -24,11 +24,11 @@ def test_buffered_similarities_encoded(small_prepared, encoder):
     # unit 3 with one neighbour each side vs unit 4 with its neighbours
     a = doc.text[units[2].char_start : units[4].char_end]
     b = doc.text[units[3].char_start : units[5].char_end]
-    z = encoder.encode_texts([a, b], max_length=512).numpy()
+    z = encoder.encode_texts([a, b], max_length=256).numpy()
     assert sims[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
     plain = SemanticChunker(encoder, buffer_size=0, groups="encoded").similarities(doc.text, units)
     z = encoder.encode_texts(
-        [doc.text[u.char_start : u.char_end] for u in units[3:5]], max_length=512
+        [doc.text[u.char_start : u.char_end] for u in units[3:5]], max_length=256
     ).numpy()
     assert plain[3] == pytest.approx(float(z[0] @ z[1]), abs=1e-5)
 
@@ -129,11 +129,32 @@ def test_cuts_where_similarity_below_threshold(small_prepared, default_run, enco
 
 @pytest.mark.parametrize("groups", ["pooled", "encoded"])
 def test_chunks_embedded_independently(small_prepared, encoder, groups):
-    """chunk_vectors="encoded" (default): each chunk's text encoded on its own."""
+    """chunk_vectors="encoded" (default): each chunk's text encoded on its own, cut to the
+    model card's max_seq_length (256 word-pieces for MiniLM), as sentence-transformers does."""
     chunker = SemanticChunker(encoder, groups=groups)
+    assert chunker.encode_max_length == encoder.query_max_length == 256
     chunks = chunker.chunk(PreparedDocument(small_prepared.doc))
-    alone = encoder.encode_texts([c.text for c in chunks], max_length=512).numpy()
+    alone = encoder.encode_texts([c.text for c in chunks], max_length=256).numpy()
     np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), alone, atol=1e-5)
+
+
+def test_encode_max_length(small_prepared, encoder):
+    """A chunk longer than encode_max_length is embedded from its first word-pieces only;
+    512 (MiniLM's whole context) embeds more of it and gives a different vector."""
+    doc = PreparedDocument(small_prepared.doc)
+    short = SemanticChunker(encoder, threshold=-1.0, encode_max_length=64).chunk(doc)
+    whole = SemanticChunker(encoder, threshold=-1.0, encode_max_length=512).chunk(doc)
+    assert [c.text for c in short] == [c.text for c in whole]  # same boundaries
+    long_chunk = max(range(len(short)), key=lambda k: short[k].n_tokens)
+    text = short[long_chunk].text
+    assert len(encoder.tokenizer(text)["input_ids"]) > 64
+    np.testing.assert_allclose(
+        short[long_chunk].embedding, encoder.encode_texts([text], max_length=64)[0], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        whole[long_chunk].embedding, encoder.encode_texts([text], max_length=512)[0], atol=1e-5
+    )
+    assert float(short[long_chunk].embedding @ whole[long_chunk].embedding) < 0.999
 
 
 def test_percentile(small_prepared, default_run, encoder):
@@ -171,3 +192,6 @@ def test_bad_parameters(encoder):
         SemanticChunker(encoder, groups="mean")
     with pytest.raises(ValueError, match="chunk_vectors"):
         SemanticChunker(encoder, chunk_vectors="late")
+    for bad in (2, 513):  # MiniLM: [CLS] + [SEP] + at least one piece, at most 512
+        with pytest.raises(ValueError, match=r"encode_max_length must be in \(2, 512\]"):
+            SemanticChunker(encoder, encode_max_length=bad)
