@@ -30,10 +30,10 @@ questions over 106 PMC articles (``python eval.py`` as in the README):
 ==========================================  ========  ========
 setting                                     PubMedQA  PMC full
 ==========================================  ========  ========
-pooled groups + chunk texts (256, default)  0.9782    0.4150  
+pooled groups + chunk texts (256, default)  0.9782    0.4150
 pooled groups + chunk texts (512)           0.9772    0.3979
-encoded groups + chunk texts (512)          0.9763
-pooled groups + pooled chunks               0.9578
+encoded groups + chunk texts (256)          0.9769
+pooled groups + pooled chunks (256)         0.9577
 ==========================================  ========  ========
 
 Independently encoded sentences do not average into a good chunk vector; the buffered group
