@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gralc.documents.model import SECTION_TYPES
+from gralc.retrieval.ranking import rank_chunks  # noqa: F401  (the one tie-break rule)
 
 ChunkLike = Any  # Chunk | dict | (Chunk | dict, score)
 
@@ -61,14 +62,6 @@ def _check_k(k: int) -> None:
 def doc_ids_of(ranked_chunks: Sequence[ChunkLike]) -> list[str]:
     """``doc_id`` of every retrieved chunk, in run order (repeats kept)."""
     return [_get(c, "doc_id") for c in ranked_chunks]
-
-
-def rank_chunks(chunk_scores: Iterable[tuple[ChunkLike, float]]) -> list[tuple[ChunkLike, float]]:
-    """Order ``(chunk, score)`` pairs by score desc, then doc_id desc, then chunk_id desc."""
-    pairs = sorted(
-        chunk_scores, key=lambda p: (_get(p, "doc_id"), _get(p, "chunk_id")), reverse=True
-    )
-    return sorted(pairs, key=lambda p: -float(p[1]))  # stable: keeps the id order among ties
 
 
 def rank_docs(chunk_scores: Iterable[tuple[ChunkLike, float]]) -> list[tuple[str, float]]:

@@ -26,7 +26,6 @@ import numpy as np
 import Stemmer
 
 from gralc.chunking.chunk import Chunk
-from gralc.evaluation.metrics import rank_chunks
 from gralc.retrieval.index import (
     CHUNKS_FILE,
     CONFIG_FILE,
@@ -37,6 +36,7 @@ from gralc.retrieval.index import (
     require,
     write_chunks,
 )
+from gralc.retrieval.ranking import rank_chunks
 
 VOCAB_FILE = "vocab.tokenizer.json"
 
@@ -90,15 +90,21 @@ class BM25Index:
             raise TypeError("queries must be a list of strings, not one string")
         k = min(k, len(self.chunks))
         out = []
-        for tokens in self._tokens(queries, False):
-            tokens = [t for t in tokens if t]
-            scores = (
-                self.retriever.get_scores(tokens) if tokens else np.zeros(len(self.chunks))
-            )
+        for query in queries:
+            scores = self.scores(query)
             kth = np.partition(scores, len(scores) - k)[len(scores) - k]
             rows = np.flatnonzero(scores >= kth)  # the top-k and everything tied with it
             out.append(rank_chunks((self.chunks[i], float(scores[i])) for i in rows)[:k])
         return out
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for one query, shape (len(self),) (0 = no shared term)."""
+        if not self.chunks:
+            raise ValueError("BM25Index is empty: call index(chunks) or load(dir) first")
+        tokens = [t for t in self._tokens([query], False)[0] if t]
+        if not tokens:
+            return np.zeros(len(self.chunks))
+        return np.asarray(self.retriever.get_scores(tokens), dtype=np.float64)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write the index directory atomically (see module docstring)."""

@@ -26,8 +26,8 @@ re-rankers of one query's candidates:
   the questions.
 
 A chunk's section key is ``(doc_id, section_ids[0])`` (its top-level section); chunks with
-no section share the key ``(doc_id, None)``, so they get no free diversity bonus. Ties are
-broken by score descending, then chunk_id: the result is deterministic.
+no section share the key ``(doc_id, None)``, so they get no free diversity bonus. Ties follow
+the one ranking rule (:mod:`gralc.retrieval.ranking`): the result is deterministic.
 
 The returned hits are in the new order and their ``score`` is a rank score
 (``n - position``, strictly decreasing) so that consumers sorting by score (ranx runs,
@@ -82,7 +82,7 @@ def _mmr(
         value = lambda_ * rel - (1 - lambda_) * (
             same_section_penalty * shared + embedding_weight * max_sim
         )
-        # argmax returns the first maximum: hits are in (score desc, chunk_id) order
+        # argmax returns the first maximum: hits are in the ranking rule's order
         best = int(np.argmax(np.where(open_, value, -np.inf)))
         open_[best] = False
         hits[best].components["mmr"] = float(value[best])

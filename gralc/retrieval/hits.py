@@ -72,5 +72,8 @@ def as_pairs(hits: Iterable[Candidate]) -> list[tuple[Chunk, float]]:
 
 
 def score_order(hits: list[Hit]) -> list[Hit]:
-    """``hits`` sorted by score descending, ties by chunk_id (deterministic)."""
-    return sorted(hits, key=lambda h: (-h.score, h.chunk.chunk_id))
+    """``hits`` in the one ranking order (:mod:`gralc.retrieval.ranking`): score desc, then
+    doc_id desc, chunk_id desc."""
+    from gralc.retrieval.ranking import rank_chunks
+
+    return rank_chunks(hits)

@@ -28,7 +28,7 @@ import numpy as np
 
 import gralc
 from gralc.chunking.chunk import Chunk
-from gralc.evaluation.metrics import rank_chunks
+from gralc.retrieval.ranking import rank_chunks
 
 INDEX_FILE, VECTORS_FILE, CHUNKS_FILE, CONFIG_FILE = (
     "index.faiss", "vectors.npy", "chunks.jsonl", "config.json",

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gralc.retrieval.hits import Candidate, Hit, as_hits
+from gralc.retrieval.hits import Candidate, Hit, as_hits, score_order
 
 #: Abstraction levels from the most general; any other level (``chunk``) ranks below them.
 LEVELS = ("document", "section", "paragraph", "sentences")
@@ -66,7 +66,7 @@ def select_by_probability(
     """Keep the best candidates until their cumulative softmax probability reaches ``tau``.
 
     ``ranked``: one query's candidates (any levels mixed); they are ordered by score
-    descending (ties by chunk_id). The softmax runs over ALL given candidates. A candidate is
+    descending (ties: doc_id, then chunk_id, descending). The softmax runs over ALL given candidates. A candidate is
     kept when the cumulative probability of the candidates before it is still below ``tau``,
     so the candidate that crosses ``tau`` is kept and at least one candidate always is;
     ``tau >= 1`` keeps everything. ``max_chunks`` / ``max_words`` (whitespace words of
@@ -87,7 +87,7 @@ def select_by_probability(
         raise ValueError(f"tau must be > 0 (a cumulative probability), got {tau}")
     if max_chunks is not None and max_chunks < 1:
         raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
-    hits = sorted(as_hits(ranked), key=lambda h: (-h.score, h.chunk.chunk_id))
+    hits = score_order(as_hits(ranked))
     probs = softmax_probabilities([h.score for h in hits], temperature)
     selected: list[Hit] = []
     cumulative, words = 0.0, 0

@@ -26,6 +26,7 @@ from gralc.chunking.chunk import Chunk
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.retrieval.hits import Hit
+from gralc.retrieval.ranking import rank_order
 from gralc.training.features import doc_features
 from gralc.training.pairs import QueryEncoder
 
@@ -173,7 +174,7 @@ class TrainedScorer:
             chunks = [c for c, _ in dense]
             chunk_vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
         score, cos, prox = self.score_all(pipeline, question, torch.from_numpy(q_vec), chunk_vecs)
-        order = sorted(range(len(chunks)), key=lambda i: (-float(score[i]), chunks[i].chunk_id))
+        order = rank_order(chunks, score.numpy())
         return [Hit(chunks[i], float(score[i]), {"cos": float(cos[i]), "kg_prox": float(prox[i])})
                 for i in order]
 

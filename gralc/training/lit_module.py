@@ -210,7 +210,11 @@ class GraLCLitModule(pl.LightningModule):
         scores: torch.Tensor, doc_of: list[str], examples: list[TrainingExample]
     ) -> float:
         """MRR of each example's gold document in the chunk ranking of its ``scores`` row."""
-        order = torch.argsort(scores, dim=1, descending=True, stable=True).cpu()
+        # the one ranking rule (gralc.retrieval.ranking): ties by doc_id, then chunk position
+        # (chunk ids follow positions within a document), both descending
+        perm = torch.tensor(sorted(range(len(doc_of)), key=lambda j: (doc_of[j], j), reverse=True))
+        order = perm[torch.argsort(scores[:, perm.to(scores.device)], dim=1, descending=True,
+                                   stable=True).cpu()]
         rr = [
             reciprocal_rank([doc_of[j] for j in row.tolist()], e.doc_id)
             for row, e in zip(order, examples)

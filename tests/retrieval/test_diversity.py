@@ -158,7 +158,8 @@ def test_deterministic_ties(chunks, method):
         assert names(chunks, section_diverse_rerank(shuffled, k=7, method=method)) == names(
             chunks, base
         )
-    assert names(chunks, base)[0] == min(SCORES, key=lambda n: chunks[n].chunk_id)
+    # the one ranking rule: among tied scores, doc_id then chunk_id descending
+    assert names(chunks, base)[0] == max(SCORES, key=lambda n: (chunks[n].doc_id, chunks[n].chunk_id))
 
 
 def test_bad_arguments(chunks):

@@ -72,10 +72,16 @@ def test_order_scores_and_input_kinds(multilevel):
 
 def test_max_chunks_and_words(multilevel):
     _, _, (a, b, c) = multilevel
-    ranked = [(a, 0.0), (b, 0.0), (c, 0.0)]
+    ranked = [(a, 0.2), (b, 0.1), (c, 0.0)]
     assert len(select_by_probability(ranked, tau=1.0, max_chunks=2)) == 2
     # "Mice were fed." 3 words + "Cells were counted." 3 words > 5
     assert [h.chunk for h in select_by_probability(ranked, tau=1.0, max_words=5)] == [a]
+
+
+def test_ties_follow_the_ranking_rule(multilevel):
+    _, _, (a, b, c) = multilevel  # one document: chunk_id descending among tied scores
+    kept = select_by_probability([(a, 0.0), (b, 0.0), (c, 0.0)], tau=1.0)
+    assert [h.chunk.chunk_id for h in kept] == sorted((x.chunk_id for x in (a, b, c)), reverse=True)
 
 
 def test_drop_contained(multilevel):
