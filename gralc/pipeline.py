@@ -160,9 +160,9 @@ class Pipeline:
 
 
 def load_documents_from(path: str | Path) -> list[Document]:
-    """Documents from a JATS file, a directory of JATS files, or a PubMedQA JSON file."""
-    from gralc.documents.corpus import load_corpus
-    from gralc.documents.jats import parse_jats
+    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, or a
+    PubMedQA JSON file."""
+    from gralc.documents.corpus import load_corpus, parse_document
     from gralc.documents.pubmedqa import load_pqal
 
     path = Path(path)
@@ -172,7 +172,9 @@ def load_documents_from(path: str | Path) -> list[Document]:
             logger.warning("skipped %s: %s", skipped, reason)
         return result.documents
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: pass a JATS file, a directory of them, or ori_pqal.json")
+        raise FileNotFoundError(
+            f"{path} does not exist: pass a JATS/.txt/.md article, a directory of them, or ori_pqal.json"
+        )
     if path.suffix == ".json":
         return load_pqal(path).documents
-    return [parse_jats(path)]
+    return [parse_document(path)]

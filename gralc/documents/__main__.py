@@ -1,13 +1,16 @@
-"""``python -m gralc.documents inspect FILE.nxml [FILE ...]``: print what the parser sees."""
+"""``python -m gralc.documents inspect FILE [FILE ...]``: print what the parser sees.
+
+``.nxml``/``.xml`` files go through the JATS parser, ``.txt``/``.md`` through the plain-text one.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from gralc.documents.corpus import parse_document
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import imrad_report
-from gralc.documents.jats import parse_jats
 from gralc.documents.model import Document, Section
 
 
@@ -59,15 +62,15 @@ def inspect(doc: Document) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gralc.documents")
     sub = parser.add_subparsers(dest="command", required=True)
-    ins = sub.add_parser("inspect", help="parse JATS files and print their structure")
-    ins.add_argument("files", nargs="+", help="JATS / PMC .nxml files")
+    ins = sub.add_parser("inspect", help="parse article files and print their structure")
+    ins.add_argument("files", nargs="+", help="JATS / PMC .nxml files, or .txt / .md articles")
     args = parser.parse_args(argv)
     status = 0
     for i, path in enumerate(args.files):
         if i:
             print()
         try:
-            print(inspect(parse_jats(path)))
+            print(inspect(parse_document(path)))
         except DocumentParseError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1

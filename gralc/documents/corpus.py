@@ -1,4 +1,5 @@
-"""Load a directory of JATS articles, skipping (and logging) the files that cannot be parsed."""
+"""Load a directory of articles (JATS ``.nxml``/``.xml``, plain-text ``.txt``, Markdown ``.md``),
+skipping (and logging) the files that cannot be parsed."""
 
 from __future__ import annotations
 
@@ -9,10 +10,20 @@ from pathlib import Path
 
 from gralc.documents.jats import parse_jats
 from gralc.documents.model import Document
+from gralc.documents.plaintext import parse_text_file
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PATTERN = "**/*.nxml|**/*.xml"
+DEFAULT_PATTERN = "**/*.nxml|**/*.xml|**/*.txt|**/*.md"
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+def parse_document(path: str | Path) -> Document:
+    """Parse one article file by suffix: ``.txt``/``.md`` -> :func:`parse_text_file`, anything
+    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``."""
+    if Path(path).suffix.lower() in TEXT_SUFFIXES:
+        return parse_text_file(path)
+    return parse_jats(path)
 
 
 @dataclass
@@ -44,7 +55,7 @@ def iter_corpus(
         log.warning("no files matching %r under %s", pattern, directory)
     for path in files:
         try:
-            yield parse_jats(path)
+            yield parse_document(path)
         except Exception as exc:  # one bad file must not stop a corpus load
             reason = f"{type(exc).__name__}: {exc}"
             log.warning("skipping %s: %s", path, reason)
