@@ -17,6 +17,7 @@ from gralc.demo import (
     demo_questions_path,
     demo_vocabulary_path,
 )
+from gralc.documents.jats import parse_jats
 
 MML = "http://www.w3.org/1998/Math/MathML"
 IMRAD = ("introduction", "methods", "results", "discussion", "conclusion")
@@ -141,11 +142,28 @@ def test_questions_reference_demo_articles() -> None:
         types = q["gold_section_types"]
         assert set(types) <= set(IMRAD) and len(set(types)) == len(types), q["id"]
         assert len(types) == (1 if q["kind"] == "single" else 2), q["id"]
-        assert q["gold_paragraph_ids"] == []
+        assert isinstance(q["gold_paragraph_ids"], list), q["id"]
         assert q["question"].strip().endswith("?") and q["long_answer"].strip()
         kinds[q["kind"]] += 1
     assert min(kinds.values()) >= 0.4 * len(questions)
     assert {q["gold_doc_id"] for q in questions} == pmc_ids
+
+
+def test_questions_have_gold_paragraphs() -> None:
+    """Every question names the paragraphs holding its answer, inside its gold sections."""
+    docs = {d.id: d for d in (parse_jats(p) for p in ARTICLES)}
+    lines = demo_questions_path().read_text(encoding="utf-8").splitlines()
+    for q in (json.loads(line) for line in lines if line.strip()):
+        ids = q["gold_paragraph_ids"]
+        assert ids and len(set(ids)) == len(ids), q["id"]
+        doc = docs[q["gold_doc_id"]]
+        known = {p.id for p in doc.paragraphs}
+        assert set(ids) <= known, (q["id"], sorted(set(ids) - known))
+        types = {doc.top_level_type(doc.paragraph(pid).section_id) for pid in ids}
+        assert "abstract" not in types, q["id"]
+        assert types <= set(q["gold_section_types"]), (q["id"], types)
+        if q["kind"] == "cross_section":
+            assert types == set(q["gold_section_types"]), (q["id"], types)
 
 
 def _vocab_rows() -> list[dict[str, str]]:
