@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gralc.encoding.encoder import EncoderConfig
 from gralc.evaluation.benchmarks import DataConfig, load_benchmarks
-from gralc.evaluation.runner import MethodSpec, _search, make_chunker, score_runs
+from gralc.evaluation.runner import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.retrieval.diversity import section_diverse_rerank
 from gralc.retrieval.hits import as_hits
@@ -98,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         chunker = make_chunker(pipeline, spec)
         t0 = time.perf_counter()
         chunks = [c for p in prepared for c in chunker.chunk(p)]
-        runs = dict(zip((q.id for q in bench.questions),
-                        _search(spec, chunks, bench, pipeline, DEPTH, IndexConfig())))
+        searcher = Searcher("dense", chunks, pipeline, [q.text for q in bench.questions],
+                            RunSettings(index=IndexConfig()))
+        runs = dict(zip((q.id for q in bench.questions), searcher.search(DEPTH)))
         best = None
         for label, options in SETTINGS.items():
             ranked = {
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             for split, questions in splits.items():
                 sub = replace(bench, questions=questions)
                 m = score_runs(label, sub, chunks, [ranked[q.id] for q in questions],
-                               (1, 5, 10, 20), {}).metrics  # fmt: skip
+                               RunSettings((1, 5, 10, 20)), {}).metrics  # fmt: skip
                 row = (f"| {strategy} | {label} | {split} | {m['mrr']:.4f} | {m['recall@5']:.4f} | "
                        f"{m['cross_section_recall@5']:.4f} | {m['cross_section_recall@10']:.4f} | "
                        f"{m['cross_section_recall@20']:.4f} | {m['seccov_pairs@20']:.2f} |")  # fmt: skip

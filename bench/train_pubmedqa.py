@@ -36,7 +36,7 @@ from pytorch_lightning.callbacks import Callback
 from gralc.config import load_config, to_dict
 from gralc.evaluation.benchmarks import pubmedqa_benchmarks
 from gralc.evaluation.metrics import aggregate
-from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, evaluate_method
+from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import Pipeline
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         torch.manual_seed(seed)
         fixed = TrainedScorer(GraLCModel(paper_model(cfg.model), pipeline.encoder.dim, pipeline.encoder.dim),
                               cfg.pipeline, f"fixed weights, seed {seed}", embedder)
-        kg, graph = evaluate_trained("", all_b, prepared, pipeline, KS, scorer=fixed)
+        kg, graph = evaluate_trained("", all_b, prepared, pipeline, RunSettings(KS), scorer=fixed)[:2]
         runs.setdefault("fixed_kg", []).append(scored(kg, test_ids))
         runs.setdefault("fixed_graph", []).append(scored(graph, test_ids))
         learned.setdefault("fixed_kg", []).append(fixed.learned_values())
@@ -217,8 +217,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fit_s = time.perf_counter() - t1
         torch.set_num_threads(args.threads)
         scorer = TrainedScorer.load(result["best_checkpoint"], embedder)
-        kg, graph = evaluate_trained(result["best_checkpoint"], all_b, prepared, pipeline, KS,
-                                     scorer=scorer)
+        kg, graph = evaluate_trained(result["best_checkpoint"], all_b, prepared, pipeline,
+                                     RunSettings(KS), scorer=scorer)[:2]
         runs.setdefault("trained_kg", []).append(scored(kg, test_ids))
         runs.setdefault("trained_graph", []).append(scored(graph, test_ids))
         learned.setdefault("trained_kg", []).append(scorer.learned_values())
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for name in args.baselines:
         t1 = time.perf_counter()
         runs[name] = [baseline(name, key, Path(args.out), lambda n=name: scored(
-            evaluate_method(specs[n], all_b, prepared, pipeline, KS), test_ids))]
+            evaluate_method(specs[n], all_b, prepared, pipeline, RunSettings(KS)), test_ids))]
         timing[f"{name}_s"] = time.perf_counter() - t1
         logger.info("%s: mrr %.4f (%.0f s)", name, runs[name][0]["all"]["mrr"], timing[f"{name}_s"])
     rows = {}

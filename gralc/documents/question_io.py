@@ -19,7 +19,7 @@ from gralc.documents.question import Question
 
 _FIELDS = {f.name for f in fields(Question)}
 _REQUIRED = ("id", "text", "gold_doc_id")
-_LIST_FIELDS = ("gold_section_types", "gold_paragraph_ids")
+_LIST_FIELDS = ("gold_section_types", "gold_paragraph_ids", "evidence_spans")
 
 
 def write_jsonl(questions: Iterable[Question], path: str | Path) -> Path:
@@ -52,6 +52,11 @@ def question_from_dict(row: dict, where: str = "<dict>") -> Question:
     for key in _LIST_FIELDS:
         if key in row and not isinstance(row[key], list):
             raise ValueError(f"{where}: {key!r} must be a JSON list, got {row[key]!r}")
+    for span in row.get("evidence_spans", []):
+        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) for x in span)
+                and 0 <= span[0] < span[1]):
+            raise ValueError(f"{where}: evidence span {span!r} must be [start, end] with "
+                             "0 <= start < end (character offsets in the gold document)")
     return Question(**{k: v for k, v in row.items() if k in _FIELDS})
 
 

@@ -5,14 +5,22 @@
   the corpus is every abstract; a chunk is relevant when it comes from the gold abstract.
 * ``pmc``: a directory of JATS articles, IMRaD-filtered, at a document-length condition
   (Sect. 3.3), with template cross-section questions generated from the full articles
-  (Sect. 3.4) and asked against the condition's instances.
+  (Sect. 3.4) and asked against the condition's instances; evidence = gold paragraphs.
+* ``squad``: a SQuAD-format JSON file whose contexts are whole articles (COVID-QA): every
+  ``paragraphs[]`` entry becomes a document (read by the plain-text article reader), every
+  question keeps its answer span(s) as evidence, mapped exactly into ``Document.text``.
+
+Every question carries evidence for the evidence-level metrics: answer spans (squad), gold
+paragraphs (pmc, demo) or the whole gold abstract (pubmedqa).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gralc.documents.model import Document
 from gralc.documents.question import Question
@@ -22,8 +30,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class DataConfig:
-    """Which benchmark to run. ``name``: demo | pubmedqa | pmc. ``path``: ori_pqal.json
-    (pubmedqa) or the article directory (pmc). ``split``: all | test | train | dev (pubmedqa),
+    """Which benchmark to run. ``name``: demo | pubmedqa | pmc | squad. ``path``: ori_pqal.json
+    (pubmedqa), the article directory (pmc) or the SQuAD-format JSON file (squad). ``split``: all | test | train | dev (pubmedqa),
     or several separated by commas (``all,test``: one benchmark each, one shared corpus).
     ``conditions``: document-length conditions for pmc. ``questions``: a JSONL file of
     questions to use instead of generating them. ``max_docs``: cap for quick runs."""
@@ -45,6 +53,8 @@ class Benchmark:
     name: str
     documents: list[Document]
     questions: list[Question]
+    #: loader counts reported beside the metrics (e.g. ``n_unmapped_answers``)
+    stats: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = {d.id for d in self.documents}
@@ -74,6 +84,11 @@ def pubmedqa_benchmarks(
 
     data = load_pqal(path)
     docs = data.documents
+    by_id = {d.id: d for d in docs}
+    for q in data.questions:  # evidence: the whole gold abstract (its context paragraphs)
+        d = by_id[q.gold_doc_id]
+        if d.paragraphs and not q.evidence_spans:
+            q.evidence_spans = [[d.paragraphs[0].start, d.paragraphs[-1].end]]
     if max_docs is not None:
         keep = {q.gold_doc_id for q in data.questions[:max_docs]}
         docs = [d for d in docs if d.id in keep]
@@ -123,6 +138,109 @@ def pmc_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
     return out
 
 
+def _squad_answer(context: str, answer: Any, where: str) -> tuple[int, int, bool] | str:
+    """``(start, end, repaired)`` of an answer in ``context``, or why it cannot be placed.
+    ``answer_start`` is trusted when the (whitespace-stripped) text is there; otherwise the
+    occurrence of the text nearest to it is used (reported as repaired)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+        return f"{where}: an answer must be {{'text': str, 'answer_start': int}}, got {answer!r}"
+    text, start = answer["text"], answer.get("answer_start")
+    stripped = text.strip()
+    if not stripped:
+        return f"{where}: empty answer text; remove the answer or give its text"
+    if isinstance(start, int):
+        lead = len(text) - len(text.lstrip())
+        for s in (start, start + lead):
+            if context[s : s + len(stripped)] == stripped:
+                return s, s + len(stripped), False
+    found = [i for i in range(len(context)) if context.startswith(stripped, i)]
+    if not found:
+        return (f"{where}: answer text {stripped[:60]!r} does not occur in the context; fix its "
+                "'text' or 'answer_start'")
+    best = min(found, key=lambda i: abs(i - (start if isinstance(start, int) else 0)))
+    return best, best + len(stripped), True
+
+
+def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
+    """A SQuAD-format full-text benchmark (module docstring). Bad entries (empty context, an
+    answer that cannot be placed, a question without answers) are skipped with one warning
+    each naming the file, the entry and the fix; their counts are in ``Benchmark.stats``."""
+    from gralc.documents.plaintext import parse_plain_text
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data.path={path}: no such SQuAD-format JSON file")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a UTF-8 JSON file ({exc}); give a SQuAD-format file") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
+        raise ValueError(f"{path}: no top-level 'data' list: not a SQuAD-format file "
+                         "({'data': [{'paragraphs': [{'context', 'qas'}]}]})")
+    stats = dict.fromkeys(("n_skipped_contexts", "n_questions_without_answers", "n_repaired_answers",
+                           "n_unplaced_answers", "n_unmapped_answers", "n_answers"), 0.0)
+    docs: list[Document] = []
+    questions: list[Question] = []
+    seen_q: set[str] = set()
+
+    def warn(key: str, message: str) -> None:
+        stats[key] += 1
+        logger.warning("%s", message)
+
+    for i, article in enumerate(raw["data"]):
+        paragraphs = article.get("paragraphs", []) if isinstance(article, dict) else []
+        for j, para in enumerate(paragraphs):
+            where = f"{path} data[{i}].paragraphs[{j}]"
+            context = para.get("context") if isinstance(para, dict) else None
+            if not isinstance(context, str) or not context.strip():
+                warn("n_skipped_contexts", f"{where}: empty or missing 'context'; skipped (give "
+                     "the article's full text)")
+                continue
+            base = str(para.get("document_id") or article.get("title") or f"{path.stem}-{i}")
+            doc_id = base if len(paragraphs) == 1 else f"{base}#{j}"
+            doc, offsets = parse_plain_text(context, doc_id, source=str(path))
+            docs.append(doc)
+            for n, qa in enumerate(para.get("qas", [])):
+                qwhere = f"{where}.qas[{n}] (id {qa.get('id')!r})"
+                text = str(qa.get("question") or "").strip()
+                answers = qa.get("answers") or []
+                if not text or not answers:
+                    warn("n_questions_without_answers", f"{qwhere}: no question text or no "
+                         "answers; skipped (every question needs 'question' and 'answers')")
+                    continue
+                spans = []
+                for m, ans in enumerate(answers):
+                    stats["n_answers"] += 1
+                    placed = _squad_answer(context, ans, f"{qwhere}.answers[{m}]")
+                    if isinstance(placed, str):
+                        warn("n_unplaced_answers", placed + "; answer skipped")
+                        continue
+                    if placed[2]:
+                        warn("n_repaired_answers", f"{qwhere}.answers[{m}]: answer_start "
+                             f"{ans.get('answer_start')} does not match its text; used the nearest "
+                             f"occurrence at {placed[0]}")
+                    mapped = offsets.span(placed[0], placed[1])
+                    if mapped is None:
+                        warn("n_unmapped_answers", f"{qwhere}.answers[{m}]: the answer lies in "
+                             "text the reader drops (metadata lines); not used as evidence")
+                        continue
+                    spans.append(list(mapped))
+                qid = str(qa.get("id", f"{doc_id}-{n}"))
+                while qid in seen_q:
+                    qid += "'"
+                seen_q.add(qid)
+                questions.append(Question(qid, text, doc.id, long_answer=answers[0].get("text", "")
+                                          if isinstance(answers[0], dict) else "",
+                                          evidence_spans=spans, kind="squad"))
+        if max_docs is not None and len(docs) >= max_docs:
+            break
+    if not docs:
+        raise ValueError(f"{path}: no usable context; every entry was skipped (see the warnings)")
+    logger.info("squad %s: %d documents, %d questions, %s", path.name, len(docs), len(questions),
+                ", ".join(f"{k} {int(v)}" for k, v in stats.items()))
+    return Benchmark(f"squad[{path.stem}]", docs, questions, stats)
+
+
 def load_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
     """The benchmark(s) ``cfg`` selects."""
     if cfg.name == "demo":
@@ -136,4 +254,9 @@ def load_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
         return pubmedqa_benchmarks(cfg.path, cfg.split, cfg.max_docs)
     if cfg.name == "pmc":
         return pmc_benchmarks(cfg, linker)
-    raise ValueError(f"unknown benchmark {cfg.name!r}; use demo, pubmedqa or pmc")
+    if cfg.name == "squad":
+        if cfg.path is None:
+            raise ValueError("data=squad needs data.path=FILE.json (SQuAD format, whole articles "
+                             "as contexts, e.g. COVID-QA)")
+        return [squad_benchmark(cfg.path, cfg.max_docs)]
+    raise ValueError(f"unknown benchmark {cfg.name!r}; use demo, pubmedqa, pmc or squad")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gralc.evaluation.benchmarks import DataConfig
+from gralc.evaluation.runner import EvidenceConfig
 from gralc.pipeline import PipelineConfig
+from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.index import IndexConfig
 
 
@@ -31,7 +33,9 @@ class WandbConfig:
 class EvalConfig:
     """``methods``: rows to run, by name (see ``gralc.evaluation.runner.DEFAULT_METHODS``);
     ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
-    ``gralc_graph``; ``ks``: cut-offs; ``candidates``: depth searched before re-ranking."""
+    ``gralc_graph`` (and their ``_hybrid`` rows); ``ks``: cut-offs (every row ranks to
+    max(ks)); ``candidates``: depth searched before re-ranking; ``fusion``: the hybrid rows'
+    fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets."""
 
     seed: int = 0
     data: DataConfig = field(default_factory=DataConfig)
@@ -40,13 +44,16 @@ class EvalConfig:
         default_factory=lambda: [
             "naive", "semantic", "late", "structure_aware", "structure_aware_dp",
             "dp_sentences", "multilevel", "chunk_link", "section_diverse", "multilevel_diverse",
-            "naive_diverse", "bm25",
+            "naive_diverse", "bm25", "naive_bm25", "naive_hybrid", "late_hybrid",
+            "structure_aware_hybrid",
         ]
     )
     models: list[str] = field(default_factory=list)
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
     candidates: int = 100
     index: IndexConfig = field(default_factory=IndexConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     progress: bool = True

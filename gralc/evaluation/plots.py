@@ -7,6 +7,9 @@
 * ``precision_vs_breadth.png``: MRR against SecCov pairs@20 (the largest k when 20 is
   absent), a labelled point per method, one panel per benchmark (paper Sect. 5.1).
 
+* ``evidence_vs_budget_<benchmark>.png``: budgeted evidence recall against the word-pieces of
+  retrieved text, one line per method, one figure per benchmark with evidence metrics.
+
 A figure whose data is absent is skipped with a log message.
 """
 
@@ -124,6 +127,33 @@ def plot_precision_vs_breadth(results: Sequence[MethodResult], path: Path) -> Pa
     return _save(fig, path)
 
 
+def plot_evidence_vs_budget(results: Sequence[MethodResult], bench: str, path: Path) -> Path | None:
+    """``ev_recall@Bwp`` against B (log scale) for every method on ``bench``."""
+    pat = re.compile(r"^ev_recall@(\d+)wp$")
+    rows = [r for r in results if r.benchmark == bench]
+    budgets = sorted({int(m.group(1)) for r in rows for k in r.metrics if (m := pat.match(k))})
+    if not budgets:
+        logger.info("skip %s: no budgeted evidence recall on %s", path.name, bench)
+        return None
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    for r in rows:
+        pts = [(b, r.metrics[f"ev_recall@{b}wp"]) for b in budgets if f"ev_recall@{b}wp" in r.metrics]
+        style = "--" if "bm25" in r.method else (":" if r.method.endswith("_hybrid") else "-")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=r.method)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xlabel("retrieved text (word-pieces, top chunks in rank order)")
+    ax.set_ylabel("evidence recall")
+    ax.set_title(f"Evidence recall vs retrieved text: {bench}")
+    ax.legend(fontsize="x-small", ncol=2)
+    return _save(fig, path)
+
+
+def _file_name(bench: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", bench).strip("_")
+
+
 def write_plots(results: Sequence[MethodResult], out_dir: str | Path) -> list[Path]:
     """Draw every figure whose data is present into ``out_dir``; returns the paths written."""
     out = Path(out_dir)
@@ -132,5 +162,7 @@ def write_plots(results: Sequence[MethodResult], out_dir: str | Path) -> list[Pa
         plot_mrr_by_condition(results, out / "mrr_by_condition.png"),
         plot_seccov_by_k(results, out / "seccov_by_k.png"),
         plot_precision_vs_breadth(results, out / "precision_vs_breadth.png"),
+        *(plot_evidence_vs_budget(results, b, out / f"evidence_vs_budget_{_file_name(b)}.png")
+          for b in benchmarks_of(results)),
     ]
     return [p for p in written if p is not None]

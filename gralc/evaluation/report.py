@@ -71,13 +71,21 @@ TABLE4_COLUMNS = ["mrr", "recall@1", "recall@5"]
 TABLE5_COLUMNS = ["seccov_pairs@5", "seccov_pairs@20", "seccov_doc_frac@5", "seccov_doc_frac@20",
                   "cross_section_recall@5", "cross_section_recall@10", "cross_section_recall@20"]
 GENERATION_COLUMNS = ["gen_f1", "gen_section_diversity@5"]
-SIZE_COLUMNS = ["n_chunks", "tokens_mean"]  # beside every table
-_LABELS = {"mrr": "MRR", "recall": "R", "ndcg": "nDCG", "seccov_pairs": "SecCov pairs", "seccov_doc": "SecCov doc",
+#: evidence-level columns first in every report (gralc.evaluation.evidence), document-level MRR
+#: beside them for contrast
+EVIDENCE_COLUMNS = ["ev_mrr", "ev_recall@1", "ev_recall@5", "ev_recall@20", "ev_recall@256wp",
+                    "ev_recall@512wp", "ev_recall@1024wp", "ev_ndcg@10", "wa_ndcg@10", "mrr"]
+BUDGET_BASES = ("ev_recall", "ev_precision", "ev_iou")
+SIZE_COLUMNS = ["n_chunks", "tokens_mean", "pieces_mean"]  # beside every table
+_LABELS = {"mrr": "doc MRR", "recall": "doc R", "ndcg": "doc nDCG", "ev_mrr": "ev MRR",
+           "ev_recall": "ev R", "ev_ndcg": "ev nDCG", "ev_precision": "ev P", "ev_iou": "ev IoU",
+           "wa_ndcg": "within-article nDCG", "pieces_mean": "mean word-pieces", "seccov_pairs": "SecCov pairs", "seccov_doc": "SecCov doc",
            "seccov_doc_frac": "SecCov doc frac", "cross_section_recall": "CS R", "gen_f1": "Gen F1",
            "gen_section_diversity": "SecDiv", "n_chunks": "chunks", "tokens_mean": "mean tokens",
            "n_questions": "questions", "ms_per_query": "ms/query"}
 _COUNTS = ("seccov_pairs", "seccov_doc", "gen_section_diversity")  # averages of counts: 2 decimals
-_UNRANKED = {"n_questions", "n_cross_section_questions", "n_generation_questions", "ms_per_query"}
+_UNRANKED = {"n_questions", "n_cross_section_questions", "n_generation_questions", "ms_per_query",
+             "n_evidence_questions"}
 
 
 # ----- lookup and formatting ---------------------------------------------------------------
@@ -120,9 +128,9 @@ def fmt(key: str, v: float | None) -> str:
     if math.isnan(v):
         return "n/a"
     base = key.partition("@")[0]
-    if base in ("n_chunks", "n_questions", "n_docs"):
+    if base in ("n_chunks", "n_questions", "n_docs", "n_evidence_questions"):
         return f"{v:.0f}"
-    if base in ("tokens_mean", "ms_per_query"):
+    if base in ("tokens_mean", "pieces_mean", "ms_per_query"):
         return f"{v:.1f}"
     return f"{v:.2f}" if base in _COUNTS else f"{v:.4f}"
 
@@ -164,7 +172,8 @@ def table_cells(
         plan.append(("ours", c))
         if any(c in refs[b].get(r.method, {}) for b in benches for r in rows_of[b]):
             plan += [("paper", c), ("delta", c)]
-    plan += [("size", c) for c in SIZE_COLUMNS]
+    plan += [("size", c) for c in SIZE_COLUMNS
+             if any(value(r, c) is not None for rs in rows_of.values() for r in rs)]
     names = {"ours": "{}", "size": "{}", "paper": "{} paper", "delta": "Δ {}"}
     header += [names[kind].format(label(k)) for kind, k in plan]
     rows: list[list[Cell]] = []
@@ -242,11 +251,32 @@ def generic_columns(results: Sequence[MethodResult]) -> list[str]:
     return keys + ["n_questions", "ms_per_query"]
 
 
+def evidence_columns(results: Sequence[MethodResult]) -> list[str]:
+    """The evidence columns present in ``results`` ([] when no question carries evidence)."""
+    return [c for c in EVIDENCE_COLUMNS if any(c in r.metrics for r in results)] \
+        if any(k.startswith("ev_") for r in results for k in r.metrics) else []
+
+
+def budget_columns(results: Sequence[MethodResult]) -> list[str]:
+    """Budgeted evidence recall, precision and IoU at every budget present."""
+    pat = re.compile(r"^(ev_recall|ev_precision|ev_iou)@(\d+)wp$")
+    found = {(m.group(1), int(m.group(2))) for r in results for k in r.metrics if (m := pat.match(k))}
+    return [f"{b}@{n}wp" for b in BUDGET_BASES for n in sorted({n for _, n in found}) if (b, n) in found]
+
+
 def markdown_tables(results: Sequence[MethodResult], paper: Mapping[str, PaperRef] | None = None) -> str:
     """All paper-shaped tables whose data is present (with paper/Δ columns when ``paper`` has
     numbers for them), then a generic ranking table per benchmark."""
     benches = benchmarks_of(results)
     parts = ["# GraLC evaluation report", ""]
+    for b in benches:  # evidence level first: does the right passage come back?
+        rows = [r for r in results if r.benchmark == b]
+        if evidence_columns(rows):
+            n = max(value(r, "n_evidence_questions") or 0 for r in rows)
+            parts += [f"## Evidence level: {b} ({n:.0f} questions with evidence)", "",
+                      format_table(results, b, evidence_columns(rows)), "",
+                      f"### Budgeted evidence recall, precision and IoU ({b})", "",
+                      format_table(results, b, budget_columns(rows)), ""]
     pubmedqa = [b for b in benches if family(b) == "pubmedqa"]
     for b in pubmedqa:
         parts += [f"## Table 1 style: PubMedQA* retrieval ({b})", "",

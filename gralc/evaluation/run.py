@@ -9,7 +9,16 @@ from pathlib import Path
 from gralc.config import to_dict
 from gralc.evaluation.benchmarks import load_benchmarks
 from gralc.evaluation.config import EvalConfig
-from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, evaluate_method
+from gralc.evaluation.evidence import PieceCounter
+from gralc.evaluation.runner import (
+    DEFAULT_METHODS,
+    MethodResult,
+    RunSettings,
+    check_methods,
+    chunk_key,
+    evaluate_method,
+    make_chunker,
+)
 from gralc.pipeline import Pipeline
 from gralc.runinfo import expand_run_dir, seed_everything
 
@@ -27,11 +36,18 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     unknown = [m for m in cfg.methods if m not in by_name]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; available: {', '.join(by_name)}")
+    specs = [by_name[m] for m in cfg.methods]
+    check_methods(specs)
+    for model_path in cfg.models:  # validate before any encoding
+        if not Path(model_path).exists():
+            raise FileNotFoundError(f"models=[{model_path}]: no such checkpoint or export folder")
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
     out = output_dir(cfg)
     started = time.perf_counter()
     pipeline = Pipeline(cfg.pipeline)
+    settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
+                           PieceCounter(pipeline.encoder.tokenizer))
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
     prepared_for: dict[int, list] = {}
@@ -43,15 +59,23 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         prepared = prepared_for[key]
         timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
         logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
-        for name in cfg.methods:
-            result = evaluate_method(by_name[name], bench, prepared, pipeline, tuple(cfg.ks),
-                                     cfg.candidates, cfg.index)
+        chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
+        for spec in specs:
+            ck = chunk_key(spec)
+            if ck not in chunked:
+                t1 = time.perf_counter()
+                chunker = make_chunker(pipeline, spec)
+                chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
+            chunks, t_chunk = chunked[ck]
+            result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks)
+            result.timings["chunk_s"] = t_chunk
             results.append(result)
-            logger.info("%s / %s: mrr=%.4f", bench.name, name, result.metrics["mrr"])
+            logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
+                        result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
         for model_path in cfg.models:
             from gralc.training.evaluation import evaluate_trained
 
-            results.extend(evaluate_trained(model_path, bench, prepared, pipeline, tuple(cfg.ks), cfg.candidates))
+            results.extend(evaluate_trained(model_path, bench, prepared, pipeline, settings))
     timings["total_s"] = time.perf_counter() - started
     _write(results, out, cfg, timings)
     return results, out
@@ -73,11 +97,21 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
 
 def print_tables(results: list[MethodResult]) -> None:
     """Per benchmark: ranking metrics, then structural metrics, with chunk statistics."""
-    from gralc.evaluation.report import TABLE5_COLUMNS, benchmarks_of, generic_columns, print_table
+    from gralc.evaluation.report import (
+        TABLE5_COLUMNS,
+        benchmarks_of,
+        evidence_columns,
+        generic_columns,
+        print_table,
+    )
 
-    ranking = [c for c in generic_columns(results) if not c.startswith(("seccov", "cross_section"))]
+    ranking = [c for c in generic_columns(results)
+               if not c.startswith(("seccov", "cross_section", "ev_", "wa_"))]
     structural = [c for c in TABLE5_COLUMNS if any(c in r.metrics for r in results)]
     for bench in benchmarks_of(results):
+        evidence = evidence_columns([r for r in results if r.benchmark == bench])
+        if evidence:
+            print_table(results, bench, evidence)
         print_table(results, bench, ranking)
         if structural:
             print_table(results, bench, structural)

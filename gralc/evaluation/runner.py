@@ -1,8 +1,12 @@
 """Evaluate retrieval methods on benchmarks: chunk, index, search, re-rank, score.
 
 A *method* is a row of the paper's tables: a chunking strategy, a searcher (dense FAISS,
-BM25, or the graph-guided hybrid of a trained model) and an optional re-ranker
-(Chunk-Link expansion, MAL-RAG selection, section-diverse re-ranking).
+BM25, or the two fused: ``hybrid``) and an optional re-ranker (Chunk-Link expansion, MAL-RAG
+selection, section-diverse re-ranking). Every row's ranking is cut to the same depth
+(``max(ks)``) after re-ranking, and ordered by the one tie-break rule
+(:mod:`gralc.retrieval.ranking`). Questions with evidence spans are also scored at the
+evidence level (:mod:`gralc.evaluation.evidence`), including the within-article ranking of
+their gold document's chunks by the row's searcher.
 """
 
 from __future__ import annotations
@@ -10,13 +14,17 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
 from gralc.evaluation.benchmarks import Benchmark
+from gralc.evaluation.evidence import BUDGETS, PieceCounter, evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import (
     aggregate,
     chunk_statistics,
@@ -25,14 +33,16 @@ from gralc.evaluation.metrics import (
 )
 from gralc.pipeline import Pipeline, build_chunker
 from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.index import ChunkIndex, IndexConfig
+from gralc.retrieval.ranking import rank_order
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class MethodSpec:
-    """One row: ``strategy`` (a registered chunker), ``searcher`` (dense | bm25),
+    """One row: ``strategy`` (a registered chunker), ``searcher`` (dense | bm25 | hybrid),
     ``rerank`` (none | chunk_link | malrag | diverse), ``boundary`` overrides for
     structure-aware strategies (e.g. ``{decoder: dp}``), ``rerank_options`` keyword
     arguments of the re-ranker."""
@@ -45,13 +55,13 @@ class MethodSpec:
     rerank_options: dict[str, Any] = field(default_factory=dict)
 
 
+SEARCHERS = ("dense", "bm25", "hybrid")
+
 #: The section-diverse re-ranker of the ``*_diverse`` rows (chosen on a dev half of the PMC
 #: cross-section questions; see gralc.retrieval.diversity).
 DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
 
-#: The paper's strategies and ours, in table order. Trained GraLC rows are added by
-#: ``gralc.training`` when a checkpoint or export is given (``gralc_kg``, ``gralc_graph``).
-DEFAULT_METHODS: list[MethodSpec] = [
+_BASE: list[MethodSpec] = [
     MethodSpec("naive", "fixed"),
     MethodSpec("semantic", "semantic"),
     MethodSpec("late", "late"),
@@ -59,6 +69,13 @@ DEFAULT_METHODS: list[MethodSpec] = [
     MethodSpec("structure_aware_dp", "structure_aware", boundary={"decoder": "dp"}),
     MethodSpec("dp_sentences", "dp_sentences"),
     MethodSpec("multilevel", "multilevel", rerank="malrag"),
+]
+
+#: The paper's strategies and ours, in table order, then ``<method>_hybrid`` for every
+#: chunking strategy (BM25 over the same chunks fused with the dense ranking). Trained GraLC
+#: rows are added by ``gralc.training`` when a checkpoint or export is given.
+DEFAULT_METHODS: list[MethodSpec] = [
+    *_BASE,
     MethodSpec("chunk_link", "structure_aware", rerank="chunk_link"),
     MethodSpec("section_diverse", "structure_aware", rerank="diverse", rerank_options=DIVERSE),
     # the paper's future work (2)+(3): multi-level chunks for ranking strength, re-ranked
@@ -67,7 +84,44 @@ DEFAULT_METHODS: list[MethodSpec] = [
     # the same re-ranker over plain fixed-size chunks: how much is the re-ranker alone
     MethodSpec("naive_diverse", "fixed", rerank="diverse", rerank_options=DIVERSE),
     MethodSpec("bm25", "late", searcher="bm25"),
+    # BM25 over the fixed-size chunks: the lexical baseline at naive's chunking
+    MethodSpec("naive_bm25", "fixed", searcher="bm25"),
+    *[MethodSpec(f"{m.name}_hybrid", m.strategy, searcher="hybrid", rerank=m.rerank,
+                 boundary=m.boundary) for m in _BASE],
 ]
+
+
+@dataclass
+class EvidenceConfig:
+    """Evidence-level scoring: ``min_coverage`` of the hit rule (share of the shorter of
+    chunk and evidence span that must overlap), ``budgets`` in word-pieces of retrieved text."""
+
+    min_coverage: float = 0.5
+    budgets: list[int] = field(default_factory=lambda: list(BUDGETS))
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.min_coverage <= 1.0:
+            raise ValueError(f"evidence.min_coverage={self.min_coverage}: must lie in (0, 1]")
+        if any(b < 1 for b in self.budgets):
+            raise ValueError(f"evidence.budgets={self.budgets}: every budget must be >= 1")
+
+
+@dataclass
+class RunSettings:
+    """How every row is run and scored: cut-offs ``ks`` (every ranking is cut to max(ks)),
+    re-ranking depth ``candidates``, the FAISS index, the hybrid fusion, the evidence rule and
+    the word-piece counter of the budgeted metrics (None: no budgeted metrics)."""
+
+    ks: tuple[int, ...] = (1, 5, 10, 20)
+    candidates: int = 100
+    index: IndexConfig = field(default_factory=IndexConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    pieces: PieceCounter | None = None
+
+    @property
+    def depth(self) -> int:
+        return max(self.ks)
 
 
 @dataclass
@@ -81,6 +135,7 @@ class MethodResult:
 
 
 Reranker = Callable[[list[tuple[Chunk, float]], str], list[tuple[Chunk, float]]]
+Run = list[tuple[Chunk, float]]
 
 
 def make_chunker(pipeline: Pipeline, spec: MethodSpec) -> Any:
@@ -95,18 +150,62 @@ def make_chunker(pipeline: Pipeline, spec: MethodSpec) -> Any:
     return build_chunker(spec.strategy, pipeline.encoder, cfg)
 
 
-def _search(spec: MethodSpec, chunks: list[Chunk], bench: Benchmark, pipeline: Pipeline,
-            depth: int, index_config: IndexConfig) -> list[list[tuple[Chunk, float]]]:
-    texts = [q.text for q in bench.questions]
-    if spec.searcher == "bm25":
-        index = BM25Index()
-        index.index(chunks)
-        return index.search(texts, depth)
-    if spec.searcher != "dense":
-        raise ValueError(f"method {spec.name!r}: unknown searcher {spec.searcher!r}")
-    index = ChunkIndex(pipeline.encoder.dim, index_config)
-    index.add(chunks)
-    return index.search(pipeline.encoder.encode_queries(texts).numpy(), depth)
+def chunk_key(spec: MethodSpec) -> tuple:
+    """Rows with equal keys chunk identically (one chunking pass serves them all)."""
+    return spec.strategy, tuple(sorted(spec.boundary.items()))
+
+
+class Searcher:
+    """One row's searcher over ``chunks``: ``search`` gives the top ``depth`` of the corpus,
+    ``within`` ranks only the chunks of one document (the within-article setting)."""
+
+    def __init__(self, kind: str, chunks: list[Chunk], pipeline: Pipeline, queries: list[str],
+                 settings: RunSettings, q_vecs: np.ndarray | None = None) -> None:
+        if kind not in SEARCHERS:
+            raise ValueError(f"unknown searcher {kind!r}; use one of {', '.join(SEARCHERS)}")
+        self.kind, self.chunks, self.queries, self.settings = kind, chunks, queries, settings
+        self.by_doc: dict[str, list[int]] = defaultdict(list)
+        for i, c in enumerate(chunks):
+            self.by_doc[c.doc_id].append(i)
+        self.bm25 = self.dense = None
+        if kind in ("bm25", "hybrid"):
+            self.bm25 = BM25Index()
+            self.bm25.index(chunks)
+        if kind in ("dense", "hybrid"):
+            if q_vecs is None:
+                q_vecs = pipeline.encoder.encode_queries(queries).numpy()
+            self.q_vecs = _unit(np.asarray(q_vecs, dtype=np.float32))
+            self.dense = ChunkIndex(pipeline.encoder.dim, settings.index)
+            self.dense.add(chunks)
+            self.vectors = _unit(np.stack([c.embedding for c in chunks]).astype(np.float32))
+
+    def search(self, depth: int) -> list[Run]:
+        if self.kind == "bm25":
+            return self.bm25.search(self.queries, depth)
+        if self.kind == "dense":
+            return self.dense.search(self.q_vecs, depth)
+        n = max(depth, self.settings.fusion.candidates)
+        dense, lexical = self.dense.search(self.q_vecs, n), self.bm25.search(self.queries, n)
+        return [[(h.chunk, h.score) for h in fuse(d, lx, self.settings.fusion, depth)]
+                for d, lx in zip(dense, lexical)]
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        """Query ``qi``'s ranking of the chunks of ``doc_id`` only."""
+        idx = self.by_doc.get(doc_id, [])
+        chunks = [self.chunks[i] for i in idx]
+        runs = []
+        if self.dense is not None:
+            runs.append(self.vectors[idx] @ self.q_vecs[qi])
+        if self.bm25 is not None:
+            runs.append(self.bm25.scores(self.queries[qi])[idx])
+        ranked = [[(chunks[j], float(s[j])) for j in rank_order(chunks, s)] for s in runs]
+        if self.kind != "hybrid":
+            return ranked[0]
+        return [(h.chunk, h.score) for h in fuse(ranked[0], ranked[1], self.settings.fusion)]
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
 def _reranker(spec: MethodSpec, bench: Benchmark, chunks: list[Chunk], k_max: int) -> Reranker | None:
@@ -137,62 +236,96 @@ def _as_hits(items):
     return as_hits(items)
 
 
+def check_methods(specs: list[MethodSpec]) -> None:
+    """Reject unknown searchers / re-rankers before any expensive work."""
+    for spec in specs:
+        if spec.searcher not in SEARCHERS:
+            raise ValueError(f"method {spec.name!r}: unknown searcher {spec.searcher!r}; "
+                             f"use one of {', '.join(SEARCHERS)}")
+        if spec.rerank not in ("none", "malrag", "diverse", "chunk_link"):
+            raise ValueError(f"method {spec.name!r}: unknown rerank {spec.rerank!r}")
+
+
 def evaluate_method(
     spec: MethodSpec,
     bench: Benchmark,
     prepared: list[PreparedDocument],
     pipeline: Pipeline,
-    ks: tuple[int, ...] = (1, 5, 10, 20),
-    candidates: int = 100,
-    index_config: IndexConfig | None = None,
+    settings: RunSettings | None = None,
     chunker: Any = None,
+    chunks: list[Chunk] | None = None,
 ) -> MethodResult:
-    """Chunk every document, search every question, and score the runs."""
+    """Chunk every document (unless ``chunks`` are given), search every question, re-rank,
+    cut every ranking to ``max(ks)`` and score it."""
+    settings = settings or RunSettings()
     t0 = time.perf_counter()
-    chunker = chunker or make_chunker(pipeline, spec)
-    chunks = [c for p in prepared for c in chunker.chunk(p)]
+    if chunks is None:
+        chunker = chunker or make_chunker(pipeline, spec)
+        chunks = [c for p in prepared for c in chunker.chunk(p)]
     t_chunk = time.perf_counter() - t0
     if not chunks:
         raise ValueError(f"method {spec.name!r} produced no chunks on {bench.name}")
-    k_max = max(ks)
-    depth = max(k_max, candidates if spec.rerank != "none" else k_max)
+    depth = settings.depth
     t1 = time.perf_counter()
-    runs = _search(spec, chunks, bench, pipeline, depth, index_config or IndexConfig())
-    rerank = _reranker(spec, bench, chunks, k_max)
+    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings)
+    runs = searcher.search(depth if spec.rerank == "none" else max(depth, settings.candidates))
+    rerank = _reranker(spec, bench, chunks, depth)
     if rerank is not None:
         runs = [rerank(run, q.id) for run, q in zip(runs, bench.questions)]
+    runs = [run[:depth] for run in runs]  # every row ranks to the same depth
     t_search = time.perf_counter() - t1
-
+    within = [searcher.within(i, q.gold_doc_id) for i, q in enumerate(bench.questions)]
     timings = {"chunk_s": t_chunk, "search_s": t_search,
                "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
-    return score_runs(spec.name, bench, chunks, runs, ks, timings)
+    return score_runs(spec.name, bench, chunks, runs, settings, timings, within)
 
 
 def score_runs(
     method: str,
     bench: Benchmark,
     chunks: list[Chunk],
-    runs: list[list[tuple[Chunk, float]]],
-    ks: tuple[int, ...],
+    runs: list[Run],
+    settings: RunSettings,
     timings: dict[str, float],
+    within: list[Run] | None = None,
 ) -> MethodResult:
-    """Metrics of one method's ranked runs (one per question, best first)."""
+    """Metrics of one method's ranked runs (one per question, best first): document-level
+    ranking and structure metrics for every question, evidence-level metrics for the
+    questions whose evidence resolves in their gold document."""
     docs = {d.id: d for d in bench.documents}
-    per_query, cross = [], []
-    for q, run in zip(bench.questions, runs, strict=True):
+    ks = settings.ks
+    per_query, cross, evidence_rows = [], [], []
+    if settings.pieces is not None:
+        settings.pieces.prime([c for run in runs for c, _ in run])
+    for i, (q, run) in enumerate(zip(bench.questions, runs, strict=True)):
         gold = docs[q.gold_doc_id]
         row = query_metrics(run, q.gold_doc_id, ks, gold_doc_section_ids=[s.id for s in gold.sections])
         per_query.append(row)
         if len(set(q.gold_section_types)) >= 2:
             cross.append({f"cross_section_recall@{k}": cross_section_recall_at_k(run, q.gold_doc_id, q.gold_section_types, k) for k in ks})
-    metrics = aggregate(per_query)
+        spans = resolve_evidence(q, gold)
+        if spans:
+            ev = evidence_metrics(run, q.gold_doc_id, spans, ks, settings.evidence.budgets,
+                                  settings.pieces, None if within is None else within[i],
+                                  settings.evidence.min_coverage)
+            evidence_rows.append(ev)
+            row.update(ev)  # per-query detail only; aggregated separately below
+    metrics = aggregate([{k: v for k, v in r.items() if not k.startswith(("ev_", "wa_"))} for r in per_query])
     if cross:
         metrics.update(aggregate(cross))
         metrics["n_cross_section_questions"] = float(len(cross))
+    if evidence_rows:
+        metrics.update(aggregate(evidence_rows))
+    metrics["n_evidence_questions"] = float(len(evidence_rows))
     metrics["n_questions"] = float(len(per_query))
+    metrics.update(bench.stats)
+    stats = chunk_statistics(chunks)
+    if settings.pieces is not None:
+        settings.pieces.prime(chunks)
+        stats["pieces_mean"] = float(np.mean([len(settings.pieces(c)) for c in chunks]))
     k_max = max(ks)
     detail = [
         {"question_id": q.id, "top": [c.chunk_id for c, _ in run[:k_max]], **row}
         for q, run, row in zip(bench.questions, runs, per_query)
     ]
-    return MethodResult(method, bench.name, metrics, chunk_statistics(chunks), timings, detail)
+    return MethodResult(method, bench.name, metrics, stats, timings, detail)

@@ -1,5 +1,7 @@
-"""Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine) and
-``gralc_graph`` (the same chunks scored by the learned hybrid beta*cos + (1-beta)*kg_prox)."""
+"""Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine),
+``gralc_graph`` (the same chunks scored by the learned hybrid beta*cos + (1-beta)*kg_prox),
+and each fused with BM25 over the same chunks (``gralc_kg_hybrid``, ``gralc_graph_hybrid``,
+the evaluation's ``fusion`` setting)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import torch
 
 from gralc.chunking.base import PreparedDocument
 from gralc.evaluation.benchmarks import Benchmark
-from gralc.evaluation.metrics import rank_chunks
-from gralc.evaluation.runner import MethodResult, score_runs
+from gralc.evaluation.runner import MethodResult, RunSettings, score_runs
 from gralc.pipeline import Pipeline
+from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.fusion import fuse
+from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.training.inference import TrainedScorer
 
 logger = logging.getLogger(__name__)
@@ -33,8 +37,7 @@ def evaluate_trained(
     bench: Benchmark,
     prepared: list[PreparedDocument],
     pipeline: Pipeline,
-    ks: tuple[int, ...] = (1, 5, 10, 20),
-    candidates: int = 100,
+    settings: RunSettings | None = None,
     scorer: TrainedScorer | None = None,
     prefix: str = "gralc",
 ) -> list[MethodResult]:
@@ -55,19 +58,45 @@ def evaluate_trained(
     chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
     t_chunk = time.perf_counter() - t0
     vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
-    k = max(ks)
+    settings = settings or RunSettings()
+    k = settings.depth
+    n_cand = max(k, settings.fusion.candidates)
+    by_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_doc.setdefault(c.doc_id, []).append(i)
+    bm25 = BM25Index()
+    bm25.index(chunks)
     t1 = time.perf_counter()
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions])
-    kg_runs, graph_runs = [], []
+    runs: dict[str, list] = {name: [] for name in ("kg", "graph", "kg_hybrid", "graph_hybrid")}
+    within: dict[str, list] = {name: [] for name in runs}
     for q, qv in zip(bench.questions, q_vecs):
         score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs)
-        kg_runs.append(_top(chunks, cos, k))
-        graph_runs.append(_top(chunks, score, k))
+        lex_all = bm25.scores(q.text)
+        lexical = _top(chunks, torch.from_numpy(lex_all), n_cand)
+        idx = by_doc.get(q.gold_doc_id, [])
+        own = [chunks[i] for i in idx]
+        own_lex = _ranked(own, lex_all[idx])
+        for name, s in (("kg", cos), ("graph", score)):
+            dense = _top(chunks, s, n_cand)
+            runs[name].append(dense[:k])
+            runs[f"{name}_hybrid"].append(_pairs(fuse(dense, lexical, settings.fusion, k)))
+            own_dense = _ranked(own, s.numpy()[idx])
+            within[name].append(own_dense)
+            within[f"{name}_hybrid"].append(_pairs(fuse(own_dense, own_lex, settings.fusion)))
     t_search = time.perf_counter() - t1
     timings = {"chunk_s": t_chunk, "search_s": t_search,
                "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
-    out = [score_runs(f"{prefix}_kg", bench, chunks, kg_runs, ks, timings),
-           score_runs(f"{prefix}_graph", bench, chunks, graph_runs, ks, timings)]
+    out = [score_runs(f"{prefix}_{name}", bench, chunks, runs[name], settings, timings, within[name])
+           for name in runs]
     for r in out:
         r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
     return out
+
+
+def _ranked(chunks, scores) -> list:
+    return [(chunks[j], float(scores[j])) for j in rank_order(chunks, scores)]
+
+
+def _pairs(hits) -> list:
+    return [(h.chunk, h.score) for h in hits]

@@ -137,13 +137,15 @@ def answer_evidence_pairs(
 def section_pairs(
     questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
 ) -> list[TrainingExample]:
-    """PMC / demo: chunks overlapping the gold paragraphs, else the top-level sections of the
-    gold IMRaD types; the long answer when neither is given."""
+    """PMC / demo / SQuAD: chunks overlapping the evidence spans, else the gold paragraphs, else
+    the top-level sections of the gold IMRaD types; the long answer when none is given."""
     positives = []
     answers = enc.encode([q.long_answer for q in questions])
     for q, ans in zip(questions, answers):
         doc = docs[q.gold_doc_id].doc
-        if q.gold_paragraph_ids:
+        if q.evidence_spans:  # answer spans (SQuAD-format benchmarks)
+            ranges = [(s, e) for s, e in q.evidence_spans]
+        elif q.gold_paragraph_ids:
             ranges = [(p.start, p.end) for p in doc.paragraphs if p.id in set(q.gold_paragraph_ids)]
         else:
             types = set(q.gold_section_types)
@@ -156,6 +158,7 @@ PAIR_SOURCES: dict[str, PairSource] = {
     "pubmedqa": answer_evidence_pairs,
     "demo": section_pairs,
     "pmc": section_pairs,
+    "squad": section_pairs,
 }
 
 

@@ -86,7 +86,7 @@ def test_table1_paper_and_delta_columns():
     header, sep, *rows = md.splitlines()
     cols = [c.strip() for c in header.strip("|").split("|")]
     # recall@3 is absent from every result, so dropped; chunk size columns always appended
-    assert cols == ["method", "MRR", "MRR paper", "Δ MRR", "R@5", "R@5 paper", "Δ R@5", "chunks", "mean tokens"]
+    assert cols == ["method", "doc MRR", "doc MRR paper", "Δ doc MRR", "doc R@5", "doc R@5 paper", "Δ doc R@5", "chunks", "mean tokens"]
     cells = {r.split("|")[1].strip(): [c.strip() for c in r.strip("|").split("|")] for r in rows}
     assert cells["naive"][1:4] == ["0.5000", "0.9787", "-0.4787"]
     assert cells["semantic"][1:4] == ["0.6000", "0.9802", "-0.3802"]

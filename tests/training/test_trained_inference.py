@@ -60,3 +60,29 @@ def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
     assert [c.chunk_id for c in one] == [c.chunk_id for c in two]
     assert torch.equal(whole.entity_chunk, parts.entity_chunk)
     assert torch.allclose(whole.entity_vectors, parts.entity_vectors)
+
+
+def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datamodule, tmp_path):
+    """eval.py's trained rows: kg, graph and both fused with BM25, scored at evidence level."""
+    from gralc.evaluation.benchmarks import demo_benchmark
+    from gralc.evaluation.evidence import PieceCounter
+    from gralc.evaluation.runner import RunSettings
+    from gralc.training.evaluation import evaluate_trained
+
+    cfg = make_cfg(tmp_path)
+    torch.manual_seed(0)
+    model = GraLCModel(cfg.model, datamodule.token_dim, datamodule.concept_dim).eval()
+    scorer = TrainedScorer(model, cfg.pipeline)
+    pipeline = Pipeline(cfg.pipeline)
+    bench = demo_benchmark()
+    bench.questions = bench.questions[:6]
+    prepared = pipeline.prepare(bench.documents, progress=False)
+    settings = RunSettings((1, 5), pieces=PieceCounter(pipeline.encoder.tokenizer))
+    rows = evaluate_trained("", bench, prepared, pipeline, settings, scorer=scorer)
+    assert [r.method for r in rows] == ["gralc_kg", "gralc_graph", "gralc_kg_hybrid", "gralc_graph_hybrid"]
+    for r in rows:
+        assert all(len(q["top"]) == 5 for q in r.per_query)  # every row ranks to max(ks)
+        assert r.metrics["n_evidence_questions"] == 6
+        assert 0 <= r.metrics["ev_recall@512wp"] <= 1 and 0 <= r.metrics["wa_ndcg@10"] <= 1
+    kg, _, kg_hybrid, _ = rows
+    assert [q["top"] for q in kg.per_query] != [q["top"] for q in kg_hybrid.per_query]

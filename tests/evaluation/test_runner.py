@@ -1,0 +1,62 @@
+"""eval.py's rows on the demo corpus: one depth, one tie-break, evidence metrics, hybrid rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from gralc.evaluation.benchmarks import demo_benchmark
+from gralc.evaluation.evidence import PieceCounter
+from gralc.evaluation.runner import (
+    DEFAULT_METHODS,
+    MethodSpec,
+    RunSettings,
+    check_methods,
+    evaluate_method,
+)
+from gralc.pipeline import Pipeline
+
+
+@pytest.fixture(scope="module")
+def demo():
+    pipeline = Pipeline()
+    bench = demo_benchmark()
+    return pipeline, bench, pipeline.prepare(bench.documents, progress=False)
+
+
+def test_every_base_strategy_has_a_hybrid_row():
+    names = {m.name for m in DEFAULT_METHODS}
+    for m in DEFAULT_METHODS:
+        if m.searcher == "dense" and m.rerank in ("none", "malrag"):
+            assert f"{m.name}_hybrid" in names
+    assert "naive_bm25" in names
+
+
+@pytest.mark.parametrize("name", ["late", "multilevel", "bm25", "late_hybrid", "multilevel_hybrid"])
+def test_rows_rank_to_one_depth_and_carry_evidence(demo, name):
+    pipeline, bench, prepared = demo
+    spec = {m.name: m for m in DEFAULT_METHODS}[name]
+    settings = RunSettings((1, 5, 10), pieces=PieceCounter(pipeline.encoder.tokenizer))
+    r = evaluate_method(spec, bench, prepared, pipeline, settings)
+    # MAL-RAG's selection used to leave ~50 candidates; every row now stops at max(ks)
+    assert {len(q["top"]) for q in r.per_query} == {10}
+    assert r.metrics["n_evidence_questions"] == len(bench.questions)  # demo: gold paragraphs
+    for key in ("ev_mrr", "ev_recall@5", "ev_ndcg@10", "wa_ndcg@10", "ev_recall@512wp",
+                "ev_precision@512wp", "ev_iou@512wp"):
+        assert 0.0 <= r.metrics[key] <= 1.0, key
+    assert r.metrics["ev_recall@128wp"] <= r.metrics["ev_recall@2048wp"]
+    assert r.chunk_stats["pieces_mean"] > 0
+
+
+def test_hybrid_differs_from_both_inputs(demo):
+    pipeline, bench, prepared = demo
+    tops = {}
+    for searcher in ("dense", "bm25", "hybrid"):
+        r = evaluate_method(MethodSpec(searcher, "late", searcher=searcher), bench, prepared,
+                            pipeline, RunSettings((5,)))
+        tops[searcher] = [q["top"] for q in r.per_query]
+    assert tops["hybrid"] != tops["dense"] and tops["hybrid"] != tops["bm25"]
+
+
+def test_unknown_searcher_fails_before_any_work():
+    with pytest.raises(ValueError, match="unknown searcher 'sparse'"):
+        check_methods([MethodSpec("x", "late", searcher="sparse")])
