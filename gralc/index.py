@@ -1,6 +1,7 @@
 """``python -m gralc.index CORPUS --out INDEX_DIR [--model EXPORT_DIR | --strategy NAME]``.
 
-Indexes a JATS file, a directory of JATS files, or a PubMedQA JSON file.
+Indexes a JATS / plain-text / Markdown file, a directory of them, or a PubMedQA JSON file.
+``--searcher hybrid`` adds BM25 over the same chunks, fused with the dense ranking.
 """
 
 from __future__ import annotations
@@ -9,22 +10,30 @@ import argparse
 import logging
 import sys
 
-from gralc.inference import Retriever
+from gralc.inference import SEARCHERS, Retriever
+from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.index import IndexConfig
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build a GraLC search index.")
-    parser.add_argument("corpus", help="JATS file, directory of JATS files, or ori_pqal.json")
+    parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, or ori_pqal.json")
     parser.add_argument("--out", required=True, help="index directory to write")
     parser.add_argument("--model", help="trained GraLC export dir or checkpoint")
     parser.add_argument("--strategy", default="structure_aware", help="baseline strategy when no --model")
     parser.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
+    parser.add_argument("--searcher", default="dense", choices=SEARCHERS,
+                        help="hybrid: BM25 over the same chunks fused with the dense ranking")
+    parser.add_argument("--fusion", default="weighted", choices=["weighted", "rrf"])
+    parser.add_argument("--lexical-weight", type=float, default=FusionConfig.lexical_weight,
+                        help="weight of the normalised BM25 score in weighted fusion")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
-                                    index_config=IndexConfig(kind=args.index))
+                                    index_config=IndexConfig(kind=args.index),
+                                    searcher=args.searcher, fusion=fusion)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,8 +6,10 @@
     hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)
 
 An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.index``)
-plus ``retriever.json`` (strategy, model path, pipeline config) so ``load`` rebuilds the
-same query encoder and scorer.
+plus ``retriever.json`` (strategy, model path, searcher, fusion, pipeline config) so ``load``
+rebuilds the same query encoder and scorer. ``searcher="hybrid"`` also keeps a BM25 index of
+the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.fusion`),
+the ``<method>_hybrid`` rows of ``eval.py``.
 """
 
 from __future__ import annotations
@@ -23,30 +25,41 @@ import numpy as np
 
 from gralc.config import to_dict
 from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
+from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.hits import Hit
 from gralc.retrieval.index import ChunkIndex, IndexConfig
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
+LEXICAL_DIR = "lexical"
+SEARCHERS = ("dense", "hybrid")
 
 
 @dataclass
 class RetrieverSpec:
     """What was indexed and how: ``strategy`` (a registered chunker, or ``gralc`` for a
     trained model), ``model`` (export dir / checkpoint for ``gralc``); a trained model
-    scores every chunk with its hybrid score (``candidates`` is kept for approximate use)."""
+    scores every chunk with its hybrid score (``candidates`` is kept for approximate use).
+    ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
+    of :class:`~gralc.retrieval.fusion.FusionConfig`)."""
 
     strategy: str = "structure_aware"
     model: str | None = None
     candidates: int = 100
     pipeline: dict[str, Any] = field(default_factory=dict)
+    searcher: str = "dense"
+    fusion: dict[str, Any] = field(default_factory=dict)
 
 
 class Retriever:
     """A searchable index plus the encoder (and trained scorer) that built it."""
 
-    def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None):
+    def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None,
+                 lexical: BM25Index | None = None):
         self.spec, self.index, self.pipeline, self.scorer = spec, index, pipeline, scorer
+        self.lexical = lexical
+        self.fusion = FusionConfig(**spec.fusion)
 
     # ----- building ----------------------------------------------------------------------
     @classmethod
@@ -59,12 +72,17 @@ class Retriever:
         index_config: IndexConfig | None = None,
         files: Sequence[Path] | None = None,
         batch_docs: int = 32,
+        searcher: str = "dense",
+        fusion: FusionConfig | None = None,
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
         ``files``: index only these files of ``corpus`` (one shard, :mod:`gralc.shard_index`),
         in the given order; an unreadable one is skipped with a warning, as in a directory.
+        ``searcher="hybrid"`` adds BM25 over the same chunks, fused by ``fusion``.
         """
+        if searcher not in SEARCHERS:
+            raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
         docs = load_documents_from(corpus) if files is None else _read_files(files)
         if not docs:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
@@ -87,15 +105,22 @@ class Retriever:
                 chunks.extend(pipeline.chunk(prepared, strategy, progress=False))
         index = ChunkIndex(pipeline.encoder.dim, index_config)
         index.add(chunks)
+        lexical = None
+        if searcher == "hybrid":
+            lexical = BM25Index()
+            lexical.index(chunks)
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
-                             pipeline=to_dict(pipeline.config))
-        logger.info("indexed %d documents into %d chunks (%s)", len(docs), len(chunks), strategy)
-        return cls(spec, index, pipeline, scorer)
+                             pipeline=to_dict(pipeline.config), searcher=searcher,
+                             fusion=to_dict(fusion or FusionConfig()))
+        logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
+        return cls(spec, index, pipeline, scorer, lexical)
 
     def save(self, directory: str | Path) -> Path:
         directory = Path(directory)
         self.index.save(directory, encoder_id=self.pipeline.encoder.model_id,
                         pipeline_config=self.spec.pipeline)
+        if self.lexical is not None:
+            self.lexical.save(directory / LEXICAL_DIR)
         (directory / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
         if self.scorer is not None:
             self.scorer.save_index_state(directory)
@@ -128,18 +153,30 @@ class Retriever:
 
             scorer = TrainedScorer.load(spec.model)
             scorer.load_index_state(directory, index.chunks)
-        return cls(spec, index, Pipeline(pipeline_cfg), scorer)
+        lexical = None
+        if spec.searcher == "hybrid":
+            lexical = BM25Index.load(directory / LEXICAL_DIR)
+            if len(lexical) != len(index):
+                raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
+                                 f"{len(index)}: rebuild the index")
+        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical)
 
     # ----- searching ---------------------------------------------------------------------
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``)."""
+        """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
+        ``dense``, ``lexical``, ``fused`` for a hybrid index)."""
         q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
+        depth = k if self.lexical is None else max(k, self.fusion.candidates)
         if self.scorer is None:
-            return [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, k)[0]]
-        import torch
+            dense = [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, depth)[0]]
+        else:
+            import torch
 
-        vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
-        return self.scorer.rerank(self.pipeline, question, q[0], [], vectors, self.index.chunks)[:k]
+            vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
+            dense = self.scorer.rerank(self.pipeline, question, q[0], [], vectors, self.index.chunks)[:depth]
+        if self.lexical is None:
+            return dense
+        return fuse(dense, self.lexical.search([question], depth)[0], self.fusion, k)
 
 
 def _read_files(files: Sequence[Path]) -> list:

@@ -42,3 +42,32 @@ def test_clear_errors(tmp_path, capsys):
     assert "not a GraLC index" in capsys.readouterr().err
     assert index_cli.main([str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_hybrid_index_fuses_bm25_and_survives_reload(built, tmp_path):
+    out = tmp_path / "hybrid"
+    assert index_cli.main([str(ARTICLES), "--out", str(out), "--strategy", "late",
+                           "--searcher", "hybrid", "--lexical-weight", "0.8"]) == 0
+    assert (out / "lexical" / "chunks.jsonl").is_file()
+    loaded = Retriever.load(out)
+    assert loaded.spec.searcher == "hybrid" and loaded.fusion.lexical_weight == 0.8
+    hits = loaded.search(QUESTION, k=5)
+    assert len(hits) == 5 and {"dense", "lexical", "fused"} <= set(hits[0].components)
+    assert [h.chunk.chunk_id for h in Retriever.load(out).search(QUESTION, k=5)] == \
+        [h.chunk.chunk_id for h in hits]
+    dense = Retriever.load(built).search(QUESTION, k=20)
+    fused = loaded.search(QUESTION, k=20)
+    assert [h.chunk.chunk_id for h in fused] != [h.chunk.chunk_id for h in dense]
+
+
+def test_plain_text_files_are_a_corpus(tmp_path):
+    corpus = tmp_path / "txt"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Ferret cough study\n\nAbstract: Ferrets cough.\n\nIntroduction\n\n"
+                                  "Coughing ferrets were studied in 2019. The incubation period "
+                                  "was four days.\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# Mouse fever\n\n## Results\n\nMice had fever for two days.\n",
+                                 encoding="utf-8")
+    r = Retriever.build(corpus, strategy="late")
+    assert {c.doc_id for c in r.index.chunks} == {"a", "b"}
+    assert r.search("How long was the incubation period in ferrets?", k=1)[0].chunk.doc_id == "a"
