@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import matplotlib
 from matplotlib.figure import Figure  # object API, no pyplot state: nothing to close
 
 from gralc.documents.conditions import CONDITIONS
@@ -135,18 +136,24 @@ def plot_evidence_vs_budget(results: Sequence[MethodResult], bench: str, path: P
     if not budgets:
         logger.info("skip %s: no budgeted evidence recall on %s", path.name, bench)
         return None
-    fig = Figure(figsize=(7, 4.5))
+    fig = Figure(figsize=(9, 5))
     ax = fig.add_subplot()
+    # one colour per chunking (a row and its _hybrid / _diverse / _bm25 variants share it);
+    # line style per searcher: dense solid, hybrid dotted, BM25 dashed, re-ranked dash-dot
+    bases = list(dict.fromkeys(re.sub(r"_(hybrid|diverse|bm25)$", "", r.method) for r in rows))
+    palette = matplotlib.colormaps["tab20"].colors
     for r in rows:
         pts = [(b, r.metrics[f"ev_recall@{b}wp"]) for b in budgets if f"ev_recall@{b}wp" in r.metrics]
-        style = "--" if "bm25" in r.method else (":" if r.method.endswith("_hybrid") else "-")
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=r.method)
+        m = r.method
+        style = ":" if m.endswith("_hybrid") else "--" if "bm25" in m else "-." if m.endswith("_diverse") else "-"
+        color = palette[2 * bases.index(re.sub(r"_(hybrid|diverse|bm25)$", "", m)) % len(palette)]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=4, color=color, label=m)
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets, [str(b) for b in budgets])
     ax.set_xlabel("retrieved text (word-pieces, top chunks in rank order)")
     ax.set_ylabel("evidence recall")
     ax.set_title(f"Evidence recall vs retrieved text: {bench}")
-    ax.legend(fontsize="x-small", ncol=2)
+    ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, path)
 
 
