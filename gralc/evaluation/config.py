@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gralc.evaluation.benchmarks import DataConfig
-from gralc.evaluation.runner import EvidenceConfig
+from gralc.evaluation.runner import DEFAULT_METHODS, EvidenceConfig
 from gralc.pipeline import PipelineConfig
 from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.index import IndexConfig
@@ -31,7 +31,8 @@ class WandbConfig:
 
 @dataclass
 class EvalConfig:
-    """``methods``: rows to run, by name (see ``gralc.evaluation.runner.DEFAULT_METHODS``);
+    """``methods``: rows to run, by name (default: every row of
+    ``gralc.evaluation.runner.DEFAULT_METHODS``, hybrids included);
     ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
     ``gralc_graph`` (and their ``_hybrid`` rows); ``ks``: cut-offs (every row ranks to
     max(ks)); ``candidates``: depth searched before re-ranking; ``fusion``: the hybrid rows'
@@ -40,14 +41,7 @@ class EvalConfig:
     seed: int = 0
     data: DataConfig = field(default_factory=DataConfig)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
-    methods: list[str] = field(
-        default_factory=lambda: [
-            "naive", "semantic", "late", "structure_aware", "structure_aware_dp",
-            "dp_sentences", "multilevel", "chunk_link", "section_diverse", "multilevel_diverse",
-            "naive_diverse", "bm25", "naive_bm25", "naive_hybrid", "late_hybrid",
-            "structure_aware_hybrid",
-        ]
-    )
+    methods: list[str] = field(default_factory=lambda: [m.name for m in DEFAULT_METHODS])
     models: list[str] = field(default_factory=list)
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
     candidates: int = 100
