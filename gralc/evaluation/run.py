@@ -59,6 +59,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         prepared = prepared_for[key]
         timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
         logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
+        q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
         chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
         for spec in specs:
             ck = chunk_key(spec)
@@ -67,7 +68,8 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
                 chunker = make_chunker(pipeline, spec)
                 chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
             chunks, t_chunk = chunked[ck]
-            result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks)
+            result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
+                                     q_vecs=q_vecs)
             result.timings["chunk_s"] = t_chunk
             results.append(result)
             logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,

@@ -254,9 +254,11 @@ def evaluate_method(
     settings: RunSettings | None = None,
     chunker: Any = None,
     chunks: list[Chunk] | None = None,
+    q_vecs: np.ndarray | None = None,
 ) -> MethodResult:
-    """Chunk every document (unless ``chunks`` are given), search every question, re-rank,
-    cut every ranking to ``max(ks)`` and score it."""
+    """Chunk every document (unless ``chunks`` are given), search every question (``q_vecs``:
+    the questions' encodings when already computed), re-rank, cut every ranking to
+    ``max(ks)`` and score it."""
     settings = settings or RunSettings()
     t0 = time.perf_counter()
     if chunks is None:
@@ -267,7 +269,7 @@ def evaluate_method(
         raise ValueError(f"method {spec.name!r} produced no chunks on {bench.name}")
     depth = settings.depth
     t1 = time.perf_counter()
-    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings)
+    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings, q_vecs)
     runs = searcher.search(depth if spec.rerank == "none" else max(depth, settings.candidates))
     rerank = _reranker(spec, bench, chunks, depth)
     if rerank is not None:
