@@ -153,7 +153,10 @@ def _squad_answer(context: str, answer: Any, where: str) -> tuple[int, int, bool
         for s in (start, start + lead):
             if context[s : s + len(stripped)] == stripped:
                 return s, s + len(stripped), False
-    found = [i for i in range(len(context)) if context.startswith(stripped, i)]
+    found, i = [], context.find(stripped)
+    while i >= 0:
+        found.append(i)
+        i = context.find(stripped, i + 1)
     if not found:
         return (f"{where}: answer text {stripped[:60]!r} does not occur in the context; fix its "
                 "'text' or 'answer_start'")
