@@ -195,7 +195,7 @@ class PieceCounter:
         for i in range(0, len(todo), batch):
             part = todo[i : i + batch]
             enc = self.tokenizer([c.text for c in part], add_special_tokens=False,
-                                 return_offsets_mapping=True, truncation=False)
+                                 return_offsets_mapping=True, truncation=False, verbose=False)
             for c, offs in zip(part, enc["offset_mapping"]):
                 self._cache[self._key(c)] = [e for _, e in offs]
 
