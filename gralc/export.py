@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from gralc.artefacts import OutputDirError, check_output_dir, write_artefact
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import PipelineConfig
 
@@ -147,12 +148,20 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
     return trained.model, trained.pipeline_config
 
 
-def export(checkpoint: str | Path, out_dir: str | Path) -> Path:
+def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False) -> Path:
     """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
-    (with LoRA also ``adapter/`` and the merged ``encoder/``)."""
+    (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
+    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+    checkpoint = Path(checkpoint)
+    check_output_dir(out_dir, "export", force, [checkpoint])
+    with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
+        _write_export(checkpoint, tmp)
+    return Path(out_dir)
+
+
+def _write_export(checkpoint: Path, out: Path) -> None:
     from safetensors.torch import save_file
 
-    checkpoint, out = Path(checkpoint), Path(out_dir)
     info, state, adapters = _read_checkpoint(checkpoint)
     model, pipeline_cfg = _build(
         {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
@@ -171,7 +180,6 @@ def export(checkpoint: str | Path, out_dir: str | Path) -> Path:
         "model_config": info["model_config"],
         "pipeline_config": info["train_config"]["pipeline"],
     }
-    out.mkdir(parents=True, exist_ok=True)
     lora = _lora(info)
     if lora is not None:
         from gralc.encoding.models import model_name
@@ -195,15 +203,20 @@ def export(checkpoint: str | Path, out_dir: str | Path) -> Path:
         {k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS)
     )
     OmegaConf.save(OmegaConf.create(doc), out / INFERENCE_YAML)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Export a GraLC training checkpoint for inference")
     parser.add_argument("checkpoint", help="a .ckpt written by train.py")
     parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--force", action="store_true",
+                        help="--out holds other files: move them aside to OUT.replaced-<time>")
     args = parser.parse_args(argv)
-    out = export(args.checkpoint, args.out)
+    try:
+        out = export(args.checkpoint, args.out, force=args.force)
+    except OutputDirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     exported = OmegaConf.load(out / INFERENCE_YAML)
     print(OmegaConf.to_yaml(exported.learned_values), end="")
     if "lora" in exported:

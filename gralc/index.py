@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 
+from gralc.artefacts import OutputDirError, check_output_dir
 from gralc.inference import SEARCHERS, Retriever
 from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.index import IndexConfig
@@ -19,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build a GraLC search index.")
     parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, or ori_pqal.json")
     parser.add_argument("--out", required=True, help="index directory to write")
+    parser.add_argument("--force", action="store_true",
+                        help="--out holds other files: move them aside to OUT.replaced-<time>")
     parser.add_argument("--model", help="trained GraLC export dir or checkpoint")
     parser.add_argument("--strategy", default="structure_aware", help="baseline strategy when no --model")
     parser.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
@@ -30,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        check_output_dir(args.out, "index", args.force, [args.corpus])  # before any encoding
         fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                     index_config=IndexConfig(kind=args.index),
@@ -37,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = retriever.save(args.out)
+    try:
+        out = retriever.save(args.out, force=args.force, inputs=[args.corpus])
+    except OutputDirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"indexed {len(retriever.index)} chunks ({retriever.spec.strategy}) into {out}")
     return 0
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from gralc.artefacts import write_artefact
 from gralc.config import to_dict
 from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Index
@@ -115,16 +116,24 @@ class Retriever:
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
         return cls(spec, index, pipeline, scorer, lexical)
 
-    def save(self, directory: str | Path) -> Path:
-        directory = Path(directory)
-        self.index.save(directory, encoder_id=self.pipeline.encoder.model_id,
-                        pipeline_config=self.spec.pipeline)
-        if self.lexical is not None:
-            self.lexical.save(directory / LEXICAL_DIR)
-        (directory / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
-        if self.scorer is not None:
-            self.scorer.save_index_state(directory)
-        return directory
+    def save(self, directory: str | Path, force: bool = False, inputs: Sequence[str | Path] = (),
+             extra: dict[str, Any] | None = None) -> Path:
+        """Write every file of the index (FAISS, BM25, ``retriever.json``, the trained model's
+        entity table, ``extra`` JSON files by name) into one temporary folder, then swap it in
+        (:mod:`gralc.artefacts`: a folder holding other files needs ``force``; ``inputs`` may
+        not overlap it)."""
+        with write_artefact(directory, "index", force, inputs) as tmp:
+            self.index.write_to(tmp, encoder_id=self.pipeline.encoder.model_id,
+                                pipeline_config=self.spec.pipeline)
+            if self.lexical is not None:
+                (tmp / LEXICAL_DIR).mkdir()
+                self.lexical.write_to(tmp / LEXICAL_DIR)
+            (tmp / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
+            if self.scorer is not None:
+                self.scorer.save_index_state(tmp)
+            for name, payload in (extra or {}).items():
+                (tmp / name).write_text(json.dumps(payload, indent=2))
+        return Path(directory)
 
     @classmethod
     def load(cls, directory: str | Path) -> Retriever:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gralc.artefacts import check_output_dir, write_artefact
 from gralc.documents.corpus import corpus_files
 from gralc.inference import RETRIEVER_FILE, Retriever
 from gralc.retrieval.index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
@@ -52,11 +53,13 @@ def build_shard(
     out: str | Path,
     strategy: str = "structure_aware",
     index_config: IndexConfig | None = None,
+    force: bool = False,
 ) -> Retriever:
-    """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``)."""
+    """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``);
+    ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`)."""
+    check_output_dir(out, "index", force, [corpus])  # before any encoding
     files = shard_files(corpus, shard, num_shards)
     retriever = Retriever.build(corpus, strategy, index_config=index_config, files=files)
-    retriever.save(out)
     manifest = {
         "corpus": str(Path(corpus).resolve()),
         "shard": shard,
@@ -64,7 +67,7 @@ def build_shard(
         "files": [str(f.relative_to(corpus)) for f in files],
         "n_chunks": len(retriever.index),
     }
-    (Path(out) / SHARD_FILE).write_text(json.dumps(manifest, indent=2))
+    retriever.save(out, force=force, inputs=[corpus], extra={SHARD_FILE: manifest})
     return retriever
 
 
@@ -76,8 +79,10 @@ def _read_shard(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path) -> ChunkIndex:
-    """Merge every shard of one sharded build (any argument order) into the index ``out``."""
+def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool = False) -> ChunkIndex:
+    """Merge every shard of one sharded build (any argument order) into the index ``out``
+    (holding other files needs ``force``; it may not overlap a shard)."""
+    check_output_dir(out, "index", force, shard_dirs)
     if not shard_dirs:
         raise ValueError("merge needs shard directories (e.g. --shards OUT/shard_*)")
     shards = sorted((_read_shard(Path(d)) for d in shard_dirs), key=lambda m: m["shard"])
@@ -99,8 +104,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path) -> ChunkInde
         raise NotImplementedError("merging shards of a trained-model index is not supported")
     merged = ChunkIndex.merge([ChunkIndex.load(m["dir"]) for m in shards])
     meta = read_json(first["dir"] / CONFIG_FILE)
-    merged.save(out, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
-    (Path(out) / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
+    with write_artefact(out, "index", force, shard_dirs) as tmp:
+        merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
+        (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
     return merged
 
 
@@ -114,18 +120,20 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", required=True, help="shard index directory to write")
     b.add_argument("--strategy", default="structure_aware", help="chunking strategy")
     b.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
+    b.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     m = sub.add_parser("merge", help="merge shard indexes into one")
     m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
     m.add_argument("--out", required=True, help="merged index directory to write")
+    m.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "build":
             r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
-                            IndexConfig(kind=args.index))
+                            IndexConfig(kind=args.index), force=args.force)
             print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
         else:
-            merged = merge_shards(args.shards, args.out)
+            merged = merge_shards(args.shards, args.out, force=args.force)
             print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
     except (FileNotFoundError, ValueError, NotImplementedError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -25,11 +25,11 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from gralc.artefacts import write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.index import (
     CHUNKS_FILE,
     CONFIG_FILE,
-    atomic_dir,
     provenance,
     read_chunks,
     read_json,
@@ -106,18 +106,23 @@ class BM25Index:
             return np.zeros(len(self.chunks))
         return np.asarray(self.retriever.get_scores(tokens), dtype=np.float64)
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the index directory atomically (see module docstring)."""
+    def save(self, directory: str | os.PathLike[str], force: bool = False) -> Path:
+        """Write the index directory atomically (see module docstring and
+        :mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+        with write_artefact(directory, "bm25_index", force) as tmp:
+            self.write_to(tmp)
+        return Path(directory)
+
+    def write_to(self, folder: Path) -> None:
+        """Write the index files into an existing (temporary) ``folder``."""
         if not self.chunks:
             raise ValueError("cannot save an empty BM25 index")
         meta = {"format": "gralc.bm25_index/1", "bm25": asdict(self.config),
                 "bm25s_version": bm25s.__version__, **provenance()}
-        with atomic_dir(directory) as tmp:
-            self.retriever.save(str(tmp / "bm25"))
-            self.tokenizer.save_vocab(str(tmp), VOCAB_FILE)
-            write_chunks(tmp / CHUNKS_FILE, self.chunks)
-            (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        return Path(directory)
+        self.retriever.save(str(folder / "bm25"))
+        self.tokenizer.save_vocab(str(folder), VOCAB_FILE)
+        write_chunks(folder / CHUNKS_FILE, self.chunks)
+        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> BM25Index:

@@ -13,12 +13,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
-import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ import faiss
 import numpy as np
 
 import gralc
+from gralc.artefacts import write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.ranking import rank_chunks
 
@@ -48,28 +46,6 @@ class IndexConfig:
 
 
 # ----- small shared helpers (also used by bm25.py) ----------------------------------------
-@contextmanager
-def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temp dir beside ``target``; on success swap it in, on error delete it.
-
-    A failure while writing leaves an existing ``target`` untouched.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    if target.exists():
-        os.replace(target, old)
-    os.replace(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
     """Chunk metadata as JSONL (no embeddings)."""
     with open(path, "w", encoding="utf-8") as f:
@@ -223,8 +199,17 @@ class ChunkIndex:
         directory: str | os.PathLike[str],
         encoder_id: str | None = None,
         pipeline_config: dict[str, Any] | None = None,
+        force: bool = False,
     ) -> Path:
-        """Write the index directory atomically (see module docstring); returns its path."""
+        """Write the index directory atomically (see module docstring and
+        :mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+        with write_artefact(directory, "chunk_index", force) as tmp:
+            self.write_to(tmp, encoder_id, pipeline_config)
+        return Path(directory)
+
+    def write_to(self, folder: Path, encoder_id: str | None = None,
+                 pipeline_config: dict[str, Any] | None = None) -> None:
+        """Write the index files into an existing (temporary) ``folder``."""
         if self.index is None:
             raise ValueError("cannot save an empty index: add chunks first")
         meta = {
@@ -238,12 +223,10 @@ class ChunkIndex:
             "faiss_version": faiss.__version__,
             **provenance(),
         }
-        with atomic_dir(directory) as tmp:
-            faiss.write_index(self.index, str(tmp / INDEX_FILE))
-            np.save(tmp / VECTORS_FILE, self.vectors)
-            write_chunks(tmp / CHUNKS_FILE, self.chunks)
-            (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        return Path(directory)
+        faiss.write_index(self.index, str(folder / INDEX_FILE))
+        np.save(folder / VECTORS_FILE, self.vectors)
+        write_chunks(folder / CHUNKS_FILE, self.chunks)
+        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> ChunkIndex:
