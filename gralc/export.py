@@ -28,9 +28,10 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
-from gralc.artefacts import OutputDirError, check_output_dir, write_artefact
+from gralc.artefacts import check_output_dir, write_artefact
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import PipelineConfig
+from gralc.safe_load import load_torch
 
 INFERENCE_YAML = "inference.yaml"
 WEIGHTS = "weights.safetensors"
@@ -60,7 +61,7 @@ def _read_checkpoint(
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(the ``gralc`` entry, the model's state dict, the LoRA adapters' state dict (empty
     without LoRA)) of a Lightning checkpoint."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)  # our own trusted file
+    ckpt = load_torch(path, what="training checkpoint (.ckpt)")  # weights only, never code
     info = ckpt.get("gralc")
     if info is None:
         raise ValueError(
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         out = export(args.checkpoint, args.out, force=args.force)
-    except OutputDirError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # OutputDirError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     exported = OmegaConf.load(out / INFERENCE_YAML)

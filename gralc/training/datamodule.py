@@ -231,8 +231,12 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
     bench = _limit_docs(load_benchmarks(cfg.data, linker)[0], cfg.data.max_docs)
     path = Path(cfg.paths.cache_dir) / "train_features" / f"{_cache_key(cfg, bench)}.pt"
     if path.is_file():
-        logger.info("training features from %s", path)
-        return load_features(path)
+        try:
+            data = load_features(path)
+            logger.info("training features from %s", path)
+            return data
+        except ValueError as exc:  # a corrupt or foreign cache entry is a miss, not a crash
+            logger.warning("ignoring the feature cache %s (%s); rebuilding it", path, exc)
     data = build_training_data(cfg, bench)
     save_features(data, path)
     return data

@@ -183,6 +183,21 @@ def save_features(payload: object, path) -> None:
     tmp.replace(path)
 
 
+def record_types() -> list[type]:
+    """The GraLC record classes a feature cache may hold (and nothing else)."""
+    from gralc.documents import model as dm
+    from gralc.knowledge.mention import EntityMention
+    from gralc.training.datamodule import TrainingData
+    from gralc.training.pairs import Positives, TrainingExample
+
+    return [DocFeatures, TrainingData, TrainingExample, Positives, EntityMention,
+            *(getattr(dm, n) for n in ("Document", "Section", "Paragraph", "Sentence", "Citation",
+                                       "CrossRef", "ListBlock", "Caption", "Reference"))]
+
+
 def load_features(path) -> object:
-    """Inverse of :func:`save_features` (a trusted local cache: full unpickling)."""
-    return torch.load(path, weights_only=False)
+    """Inverse of :func:`save_features`: tensors, plain values and :func:`record_types` only
+    (``torch.load(weights_only=True)``); a file asking for anything else is refused."""
+    from gralc.safe_load import load_torch
+
+    return load_torch(path, record_types(), what="training feature cache")

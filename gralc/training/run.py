@@ -51,6 +51,7 @@ from pytorch_lightning.utilities.rank_zero import rank_zero_only
 from gralc.config import ConfigError, save_config, to_dict
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
+from gralc.safe_load import load_torch
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule
@@ -285,7 +286,7 @@ def train(
     with warnings.catch_warnings():
         if encoder is not None:  # LoraEncoder keeps its frozen transformer in eval mode on purpose
             warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode")
-        trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path)
+        trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)  # never unpickle code
     ckpt = trainer.checkpoint_callback
     best = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
     path, score, selected = select_checkpoint(
@@ -320,5 +321,5 @@ def train(
 
 def _learned_values(checkpoint: str) -> dict[str, float]:
     """The learned scalars stored in a checkpoint (see GraLCLitModule.on_save_checkpoint)."""
-    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)  # our own file
+    ckpt = load_torch(checkpoint, what="training checkpoint (.ckpt)")  # weights only
     return dict(ckpt["gralc"]["learned_values"])
