@@ -92,6 +92,17 @@ def load_config(
         raise ConfigError(f"config incomplete or invalid: {exc}") from None
 
 
+def config_from_dict(schema: type[T], values: Any, source: str) -> T:
+    """A validated ``schema`` instance from a plain dict (e.g. a config stored in an artefact);
+    errors name ``source`` and the key, as :func:`load_config` does."""
+    schema_obj = schema()
+    cfg = _merge(OmegaConf.structured(schema_obj), OmegaConf.create(values or {}), source, schema_obj)
+    try:
+        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config in {source} incomplete or invalid: {exc}") from None
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A resolved, JSON/YAML-ready dict of a config dataclass."""
     return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]

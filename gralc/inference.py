@@ -137,9 +137,7 @@ class Retriever:
 
     @classmethod
     def load(cls, directory: str | Path) -> Retriever:
-        from omegaconf import OmegaConf
-
-        from gralc.config import load_config
+        from gralc.config import config_from_dict
 
         directory = Path(directory)
         spec_file = directory / RETRIEVER_FILE
@@ -149,12 +147,9 @@ class Retriever:
                 "`python -m gralc.index CORPUS --out DIR`"
             )
         spec = RetrieverSpec(**json.loads(spec_file.read_text()))
-        tmp = directory / ".pipeline.yaml"
-        OmegaConf.save(OmegaConf.create(spec.pipeline), tmp)
-        try:
-            pipeline_cfg = load_config(PipelineConfig, tmp)
-        finally:
-            tmp.unlink(missing_ok=True)
+        # validated in memory: loading never writes into the index folder (read-only storage,
+        # concurrent readers)
+        pipeline_cfg = config_from_dict(PipelineConfig, spec.pipeline, f"{spec_file} (pipeline)")
         index = ChunkIndex.load(directory)
         scorer = None
         if spec.model is not None:

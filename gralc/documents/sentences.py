@@ -7,7 +7,8 @@ known abbreviation (``et al.``, ``Fig.``, ``e.g.``, ``vs.``, ``spp.`` ...) or a 
 upper-case initial (``J. Smith``). Decimals (``0.05``) never match because no whitespace
 follows their dot; ``p < 0.05. Next`` does end a sentence.
 
-The splitter is conservative: a sentence starting with a lower-case word (``mRNA levels``)
+CJK and fullwidth full stops (``。！？．``) end a sentence whatever follows (those scripts
+put no space after them). The splitter is conservative: a sentence starting with a lower-case word (``mRNA levels``)
 is merged into the previous one rather than risking splits inside abbreviations.
 """
 
@@ -25,6 +26,9 @@ ABBREVIATIONS = frozenset(
 )
 
 _CANDIDATE = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
+#: full stops of scripts written without spaces (CJK 。！？, fullwidth ．！？): a sentence ends
+#: there whatever follows
+_CJK_END = re.compile(r"[\u3002\uff01\uff1f\uff0e]+[\u300d\u300f\uff09\u201d\u2019]*")
 _NEXT_START = re.compile(r"\s+(\S)")
 _OPENERS = "([{\"'\u201c\u2018"
 
@@ -70,7 +74,18 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
         spans.append((sent_start, m.end()))
         sent_start = nxt.start(1)
     spans.append((sent_start, end))
+    spans = [(s, e) for s0, e0 in spans for s, e in _split_cjk(text, s0, e0)]
     return [t for s, e in spans if (t := _trim(text, s, e))[0] < t[1]]
+
+
+def _split_cjk(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut after every CJK / fullwidth full stop."""
+    out, s = [], start
+    for m in _CJK_END.finditer(text, start, end):
+        out.append((s, m.end()))
+        s = m.end()
+    out.append((s, end))
+    return out
 
 
 def _trim(text: str, s: int, e: int) -> tuple[int, int]:

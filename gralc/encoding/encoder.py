@@ -255,7 +255,20 @@ class DocumentEncoder:
         return means, counts
 
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
-        """Query embeddings (Q, d); identical to ``encode_texts``."""
+        """Query embeddings (Q, d), as ``encode_texts``. A blank question is refused
+        (ValueError naming it); one longer than the encoder reads is embedded from its first
+        ``query_max_length`` word-pieces, with one warning naming the questions and the limit."""
+        blank = [i for i, t in enumerate(texts) if not t or not t.strip()]
+        if blank:
+            raise ValueError(f"question(s) {blank[:5]} are blank: a search needs words to match")
+        limit = self.query_max_length
+        special = len(self._prefix_ids) + len(self._suffix_ids)
+        lengths = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        long = [i for i, ids in enumerate(lengths) if len(ids) + special > limit]
+        if long:
+            logger.warning("%d question(s) (e.g. #%d, %d word-pieces) are longer than the %d "
+                           "word-pieces the encoder reads (%s): only their beginning is embedded",
+                           len(long), long[0], len(lengths[long[0]]), limit, self.model_id)
         return self.encode_texts(texts)
 
     @staticmethod
