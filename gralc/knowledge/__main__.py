@@ -17,7 +17,7 @@ def _load_linker(vocabulary: Path, trees: Path | None):
     from gralc.knowledge.linker import EntityLinker
     from gralc.knowledge.vocabulary import load_vocabulary
 
-    if vocabulary.suffix == ".pkl":
+    if vocabulary.suffix == ".json":
         return EntityLinker.load(vocabulary)
     vocab = load_vocabulary(vocabulary)
     if trees is not None:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         "--vocabulary",
         type=Path,
         required=True,
-        help="descYYYY.xml, thesaurus-terms .tsv, MRCONSO.RRF or a saved linker .pkl",
+        help="descYYYY.xml, thesaurus-terms .tsv, MRCONSO.RRF or a saved linker .json",
     )
     ln.add_argument("--trees", type=Path, default=None, help="optional mtreesYYYY.bin")
     args = parser.parse_args(argv)

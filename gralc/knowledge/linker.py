@@ -21,11 +21,11 @@ Plurals come from the vocabulary (MeSH's permuted variants, see
 
 from __future__ import annotations
 
-import pickle
+import json
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import ahocorasick
@@ -144,6 +144,7 @@ class EntityLinker:
             (e.key_len, e.concept, {f: c for f, (_, c) in e.case_forms.items()})
             for e in entries.values()
         ]
+        self._keys = list(entries)
         self._automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
         for idx, key in enumerate(entries):
             self._automaton.add_word(key, idx)
@@ -186,24 +187,42 @@ class EntityLinker:
         return [self.link(text) for text in texts]
 
     def save(self, path: str | Path) -> None:
-        """Pickle the linker (automaton included) to ``path``; reload with :meth:`load`."""
+        """Write the linker as JSON (terms, entries, config; never a pickle) to ``path``
+        atomically; :meth:`load` rebuilds the automaton from it."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"format": "gralc.linker/1", "config": asdict(self.config),
+                   "concept_ids": self.concept_ids, "concept_names": self.concept_names,
+                   "keys": self._keys, "entries": self._entries}
         tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as f:
-            pickle.dump(self, f, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
 
     @classmethod
     def load(cls, path: str | Path) -> EntityLinker:
-        """A linker saved with :meth:`save` (only load files you trust: it is a pickle)."""
+        """A linker saved with :meth:`save` (JSON: loading runs no code from the file)."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(
-                f"linker cache not found: {path}; build it with EntityLinker(vocabulary).save(path)"
+                f"linker file not found: {path}; build it with EntityLinker(vocabulary).save(path)"
             )
-        with path.open("rb") as f:
-            linker = pickle.load(f)
-        if not isinstance(linker, cls):
-            raise TypeError(f"{path} does not hold an EntityLinker")
-        return linker
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != "gralc.linker/1":
+                raise ValueError("no 'format': 'gralc.linker/1'")
+            self = cls.__new__(cls)
+            self.config = LinkerConfig(**data["config"])
+            self.concept_ids, self.concept_names = data["concept_ids"], data["concept_names"]
+            self._keys = data["keys"]
+            self._entries = [(int(n), c, {str(f): int(i) for f, i in forms.items()})
+                             for n, c, forms in data["entries"]]
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path} is not a GraLC linker file ({exc}); build one with "
+                             "EntityLinker(vocabulary).save(path)") from None
+        start = time.perf_counter()
+        self._automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        for idx, key in enumerate(self._keys):
+            self._automaton.add_word(key, idx)
+        self._automaton.make_automaton()
+        self.build_seconds = time.perf_counter() - start
+        return self

@@ -87,11 +87,24 @@ def test_link_documents_and_save_load(small, tmp_path):
     texts = ["Breast cancer", "", "nothing here", "AIDS"]
     result = small.link_documents(texts)
     assert [len(r) for r in result] == [1, 0, 0, 1]
-    small.save(tmp_path / "linker.pkl")
-    loaded = EntityLinker.load(tmp_path / "linker.pkl")
+    small.save(tmp_path / "linker.json")
+    loaded = EntityLinker.load(tmp_path / "linker.json")
     assert loaded.link_documents(texts) == result
     with pytest.raises(FileNotFoundError, match="EntityLinker"):
-        EntityLinker.load(tmp_path / "missing.pkl")
+        EntityLinker.load(tmp_path / "missing.json")
+
+
+def test_a_pickled_linker_is_refused_not_run(tmp_path):
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(tmp_path / "PWNED"), "w"))
+
+    (tmp_path / "linker.pkl").write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(ValueError, match="not a GraLC linker file"):
+        EntityLinker.load(tmp_path / "linker.pkl")
+    assert not (tmp_path / "PWNED").exists()
 
 
 @pytest.fixture(scope="module")
