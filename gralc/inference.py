@@ -29,7 +29,7 @@ from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.hits import Hit
-from gralc.retrieval.index import ChunkIndex, IndexConfig
+from gralc.retrieval.index import ChunkIndex, IndexConfig, read_json
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
@@ -146,7 +146,10 @@ class Retriever:
                 f"{spec_file} not found: {directory} is not a GraLC index; build one with "
                 "`python -m gralc.index CORPUS --out DIR`"
             )
-        spec = RetrieverSpec(**json.loads(spec_file.read_text()))
+        try:
+            spec = RetrieverSpec(**read_json(spec_file))
+        except TypeError as exc:
+            raise ValueError(f"{spec_file}: unexpected content ({exc}); rebuild the index") from None
         # validated in memory: loading never writes into the index folder (read-only storage,
         # concurrent readers)
         pipeline_cfg = config_from_dict(PipelineConfig, spec.pipeline, f"{spec_file} (pipeline)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -23,6 +24,8 @@ def cache_key(text: str, model_id: str, window: int, overlap: int, precision: st
         digest.update(b"\0")
     return digest.hexdigest()
 
+
+logger = logging.getLogger(__name__)
 
 class EmbeddingCache:
     """``TokenEmbeddings`` stored as ``<cache_dir>/<key[:2]>/<key>.safetensors``.
@@ -45,13 +48,19 @@ class EmbeddingCache:
             return None
         from safetensors import safe_open
 
-        with safe_open(str(path), framework="pt") as handle:
-            model_id = (handle.metadata() or {}).get("model_id", "")
-        tensors = load_file(str(path))
-        windows = [(int(s), int(e)) for s, e in tensors["windows"].tolist()]
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                model_id = (handle.metadata() or {}).get("model_id", "")
+            tensors = load_file(str(path))
+            windows = [(int(s), int(e)) for s, e in tensors["windows"].tolist()]
+            vectors, offsets = tensors["vectors"], tensors["offsets"]
+        except Exception as exc:  # noqa: BLE001 - any unreadable entry is a miss, never a crash
+            logger.warning("token cache entry %s is unreadable (%s: %s); recomputing it", path,
+                           type(exc).__name__, exc)
+            return None
         return TokenEmbeddings(
-            vectors=tensors["vectors"].float(),
-            offsets=tensors["offsets"].numpy().astype(np.int64),
+            vectors=vectors.float(),
+            offsets=offsets.numpy().astype(np.int64),
             model_id=model_id,
             windows=windows,
         )

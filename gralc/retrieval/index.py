@@ -5,11 +5,14 @@ Directory layout written by :meth:`ChunkIndex.save` (atomically)::
     index.faiss   the FAISS index (faiss.write_index)
     vectors.npy   the normalised (n, d) float32 vectors, so any index type can be rebuilt/merged
     chunks.jsonl  one Chunk.to_dict() per line, without embedding; line i = FAISS row i
-    config.json   index config, encoder id, pipeline config, gralc version, git hash
+    config.json   index config, encoder id, pipeline config, gralc version, git hash, and the
+                  SHA-256 of chunks.jsonl and vectors.npy (verified by load: an edited or
+                  reordered chunks.jsonl would return the wrong texts for the vectors)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -46,6 +49,18 @@ class IndexConfig:
 
 
 # ----- small shared helpers (also used by bm25.py) ----------------------------------------
+#: files whose SHA-256 config.json records and load verifies (chunk texts must match vectors)
+CHECKED_FILES = (CHUNKS_FILE, VECTORS_FILE)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
     """Chunk metadata as JSONL (no embeddings)."""
     with open(path, "w", encoding="utf-8") as f:
@@ -226,6 +241,7 @@ class ChunkIndex:
         faiss.write_index(self.index, str(folder / INDEX_FILE))
         np.save(folder / VECTORS_FILE, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
+        meta["sha256"] = {name: file_sha256(folder / name) for name in CHECKED_FILES}
         (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
@@ -235,6 +251,12 @@ class ChunkIndex:
         if not d.is_dir():
             raise FileNotFoundError(f"index directory {d} does not exist")
         meta = read_json(d / CONFIG_FILE)
+        for name, digest in (meta.get("sha256") or {}).items():  # absent in older indexes
+            require(d / name)
+            if file_sha256(d / name) != digest:
+                raise ValueError(f"{d / name} was changed after the index was built (checksum in "
+                                 f"{d / CONFIG_FILE} differs): its rows no longer match the "
+                                 "vectors; rebuild the index")
         try:
             self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
         except (KeyError, TypeError) as e:
