@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 
+from gralc.cli import run
 from gralc.config import load_config
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.run import evaluate, print_tables
@@ -30,4 +31,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(main))

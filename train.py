@@ -14,22 +14,19 @@ import json
 import logging
 import sys
 
-from gralc.config import ConfigError, load_config
+from gralc.cli import run
+from gralc.config import load_config
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
 
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        cfg = load_config(TrainConfig, "configs/train.yaml", argv)
-    except ConfigError as exc:
-        print(f"config error: {exc}", file=sys.stderr)
-        return 2
+    cfg = load_config(TrainConfig, "configs/train.yaml", argv)
     result = train(cfg)
     print(json.dumps(result, indent=2))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(main))

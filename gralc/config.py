@@ -76,6 +76,11 @@ def load_config(
         key, value = item.split("=", 1)
         key = key.lstrip("+")
         group_file = Path(config_dir) / key / f"{value}.yaml" if config_dir else None
+        if group_file is not None and "." not in key and group_file.parent.is_dir() \
+                and not group_file.is_file():
+            names = sorted(f.stem for f in group_file.parent.glob("*.yaml"))
+            raise ConfigError(f"{key}={value}: no config {group_file}; available: "
+                              f"{', '.join(names)}")
         if group_file is not None and "." not in key and group_file.is_file():
             cfg = _merge(cfg, {key: OmegaConf.load(group_file)}, str(group_file), schema_obj)
         else:

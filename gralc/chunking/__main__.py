@@ -189,4 +189,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gralc.cli import run
+
+    sys.exit(run(main))

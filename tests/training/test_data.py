@@ -123,6 +123,6 @@ def test_config_groups_and_lora_validation():
 def test_train_script_reports_a_bad_key(capsys):
     import runpy
 
-    main = runpy.run_path(str(REPO / "train.py"))["main"]
-    assert main(["optim.learning_rate=1"]) == 2
+    script = runpy.run_path(str(REPO / "train.py"))
+    assert script["run"](script["main"], ["optim.learning_rate=1"]) == 2
     assert "learning_rate" in capsys.readouterr().err

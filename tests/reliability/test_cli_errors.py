@@ -1,0 +1,45 @@
+"""One error boundary for every CLI: user mistakes exit 2 with one message, bugs keep tracebacks."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+from gralc.cli import run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("eval.py", ["data=nosuch"], "data=nosuch: no config configs/data/nosuch.yaml; available: demo, pmc, pubmedqa, squad"),
+    ("eval.py", ["methods=[nosuch]"], "unknown method(s) ['nosuch']"),
+    ("eval.py", ["models=[/no/such/export]"], "no such checkpoint or export folder"),
+    ("train.py", ["data=squad"], "data=squad needs data.path=FILE.json"),
+    ("eval.py", ["fusion.method=max"], "fusion.method='max'"),
+])
+def test_user_mistakes_end_with_one_message(script, args, message, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("GRALC_DEBUG", raising=False)
+    g = runpy.run_path(str(REPO / script))
+    assert g["run"](g["main"], args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "GRALC_DEBUG=1" in err
+
+
+def test_debug_shows_the_traceback_and_bugs_keep_theirs(monkeypatch):
+    def user_mistake(argv):
+        raise ValueError("bad value")
+
+    def bug(argv):
+        raise KeyError("internal")
+
+    with pytest.raises(ValueError, match="bad value"):
+        run(user_mistake, ["--debug"])
+    monkeypatch.setenv("GRALC_DEBUG", "1")
+    with pytest.raises(ValueError):
+        run(user_mistake, [])
+    monkeypatch.delenv("GRALC_DEBUG")
+    with pytest.raises(KeyError):
+        run(bug, [])
