@@ -36,7 +36,8 @@ class EvalConfig:
     ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
     ``gralc_graph`` (and their ``_hybrid`` rows); ``ks``: cut-offs (every row ranks to
     max(ks)); ``candidates``: depth searched before re-ranking; ``fusion``: the hybrid rows'
-    fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets."""
+    fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets;
+    ``resume``: reuse the rows a killed run with the same settings already wrote."""
 
     seed: int = 0
     data: DataConfig = field(default_factory=DataConfig)
@@ -51,3 +52,6 @@ class EvalConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     progress: bool = True
+    #: keep the rows already written to ``<output_dir>/rows/`` by an interrupted run with the
+    #: same settings, and run only the rest
+    resume: bool = False

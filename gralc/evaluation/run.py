@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import re
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from gralc.config import to_dict
@@ -20,7 +24,7 @@ from gralc.evaluation.runner import (
     make_chunker,
 )
 from gralc.pipeline import Pipeline
-from gralc.runinfo import expand_run_dir, seed_everything
+from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
     out = output_dir(cfg)
+    digest = _settings_digest(cfg)
     started = time.perf_counter()
     pipeline = Pipeline(cfg.pipeline)
     settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
@@ -62,6 +67,11 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
         chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
         for spec in specs:
+            row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
+            if cfg.resume and (done := _read_row(row_file, digest)) is not None:
+                logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
+                results.append(done)
+                continue
             ck = chunk_key(spec)
             if ck not in chunked:
                 t1 = time.perf_counter()
@@ -72,6 +82,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
                                      q_vecs=q_vecs)
             result.timings["chunk_s"] = t_chunk
             results.append(result)
+            write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
             logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
                         result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
         for model_path in cfg.models:
@@ -95,6 +106,32 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
         logger.warning("plots unavailable")
     if cfg.wandb.enabled:
         _log_wandb(results, cfg)
+
+
+def _settings_digest(cfg: EvalConfig) -> str:
+    """What a row's numbers depend on (everything but the row list, paths and display)."""
+    settings = {k: v for k, v in to_dict(cfg).items()
+                if k not in ("methods", "models", "paths", "progress", "resume", "wandb")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _read_row(path: Path, digest: str) -> MethodResult | None:
+    """A row written by an earlier run with the same settings, or None."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.pop("settings") != digest:
+            logger.info("%s was written with other settings: running the row again", path)
+            return None
+        return MethodResult(**data)
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("ignoring %s (%s): running the row again", path, exc)
+        return None
 
 
 def print_tables(results: list[MethodResult]) -> None:

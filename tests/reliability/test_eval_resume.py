@@ -1,0 +1,45 @@
+"""eval.py keeps every finished row on disk: a killed evaluation resumes where it stopped."""
+
+from __future__ import annotations
+
+import pytest
+
+from gralc.config import load_config
+from gralc.evaluation import run as run_mod
+from gralc.evaluation.config import EvalConfig
+
+REPO_CFG = "configs/eval.yaml"
+
+
+def cfg_for(out, *extra):
+    return load_config(EvalConfig, REPO_CFG, [f"paths.output_dir={out}", "progress=false",
+                                              "methods=[late,bm25]", "ks=[1,5]", *extra])
+
+
+def test_a_killed_run_keeps_its_rows_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.chdir(run_mod.Path(__file__).resolve().parents[2])
+    out = tmp_path / "run"
+    real = run_mod.evaluate_method
+    calls = []
+
+    def dies_on_bm25(spec, *args, **kwargs):
+        calls.append(spec.name)
+        if spec.name == "bm25":
+            raise KeyboardInterrupt  # the job is killed during the second row
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "evaluate_method", dies_on_bm25)
+    with pytest.raises(KeyboardInterrupt):
+        run_mod.evaluate(cfg_for(out))
+    assert [p.name for p in (out / "rows").iterdir()] == ["demo__late.json"]
+
+    monkeypatch.setattr(run_mod, "evaluate_method", lambda spec, *a, **k: calls.append(spec.name) or real(spec, *a, **k))
+    calls.clear()
+    results, _ = run_mod.evaluate(cfg_for(out, "resume=true"))
+    assert calls == ["bm25"]  # late was kept, not recomputed
+    assert [r.method for r in results] == ["late", "bm25"]
+    assert results[0].metrics["ev_recall@5"] >= 0 and (out / "metrics.json").is_file()
+
+    calls.clear()  # other settings: the kept rows do not apply
+    run_mod.evaluate(cfg_for(out, "resume=true", "evidence.min_coverage=0.9"))
+    assert calls == ["late", "bm25"]
