@@ -63,6 +63,8 @@ _SKIP = frozenset(
     array chem-struct-wrap target notes app-group""".split()
 )
 _SKIP_INLINE = _SKIP - {"label", "title"}  # inside a paragraph, labels/titles are text
+#: deeper ``<sec>`` nesting is merged into the ancestor at this depth (with a warning)
+MAX_SECTION_DEPTH = 64
 _CAPTIONED = {"fig": "fig", "table-wrap": "table", "supplementary-material": "supplementary",
               "media": "supplementary"}  # fmt: skip
 #: abstract-type values of secondary abstracts (the main abstract has none).
@@ -183,6 +185,7 @@ class _Builder:
         self.list_by_id: dict[str, ListBlock] = {}
         self.sec_attr_ids = taken_ids
         self.used_ids: set[str] = set()
+        self.warnings: list[str] = []
 
     # ----- blocks ---------------------------------------------------------------------------
     def block(self, text: str) -> tuple[int, int]:
@@ -233,7 +236,9 @@ class _Builder:
 
     def element(self, el, kind: str, flatten: bool = False) -> None:
         tag = _tag(el)
-        if tag == "sec" and not flatten:
+        if tag == "sec" and not flatten and len(self.open) >= MAX_SECTION_DEPTH:
+            self.too_deep(el, kind)
+        elif tag == "sec" and not flatten:
             self.section(el, kind)
         elif tag == "sec" or tag == "boxed-text":
             kind = "boxed" if tag == "boxed-text" else kind
@@ -259,6 +264,18 @@ class _Builder:
             self.container(el, kind, flatten)
         else:
             self.p(el, kind)
+
+    def too_deep(self, el, kind: str) -> None:
+        """A ``<sec>`` nested deeper than MAX_SECTION_DEPTH: its titles and paragraphs join
+        the enclosing section, read without recursion (a crafted 900-deep nesting would
+        exhaust Python's stack)."""
+        if not self.warnings or "nested deeper" not in self.warnings[-1]:
+            self.warnings.append(f"sections nested deeper than {MAX_SECTION_DEPTH} levels were "
+                                 f"merged into their level-{MAX_SECTION_DEPTH} ancestor")
+        for node in el.iter():
+            if _tag(node) in ("title", "p") and not any(
+                    _tag(a) == "p" for a in node.iterancestors() if a is not el):
+                self.p(node, kind)
 
     def list_(self, el) -> None:
         lst = ListBlock(f"l{len(self.lists) + 1:04d}", -1, -1,
@@ -472,7 +489,7 @@ def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
         references=_references(article),
         article_type=article.get("article-type", ""),
         source=source or name,
-        warnings=warnings,
+        warnings=warnings + b.warnings,
     )
 
 
