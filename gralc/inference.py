@@ -14,6 +14,7 @@ the ``<method>_hybrid`` rows of ``eval.py``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -51,6 +52,20 @@ class RetrieverSpec:
     pipeline: dict[str, Any] = field(default_factory=dict)
     searcher: str = "dense"
     fusion: dict[str, Any] = field(default_factory=dict)
+    #: SHA-256 of the model's weights when the index was built (``load`` refuses another model)
+    model_sha256: str | None = None
+
+
+def model_digest(model: str | Path) -> str:
+    """SHA-256 of a trained model: a checkpoint file, or an export's weights and config."""
+    from gralc.retrieval.index import file_sha256
+
+    path = Path(model)
+    if path.is_file():
+        return file_sha256(path)
+    files = [f for f in sorted(path.rglob("*")) if f.is_file() and not f.name.startswith(".")]
+    return hashlib.sha256("".join(f"{f.relative_to(path)}:{file_sha256(f)}\n"
+                                  for f in files).encode()).hexdigest()
 
 
 class Retriever:
@@ -112,7 +127,8 @@ class Retriever:
             lexical.index(chunks)
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
-                             fusion=to_dict(fusion or FusionConfig()))
+                             fusion=to_dict(fusion or FusionConfig()),
+                             model_sha256=None if model is None else model_digest(model))
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
         return cls(spec, index, pipeline, scorer, lexical)
 
@@ -157,6 +173,14 @@ class Retriever:
         scorer = None
         if spec.model is not None:
             from gralc.training.inference import TrainedScorer
+
+            if not Path(spec.model).exists():
+                raise FileNotFoundError(f"{spec_file} names the model {spec.model}, which no longer "
+                                        "exists: restore it or rebuild the index with --model")
+            if spec.model_sha256 is not None and model_digest(spec.model) != spec.model_sha256:
+                raise ValueError(f"the model {spec.model} changed since {directory} was built "
+                                 f"(checksum in {spec_file} differs): its chunks and vectors came "
+                                 "from the old model; rebuild the index or restore that model")
 
             scorer = TrainedScorer.load(spec.model)
             scorer.load_index_state(directory, index.chunks)

@@ -152,6 +152,13 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
     assert [(h.chunk.chunk_id, h.score) for h in hits[0]] == [
         (h.chunk.chunk_id, h.score) for h in hits[1]
     ]
+    # the index records the model's checksum and refuses a model changed since
+    retriever.save(tmp_path / "index")
+    assert Retriever.load(tmp_path / "index").spec.model_sha256 == retriever.spec.model_sha256
+    with (exp / "inference.yaml").open("a") as f:
+        f.write("# edited after indexing\n")
+    with pytest.raises(ValueError, match="changed since .*rebuild the index"):
+        Retriever.load(tmp_path / "index")
 
 
 def test_a_lora_model_refuses_the_base_encoder(runs):
