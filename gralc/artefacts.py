@@ -1,7 +1,7 @@
 """Output folders that never lose a user's files.
 
-Every folder GraLC writes (an index, a BM25 index, a merged shard index, an export) is an
-*artefact*: it
+Every folder GraLC writes (an index, a BM25 index, a merged shard index, an export, an
+evaluation run's results) is an *artefact*: it
 carries a marker file ``.gralc-artefact.json`` naming its kind. :func:`check_output_dir`
 accepts a target that does not exist, is empty, or is already an artefact of the same kind
 (an older GraLC folder without a marker is recognised by its files); anything else needs
@@ -34,6 +34,7 @@ LEGACY_FILES = {
     "chunk_index": ("index.faiss", "vectors.npy", "chunks.jsonl"),
     "bm25_index": ("bm25", "vocab.tokenizer.json", "chunks.jsonl"),
     "export": ("inference.yaml", "weights.safetensors"),
+    "eval_results": ("metrics.json", "tables.md", "config.yaml"),
 }
 
 
@@ -119,6 +120,26 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
             raise
     finally:
         lock.unlink(missing_ok=True)
+
+
+def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
+              inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """A folder that a long job writes file by file (an evaluation run): validated like
+    :func:`check_output_dir`, foreign content moved aside under ``force``, created, and marked
+    as an artefact of ``kind`` at once (so a resumed run recognises it)."""
+    out = check_output_dir(target, kind, force, inputs)
+    if out.exists() and any(out.iterdir()) and artefact_kind(out) != kind:
+        aside = out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+        os.replace(out, aside)
+        logger.warning("--force: the previous content of %s was moved to %s", out, aside)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / MARKER).is_file():
+        import gralc
+
+        (out / MARKER).write_text(json.dumps({"kind": kind, "gralc_version": gralc.__version__,
+                                              "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}),
+                                  encoding="utf-8")
+    return out
 
 
 def _swap_in(tmp: Path, out: Path, kind: str) -> None:

@@ -13,11 +13,14 @@ from gralc.retrieval.index import IndexConfig
 
 @dataclass
 class PathsConfig:
-    """``output_dir``: where this run's files go (None: ``results/<date>_<time>``);
+    """``output_dir``: where this run's files go (None: ``results/<date>_<time>``); it must be
+    new, empty or an earlier evaluation run (``force``: move other content aside);
     ``cache_dir``: token-embedding cache shared by runs (None: no cache)."""
 
     output_dir: str | None = None
     cache_dir: str | None = "data/cache"
+    #: output_dir holds files that are not an evaluation run: move them aside and write there
+    force: bool = False
 
 
 @dataclass

@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from gralc.artefacts import check_output_dir, claim_dir
 from gralc.config import to_dict
 from gralc.evaluation.benchmarks import load_benchmarks
 from gralc.evaluation.config import EvalConfig
@@ -48,9 +49,12 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
     out = output_dir(cfg)
+    inputs = [cfg.data.path] if cfg.data.path else []
+    check_output_dir(out, "eval_results", cfg.paths.force, inputs)  # before any encoding
     digest = _settings_digest(cfg)
     started = time.perf_counter()
     pipeline = Pipeline(cfg.pipeline)
+    out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
     settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
                            PieceCounter(pipeline.encoder.tokenizer))
     results: list[MethodResult] = []

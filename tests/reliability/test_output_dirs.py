@@ -110,3 +110,23 @@ def test_export_refuses_user_files_and_its_own_training_folder(tmp_path, capsys)
     assert export_cli.main([str(ckpt), "--out", str(run)]) == 2  # would replace the run
     assert "overlaps the input" in capsys.readouterr().err
     assert ckpt.is_file() and (out / "thesis.tex").is_file()
+
+
+def test_eval_refuses_a_folder_of_user_files_before_encoding(tmp_path, monkeypatch):
+    from gralc.config import load_config
+    from gralc.evaluation import run as run_mod
+    from gralc.evaluation.config import EvalConfig
+
+    monkeypatch.chdir(run_mod.Path(__file__).resolve().parents[2])
+    out = user_folder(tmp_path / "paper")
+    cfg = load_config(EvalConfig, "configs/eval.yaml", [f"paths.output_dir={out}", "methods=[bm25]"])
+    monkeypatch.setattr(run_mod, "Pipeline", lambda *a, **k: pytest.fail("encoding started"))
+    with pytest.raises(OutputDirError, match="thesis.tex"):
+        run_mod.evaluate(cfg)
+    assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
+    from gralc.artefacts import claim_dir  # what evaluate() does with paths.force=true
+
+    assert claim_dir(out, "eval_results", force=True) == out.resolve()
+    (aside,) = tmp_path.glob("paper.replaced-*")
+    assert (aside / "thesis.tex").is_file() and artefact_kind(out) == "eval_results"
+    assert claim_dir(out, "eval_results") == out.resolve()  # our own run folder: reusable
