@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 from gralc.encoding.cache import EmbeddingCache, cache_key
 from gralc.encoding.models import load_tokenizer_and_model, model_name, sentence_max_length
 from gralc.encoding.types import TokenEmbeddings
-from gralc.encoding.windows import blend_windows, plan_windows
+from gralc.encoding.windows import WindowBlender, blend_windows, plan_windows
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class EncoderConfig:
     minus its special tokens); ``overlap``: tokens shared by consecutive windows;
     ``batch_size``: windows (or texts) per forward pass; ``device``: "auto" = cuda if
     available else cpu; ``precision``: "fp32" or "bf16" (torch.autocast); ``cache_dir``:
-    on-disk cache of document embeddings (None: no cache)."""
+    on-disk cache of document embeddings (None: no cache); ``stream_tokens``: see below."""
 
     model: str = "all-MiniLM-L6-v2"
     window: int | None = None
@@ -42,6 +43,10 @@ class EncoderConfig:
     device: str = "auto"
     precision: str = "fp32"
     cache_dir: str | None = None
+    #: documents longer than this many word-pieces stream through the encoder one at a time,
+    #: with a progress bar, each window blended as soon as it is computed (bounded memory:
+    #: the token vectors themselves, not every window's output as well)
+    stream_tokens: int = 100_000
 
 
 class DocumentEncoder:
@@ -128,15 +133,23 @@ class DocumentEncoder:
     def _run_windows(self, seqs: list[list[int]], progress: bool) -> list[torch.Tensor]:
         """Content-token vectors (len_i, d) of each content-token sequence, run with special
         tokens added, longest first, ``batch_size`` sequences per padded batch."""
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
         results: list[torch.Tensor] = [torch.empty(0)] * len(seqs)
+        for i, out in self._iter_windows(seqs, progress):
+            results[i] = out
+        return results
+
+    def _iter_windows(self, seqs: list[list[int]], progress: bool,
+                      desc: str = "encoding windows") -> Iterator[tuple[int, torch.Tensor]]:
+        """``(index, content-token vectors)`` of each sequence, batch by batch."""
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
         batches = [
             order[i : i + self.config.batch_size]
             for i in range(0, len(order), self.config.batch_size)
         ]
         pad_id = self.tokenizer.pad_token_id or 0
         start = len(self._prefix_ids)
-        for batch in tqdm(batches, desc="encoding windows", disable=None if progress else True):
+        for batch in tqdm(batches, desc=desc, disable=None if progress else True,
+                          mininterval=5, miniters=1):
             rows = [self._prefix_ids + seqs[i] + self._suffix_ids for i in batch]
             width = max(len(r) for r in rows)
             ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -146,8 +159,7 @@ class DocumentEncoder:
                 mask[j, : len(row)] = 1
             hidden = self._forward(ids, mask)
             for j, i in enumerate(batch):
-                results[i] = hidden[j, start : start + len(seqs[i])].clone()
-        return results
+                yield i, hidden[j, start : start + len(seqs[i])].clone()
 
     def _key(self, text: str) -> str:
         return cache_key(
@@ -183,22 +195,28 @@ class DocumentEncoder:
             truncation=False,
             verbose=False,
         )
-        plans, seqs = [], []
-        for i, ids in zip(todo, enc["input_ids"], strict=True):
+        plans, seqs, long_docs = [], [], []
+        for k, (i, ids) in enumerate(zip(todo, enc["input_ids"], strict=True)):
             if not ids:
                 raise ValueError(
                     f"document {i} yields no tokens for {self.model_id}: nothing to encode"
                 )
             windows = plan_windows(len(ids), self.window, self.config.overlap)
             plans.append(windows)
-            seqs.extend(ids[s:e] for s, e in windows)
+            if len(ids) > self.config.stream_tokens:
+                long_docs.append(k)
+            else:
+                seqs.extend(ids[s:e] for s, e in windows)
         outputs = self._run_windows(seqs, progress)
 
         pos = 0
         for k, (i, windows) in enumerate(zip(todo, plans, strict=True)):
             n = len(enc["input_ids"][k])
-            vectors = blend_windows(outputs[pos : pos + len(windows)], windows, n)
-            pos += len(windows)
+            if k in long_docs:
+                vectors = self._stream_document(i, enc["input_ids"][k], windows)
+            else:
+                vectors = blend_windows(outputs[pos : pos + len(windows)], windows, n)
+                pos += len(windows)
             te = TokenEmbeddings(
                 vectors=vectors.contiguous(),
                 offsets=np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2),
@@ -216,6 +234,17 @@ class DocumentEncoder:
                 self.cache.put(self._key(texts[i]), te)
             results[i] = te
         return results  # type: ignore[return-value]
+
+    def _stream_document(self, i: int, ids: list[int], windows: list[tuple[int, int]]) -> torch.Tensor:
+        """A long document's blended token vectors (n, d): windows encoded batch by batch
+        and blended at once, with a progress bar (bounded memory, same numbers)."""
+        logger.info("document %d is long (%d word-pieces, %d windows): streaming it through "
+                    "the encoder", i, len(ids), len(windows))
+        blender = WindowBlender(len(ids), self.dim)
+        seqs = [ids[s:e] for s, e in windows]
+        for j, out in self._iter_windows(seqs, True, desc=f"encoding long document {i}"):
+            blender.add(out, *windows[j])
+        return blender.result()
 
     @torch.inference_mode()
     def encode_texts(self, texts: list[str], max_length: int | None = None) -> torch.Tensor:

@@ -254,3 +254,21 @@ def test_bad_config_raises(minilm_path):
         DocumentEncoder(EncoderConfig(model=str(minilm_path), window=64, overlap=64))
     with pytest.raises(ValueError, match="window"):
         DocumentEncoder(EncoderConfig(model=str(minilm_path), window=600))
+
+
+def test_long_documents_stream_with_the_same_numbers(caplog):
+    """Documents over encoder.stream_tokens are encoded window by window and blended at once
+    (bounded memory): the token vectors equal the batched path's."""
+    import logging
+
+    from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+
+    text = " ".join(f"Sentence {i} reports that ferrets coughed for {i % 7} days." for i in range(150))
+    batched = DocumentEncoder(EncoderConfig(device="cpu")).encode_documents([text, "Short one."], progress=False)
+    with caplog.at_level(logging.INFO):
+        streamed = DocumentEncoder(EncoderConfig(device="cpu", stream_tokens=600)).encode_documents(
+            [text, "Short one."], progress=False)
+    assert len(batched[0].windows) > 2 and batched[0].windows == streamed[0].windows
+    assert torch.allclose(batched[0].vectors, streamed[0].vectors, atol=1e-6)
+    assert torch.allclose(batched[1].vectors, streamed[1].vectors, atol=1e-5)  # other padding
+    assert "streaming it through the encoder" in caplog.text
