@@ -242,8 +242,12 @@ class DocumentEncoder:
                     "the encoder", i, len(ids), len(windows))
         blender = WindowBlender(len(ids), self.dim)
         seqs = [ids[s:e] for s, e in windows]
-        for j, out in self._iter_windows(seqs, True, desc=f"encoding long document {i}"):
+        step = max(1, len(windows) // 10)  # a log line every 10% for SLURM logs (no TTY bar)
+        for done, (j, out) in enumerate(
+                self._iter_windows(seqs, True, desc=f"encoding long document {i}"), start=1):
             blender.add(out, *windows[j])
+            if done % step == 0:
+                logger.info("document %d: %d/%d windows encoded", i, done, len(windows))
         return blender.result()
 
     @torch.inference_mode()

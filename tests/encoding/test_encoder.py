@@ -271,4 +271,4 @@ def test_long_documents_stream_with_the_same_numbers(caplog):
     assert len(batched[0].windows) > 2 and batched[0].windows == streamed[0].windows
     assert torch.allclose(batched[0].vectors, streamed[0].vectors, atol=1e-6)
     assert torch.allclose(batched[1].vectors, streamed[1].vectors, atol=1e-5)  # other padding
-    assert "streaming it through the encoder" in caplog.text
+    assert "streaming it through the encoder" in caplog.text and "windows encoded" in caplog.text
