@@ -34,12 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         check_output_dir(args.out, "index", args.force, [args.corpus])  # before any encoding
-        if args.model is None:
-            from gralc.chunking import registered
-
-            if args.strategy not in registered():
-                raise ValueError(f"unknown --strategy {args.strategy!r}; available: "
-                                 f"{', '.join(sorted(registered()))}")
         fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                     index_config=IndexConfig(kind=args.index),

@@ -99,6 +99,12 @@ class Retriever:
         """
         if searcher not in SEARCHERS:
             raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
+        if model is None:  # before any parsing or encoding
+            from gralc.chunking import registered
+
+            if strategy not in registered():
+                raise ValueError(f"unknown strategy {strategy!r}; available: "
+                                 f"{', '.join(sorted(registered()))}")
         docs = load_documents_from(corpus) if files is None else _read_files(files)
         if not docs:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")

@@ -46,13 +46,13 @@ def test_loading_an_index_writes_nothing_into_it(small_index):
 def test_unknown_strategy_is_refused_before_any_encoding(tmp_path, capsys, monkeypatch):
     import gralc.inference
 
-    monkeypatch.setattr(gralc.inference.Retriever, "build", lambda *a, **k: pytest.fail("encoded"))
+    monkeypatch.setattr(gralc.inference, "load_documents_from", lambda *a, **k: pytest.fail("read"))
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "a.txt").write_text("Title\n\nText.", encoding="utf-8")
     assert index_cli.main([str(corpus), "--out", str(tmp_path / "o"), "--strategy", "nosuch"]) == 2
     err = capsys.readouterr().err
-    assert "unknown --strategy 'nosuch'" in err and "structure_aware" in err
+    assert "unknown strategy 'nosuch'" in err and "structure_aware" in err
     assert not (tmp_path / "o").exists()
 
 
