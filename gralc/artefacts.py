@@ -109,11 +109,7 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
         tmp.mkdir()
         try:
             yield tmp
-            import gralc
-
-            (tmp / MARKER).write_text(json.dumps({"kind": kind, "gralc_version": gralc.__version__,
-                                                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}),
-                                      encoding="utf-8")
+            _write_marker(tmp, kind)
             _swap_in(tmp, check_output_dir(out, kind, force, inputs), kind)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -134,12 +130,16 @@ def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
         logger.warning("--force: the previous content of %s was moved to %s", out, aside)
     out.mkdir(parents=True, exist_ok=True)
     if not (out / MARKER).is_file():
-        import gralc
-
-        (out / MARKER).write_text(json.dumps({"kind": kind, "gralc_version": gralc.__version__,
-                                              "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}),
-                                  encoding="utf-8")
+        _write_marker(out, kind)
     return out
+
+
+def _write_marker(folder: Path, kind: str) -> None:
+    import gralc
+
+    (folder / MARKER).write_text(json.dumps({"kind": kind, "gralc_version": gralc.__version__,
+                                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}),
+                                 encoding="utf-8")
 
 
 def _swap_in(tmp: Path, out: Path, kind: str) -> None:
