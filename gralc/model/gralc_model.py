@@ -27,7 +27,7 @@ from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
 
 if TYPE_CHECKING:
-    from gralc.training.features import DocFeatures
+    from gralc.model.doc_features import DocFeatures
 
 Spans = list[tuple[int, int]]
 

@@ -37,7 +37,7 @@ from gralc.training.pairs import (
 )
 
 logger = logging.getLogger(__name__)
-CACHE_VERSION = 2  # 2: TrainingExample.text (the question, re-encoded by LoRA training)
+CACHE_VERSION = 3  # 2: TrainingExample.text; 3: DocFeatures lives in gralc.model.doc_features
 
 
 @dataclass
