@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - start
     linker = EntityLinker(vocab)
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "linker.pkl"
+        cache = Path(tmp) / "linker.json"
         save_s, _ = _best_of(lambda: linker.save(cache), 1)
         load_cache_s, _ = _best_of(lambda: EntityLinker.load(cache), 1)
         cache_mb = cache.stat().st_size / 1e6
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         ),
         ("thesaurus TSV load (s)", f"{load_s:.2f}"),
         ("automaton build (s)", f"{linker.build_seconds:.2f}"),
-        ("cache save / load (s)", f"{save_s:.2f} / {load_cache_s:.2f} ({cache_mb:.0f} MB pickle)"),
+        ("cache save / load (s)", f"{save_s:.2f} / {load_cache_s:.2f} ({cache_mb:.0f} MB JSON)"),
         ("link throughput, wall (MB/s)", f"{megabytes / wall:.2f}"),
         ("link throughput, CPU (MB/s)", f"{megabytes / cpu:.2f}"),
         ("mentions", f"{n_mentions:,} ({1000 * n_mentions / words:.1f} per 1k words)"),

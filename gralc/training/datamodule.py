@@ -2,8 +2,8 @@
 
 ``GraLCDataModule(cfg).setup()`` loads the benchmark, splits the questions
 (:func:`gralc.training.pairs.split_questions`), prepares and featurises every corpus document
-ONCE (encoder cache + one ``torch.save`` of all features and question encodings, keyed by a
-hash of everything they depend on; a cache hit does not even load the encoder), then serves
+ONCE (encoder cache + one JSON + safetensors folder of all features and question encodings,
+keyed by a hash of everything they depend on; a cache hit does not even load the encoder), then serves
 
 * train batches (:class:`TrainBatch`): ``batch_size`` questions of DISTINCT documents
   (:class:`NoDuplicateDocBatchSampler`) plus ``extra_negative_docs`` random training documents;
@@ -37,7 +37,7 @@ from gralc.training.pairs import (
 )
 
 logger = logging.getLogger(__name__)
-CACHE_VERSION = 3  # 2: TrainingExample.text; 3: DocFeatures lives in gralc.model.doc_features
+CACHE_VERSION = 4  # 2: TrainingExample.text; 3: DocFeatures moved; 4: JSON + safetensors folder
 
 
 @dataclass
@@ -219,7 +219,8 @@ def build_training_data(cfg: TrainConfig, bench: Benchmark) -> TrainingData:
 
 
 def load_training_data(cfg: TrainConfig) -> TrainingData:
-    """:func:`build_training_data`, from ``paths.cache_dir/train_features/KEY.pt`` when there."""
+    """:func:`build_training_data`, from the folder ``paths.cache_dir/train_features/KEY/``
+    (``records.json`` + ``tensors.safetensors``) when there."""
     linker = None
     if cfg.data.name == "pmc" and not cfg.data.questions:
         from gralc.knowledge.linker import EntityLinker
@@ -229,8 +230,8 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
             load_knowledge(cfg.pipeline.knowledge)[0], cfg.pipeline.knowledge.linker
         )
     bench = _limit_docs(load_benchmarks(cfg.data, linker)[0], cfg.data.max_docs)
-    path = Path(cfg.paths.cache_dir) / "train_features" / f"{_cache_key(cfg, bench)}.pt"
-    if path.is_file():
+    path = Path(cfg.paths.cache_dir) / "train_features" / _cache_key(cfg, bench)
+    if path.is_dir():
         try:
             data = load_features(path)
             logger.info("training features from %s", path)

@@ -119,17 +119,6 @@ def build_features(
     return [doc_features(p, pipeline, concept_embedder, boundary_cfg) for p in prepared_docs]
 
 
-def save_features(payload: object, path) -> None:
-    """``torch.save`` through a temporary file (a crash never leaves half a cache)."""
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
-
-
 def record_types() -> list[type]:
     """The GraLC record classes a feature cache may hold (and nothing else)."""
     from gralc.documents import model as dm
@@ -142,9 +131,17 @@ def record_types() -> list[type]:
                                        "CrossRef", "ListBlock", "Caption", "Reference"))]
 
 
-def load_features(path) -> object:
-    """Inverse of :func:`save_features`: tensors, plain values and :func:`record_types` only
-    (``torch.load(weights_only=True)``); a file asking for anything else is refused."""
-    from gralc.safe_load import load_torch
+def save_features(payload: object, path) -> None:
+    """Write ``payload`` (tensors, plain values, :func:`record_types`) as the folder ``path``:
+    ``records.json`` + ``tensors.safetensors``, renamed into place in one step."""
+    from gralc.record_store import save_records
 
-    return load_torch(path, record_types(), what="training feature cache")
+    save_records(payload, path, record_types())
+
+
+def load_features(path) -> object:
+    """Inverse of :func:`save_features`; nothing is unpickled, a record type outside
+    :func:`record_types` or a damaged folder is a ``ValueError`` naming ``path``."""
+    from gralc.record_store import load_records
+
+    return load_records(path, record_types(), what="training feature cache")

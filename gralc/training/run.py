@@ -60,15 +60,23 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_resume(cfg: TrainConfig) -> str | None:
-    """The checkpoint path to resume from, or None for a fresh run."""
+    """The checkpoint path to resume from, or None for a fresh run; checked before any data is
+    built: a missing, truncated or code-carrying checkpoint is an error naming it
+    (``resume="auto"`` skips unreadable ones, with a warning, and takes the newest readable)."""
     if cfg.resume is None:
         return None
     if cfg.resume == "auto":
         out = Path(cfg.paths.output_dir)
         found = [p for p in [out / "checkpoints" / "last.ckpt", *out.glob("hpc_ckpt_*.ckpt")]
                  if p.is_file()]
-        newest = max(found, key=lambda p: p.stat().st_mtime, default=None)
-        return str(newest.resolve()) if newest else None
+        for path in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True):
+            try:
+                load_torch(path, what="training checkpoint (.ckpt)")
+            except ValueError as exc:
+                logger.warning("resume=auto: skipping %s (%s)", path, exc)
+                continue
+            return str(path.resolve())
+        return None
     path = (
         Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
         if cfg.resume == "last"
@@ -79,6 +87,13 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
             f"resume={cfg.resume!r}: checkpoint {path} does not exist; drop resume= to start a "
             "fresh run, or point paths.output_dir at the run to continue"
         )
+    try:
+        load_torch(path, what="training checkpoint (.ckpt)")  # weights only, never code
+    except ValueError as exc:
+        raise ValueError(
+            f"resume={cfg.resume!r}: {exc}; or resume from another checkpoint of the run "
+            f"(resume=PATH, e.g. one of {path.parent}/*.ckpt)"
+        ) from None
     return str(path.resolve())
 
 

@@ -48,3 +48,30 @@ def test_corrupt_token_cache_entry_is_a_warning_and_a_miss(tmp_path, caplog):
         again = DocumentEncoder(EncoderConfig(cache_dir=str(tmp_path / "cache"))).encode_document(text)
     assert "unreadable" in caplog.text and str(entry) in caplog.text
     assert (again.vectors - first.vectors).abs().max() < 1e-5
+
+
+def test_truncated_resume_checkpoint_is_named_before_any_work(tmp_path, monkeypatch, capsys):
+    """train.py resume=last on a half-written last.ckpt: exit 2 naming the file, before the
+    data or encoder are touched; resume=auto falls back to the newest readable checkpoint."""
+    import os
+
+    import torch
+
+    import train as train_script
+    from gralc.config import load_config
+    from gralc.training.config import TrainConfig
+    from gralc.training.run import resolve_resume
+
+    ckpts = tmp_path / "checkpoints"
+    ckpts.mkdir()
+    good = tmp_path / "hpc_ckpt_1.ckpt"
+    torch.save({"state_dict": {"w": torch.ones(2)}, "global_step": 3}, good)
+    os.utime(good, (1, 1))  # older than last.ckpt
+    (ckpts / "last.ckpt").write_bytes(good.read_bytes()[:100])  # killed while writing
+
+    monkeypatch.chdir(os.path.dirname(train_script.__file__))
+    rc = train_script.run(train_script.main, [f"paths.output_dir={tmp_path}", "resume=last"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "last.ckpt" in err and "truncated" in err and "resume=PATH" in err
+    cfg = load_config(TrainConfig, "configs/train.yaml", [f"paths.output_dir={tmp_path}", "resume=auto"])
+    assert resolve_resume(cfg) == str(good.resolve())

@@ -46,14 +46,30 @@ def test_export_cli_refuses_a_crafted_checkpoint(crafted, tmp_path):
     assert not flag.exists() and not (tmp_path / "export").exists()
 
 
-def test_feature_cache_allows_only_gralc_records(crafted, tmp_path, caplog):
+def test_feature_cache_is_json_and_safetensors_never_a_pickle(crafted, tmp_path):
+    """The cache is a folder of records.json + tensors.safetensors; a pickle put in its place,
+    a record type outside the allow-list or a damaged file is refused, and nothing runs."""
+    import json
+
     path, flag = crafted
-    with pytest.raises(ValueError, match="refusing to load"):
-        load_features(path)
-    assert not flag.exists()
-    ok = tmp_path / "features.pt"
-    save_features({"H": torch.ones(2, 3), "ids": ["a", "b"]}, ok)
-    assert load_features(ok)["ids"] == ["a", "b"]
+    ok = tmp_path / "features"
+    save_features({"H": torch.ones(2, 3), "ids": ["a", "b"], "span": (1, 2)}, ok)
+    assert sorted(p.name for p in ok.iterdir()) == ["records.json", "tensors.safetensors"]
+    back = load_features(ok)
+    assert back["ids"] == ["a", "b"] and back["span"] == (1, 2) and torch.equal(back["H"], torch.ones(2, 3))
+
+    (ok / "tensors.safetensors").write_bytes(path.read_bytes())  # a crafted pickle in its place
+    with pytest.raises(ValueError, match="features: not a readable training feature cache"):
+        load_features(ok)
+    save_features({"H": torch.ones(1)}, ok)
+    head = json.loads((ok / "records.json").read_text())
+    head["root"] = {"$record": "Popen", "fields": {"args": ["touch", str(flag)]}}
+    (ok / "records.json").write_text(json.dumps(head))
+    with pytest.raises(ValueError, match="record type 'Popen' is not allowed"):
+        load_features(ok)
+    with pytest.raises(TypeError, match="Payload"):
+        save_features({"x": Payload(str(flag))}, tmp_path / "other")
+    assert not flag.exists() and not (tmp_path / "other").exists()
 
 
 def test_truncated_files_name_the_file(tmp_path):
@@ -79,8 +95,8 @@ def test_corrupt_feature_cache_is_a_miss(tmp_path, caplog, monkeypatch):
 
     cfg = TrainConfig()
     cfg.paths.cache_dir = str(tmp_path)
-    (tmp_path / "train_features").mkdir()
-    (tmp_path / "train_features" / "key.pt").write_bytes(b"garbage")
+    (tmp_path / "train_features" / "key").mkdir(parents=True)
+    (tmp_path / "train_features" / "key" / "records.json").write_text("{garbage")
     with caplog.at_level(logging.WARNING):
         assert datamodule.load_training_data(cfg) == "fresh"
     assert built == [1] and "ignoring the feature cache" in caplog.text

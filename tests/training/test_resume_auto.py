@@ -21,10 +21,10 @@ def test_auto_takes_the_newest_of_last_and_hpc_checkpoints(make_cfg, tmp_path):
     cfg = make_cfg(tmp_path, "resume=auto")
     last = tmp_path / "checkpoints" / "last.ckpt"
     last.parent.mkdir()
-    last.write_bytes(b"x")
+    torch.save({"global_step": 1}, last)
     assert resolve_resume(cfg) == str(last.resolve())
     hpc = tmp_path / "hpc_ckpt_1.ckpt"
-    hpc.write_bytes(b"x")
+    torch.save({"global_step": 2}, hpc)
     now = time.time()
     os.utime(last, (now - 60, now - 60))
     os.utime(hpc, (now, now))

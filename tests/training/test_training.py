@@ -190,3 +190,27 @@ def test_nan_loss_stops_training_without_a_broken_checkpoint(datamodule, make_cf
     lit = GraLCLitModule(model, cfg.optim)
     with pytest.raises(NonFiniteLossError, match="refusing to checkpoint"):
         lit.on_save_checkpoint({})
+
+
+def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
+    """The JSON + safetensors cache gives back the same records and tensors it was given."""
+    from dataclasses import fields
+
+    from gralc.training.features import load_features, save_features
+
+    data = datamodule.data
+    save_features(data, tmp_path / "cache")
+    back = load_features(tmp_path / "cache")
+    assert type(back) is type(data) and back.train_doc_ids == data.train_doc_ids
+    doc_id = data.train[0].doc_id
+    a, b = data.features[doc_id], back.features[doc_id]
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, torch.Tensor):
+            assert x.dtype == y.dtype and torch.equal(x, y), f.name
+        else:
+            assert x == y, f.name
+    e, e2 = data.train[0], back.train[0]
+    assert e.positives.char_ranges == e2.positives.char_ranges
+    assert all(isinstance(r, tuple) for r in e2.positives.char_ranges)
+    assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
