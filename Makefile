@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(PY) -m gralc.demo.run
+	$(PY) -m gralc.demo
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -m "not slow" -q

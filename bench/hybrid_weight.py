@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from gralc.evaluation.benchmarks import squad_benchmark
+from gralc.data.benchmarks import squad_benchmark
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.runner import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline, PipelineConfig

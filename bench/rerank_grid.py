@@ -25,8 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from gralc.data.benchmarks import DataConfig, load_benchmarks
 from gralc.encoding.encoder import EncoderConfig
-from gralc.evaluation.benchmarks import DataConfig, load_benchmarks
 from gralc.evaluation.runner import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.retrieval.diversity import section_diverse_rerank
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     for path in (args.pmc, args.questions, args.mesh):
         if not path.exists():
-            hint = ("generate it: python -m gralc.evaluation.crosssection ../shared/data/pmc "
+            hint = ("generate it: python -m gralc.data.crosssection_questions ../shared/data/pmc "
                     "--out results/pmc_questions.jsonl --vocabulary "
                     "../shared/data/mesh/mesh2024_thesaurus_terms.tsv")
             print(f"error: {path} not found ({hint})", file=sys.stderr)

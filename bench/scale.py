@@ -235,7 +235,7 @@ def bench_train(max_epochs: int, encoder: DocumentEncoder) -> dict[str, Any]:
     ``encoder`` only counts the demo articles' word-pieces (a step's cost scales with them)."""
     import pytorch_lightning as pl
 
-    from gralc.demo import demo_articles
+    from gralc.data.demo import demo_articles
     from gralc.training.demo_stage import demo_config
     from gralc.training.run import train
 

@@ -34,16 +34,16 @@ import torch
 from pytorch_lightning.callbacks import Callback
 
 from gralc.config import load_config, to_dict
-from gralc.evaluation.benchmarks import pubmedqa_benchmarks
+from gralc.data.benchmarks import pubmedqa_benchmarks
 from gralc.evaluation.metrics import aggregate
 from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
+from gralc.evaluation.trained_rows import evaluate_trained
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import Pipeline
+from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
 from gralc.training.config import TrainConfig
-from gralc.training.evaluation import evaluate_trained
-from gralc.training.inference import TrainedScorer
 from gralc.training.run import train
 
 logger = logging.getLogger("bench.train_pubmedqa")

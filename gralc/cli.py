@@ -29,3 +29,9 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
         print(f"error: {exc}", file=sys.stderr)
         print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
         return 2
+
+
+def pipeline_overrides(items: Sequence[str]) -> list[str]:
+    """``key=value`` pipeline settings from a command line, with or without the ``pipeline.``
+    prefix (``gralc.index``, ``gralc.shard_index`` take them as ``eval.py`` does)."""
+    return [i.removeprefix("pipeline.") for i in items]

@@ -55,14 +55,16 @@ def load_config(
     path: str | Path | None = None,
     overrides: Sequence[str] = (),
     config_dir: str | Path | None = None,
+    base: T | None = None,
 ) -> T:
     """Load and validate a config; returns the schema dataclass instance (typed).
 
     ``overrides`` are ``key=value`` strings (``a.b=3``), or ``group=name`` where
-    ``config_dir/group/name.yaml`` exists.
+    ``config_dir/group/name.yaml`` exists. ``base``: start from this instance instead of the
+    schema's defaults (e.g. the pipeline config saved with a trained model).
     """
     schema_obj = schema()
-    cfg = OmegaConf.structured(schema_obj)
+    cfg = OmegaConf.structured(base if base is not None else schema_obj)
     if path is not None:
         path = Path(path)
         if not path.is_file():
@@ -117,3 +119,26 @@ def save_config(cfg: Any, path: str | Path) -> None:
     """Write the resolved config as YAML."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(OmegaConf.create(to_dict(cfg)), Path(path))
+
+
+def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a.b.c": value}`` of a config dataclass (or nested dict)."""
+    d = to_dict(cfg) if not isinstance(cfg, dict) else cfg
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_conflicts(saved: Any, given: Any, ignore: tuple[str, ...] = ()) -> list[str]:
+    """``"key: saved=X, given=Y"`` for every setting where ``given`` differs from ``saved``
+    (keys starting with an ``ignore`` prefix excepted)."""
+    a, b = flatten(saved), flatten(given)
+    return [
+        f"{k}: saved={a.get(k)!r}, given={b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k) and not k.startswith(ignore)
+    ]

@@ -1,4 +1,8 @@
-"""``python -m gralc.index CORPUS --out INDEX_DIR [--model EXPORT_DIR | --strategy NAME]``.
+"""``python -m gralc.index CORPUS [key=value ...] --out INDEX_DIR [--model DIR | --strategy NAME]``.
+
+``key=value``: pipeline settings (``gralc.pipeline.PipelineConfig``), e.g.
+``knowledge.vocabulary=data/mesh/mesh2024_thesaurus_terms.tsv knowledge.tree_file=...``
+(``pipeline.`` prefix optional); a trained model keeps its own, only runtime keys may change.
 
 Indexes a JATS / plain-text / Markdown file, a directory of them, or a PubMedQA JSON file.
 ``--searcher hybrid`` adds BM25 over the same chunks, fused with the dense ranking.
@@ -11,6 +15,7 @@ import logging
 import sys
 
 from gralc.artefacts import OutputDirError, check_output_dir
+from gralc.cli import pipeline_overrides
 from gralc.inference import SEARCHERS, Retriever
 from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.index import IndexConfig
@@ -19,6 +24,8 @@ from gralc.retrieval.index import IndexConfig
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build a GraLC search index.")
     parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, or ori_pqal.json")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="pipeline settings, e.g. knowledge.vocabulary=PATH")
     parser.add_argument("--out", required=True, help="index directory to write")
     parser.add_argument("--force", action="store_true",
                         help="--out holds other files: move them aside to OUT.replaced-<time>")
@@ -37,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                     index_config=IndexConfig(kind=args.index),
-                                    searcher=args.searcher, fusion=fusion)
+                                    searcher=args.searcher, fusion=fusion,
+                                    overrides=pipeline_overrides(args.overrides))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

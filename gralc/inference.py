@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from gralc.artefacts import write_artefact
-from gralc.config import to_dict
+from gralc.config import config_conflicts, load_config, to_dict
+from gralc.knowledge.builtin import warn_builtin_vocabulary
 from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.fusion import FusionConfig, fuse
@@ -36,6 +37,18 @@ logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
 SEARCHERS = ("dense", "hybrid")
+#: Pipeline settings that change how fast, not what, is computed.
+RUNTIME_KEYS = ("encoder.cache_dir", "encoder.device", "encoder.batch_size", "encoder.precision")
+
+
+def _is_demo_corpus(corpus: str | Path) -> bool:
+    """The bundled demo articles (linked with the built-in MeSH subset on purpose)."""
+    from gralc.data.demo import DEMO_DIR
+
+    try:
+        return Path(corpus).resolve().is_relative_to(DEMO_DIR.resolve())
+    except OSError:
+        return False
 
 
 @dataclass
@@ -90,15 +103,21 @@ class Retriever:
         batch_docs: int = 32,
         searcher: str = "dense",
         fusion: FusionConfig | None = None,
+        overrides: Sequence[str] = (),
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
         ``files``: index only these files of ``corpus`` (one shard, :mod:`gralc.shard_index`),
         in the given order; an unreadable one is skipped with a warning, as in a directory.
         ``searcher="hybrid"`` adds BM25 over the same chunks, fused by ``fusion``.
+        ``overrides``: ``key=value`` pipeline settings (``knowledge.vocabulary=...``) applied
+        to ``pipeline_config`` (a trained model's own config with ``model``: only runtime keys
+        may change there, anything else is an error naming both values).
         """
         if searcher not in SEARCHERS:
             raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
+        if overrides and model is None:  # validated before any parsing or encoding
+            pipeline_config = load_config(PipelineConfig, None, overrides, base=pipeline_config)
         if model is None:  # before any parsing or encoding
             from gralc.chunking import registered
 
@@ -110,11 +129,26 @@ class Retriever:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
         scorer = None
         if model is not None:
-            from gralc.training.inference import TrainedScorer
+            from gralc.retrieval.trained_scorer import TrainedScorer
 
             scorer = TrainedScorer.load(model)
+            if overrides:
+                pipeline_config = load_config(PipelineConfig, None, overrides,
+                                              base=pipeline_config or scorer.pipeline_config)
+            if pipeline_config is not None:  # the model runs with its own settings
+                conflicts = config_conflicts(scorer.pipeline_config, pipeline_config, RUNTIME_KEYS)
+                if conflicts:
+                    raise ValueError(
+                        f"{model} was trained with other pipeline settings than those given: "
+                        f"{'; '.join(conflicts)}. A trained model always runs with its saved "
+                        "settings: drop these overrides (runtime keys such as "
+                        "encoder.device / cache_dir / batch_size may differ)"
+                    )
             pipeline_config = pipeline_config or scorer.pipeline_config
             strategy = "gralc"
+        elif (pipeline_config or PipelineConfig()).knowledge.vocabulary is None and \
+                not _is_demo_corpus(corpus):
+            warn_builtin_vocabulary(str(corpus))
         pipeline = Pipeline(pipeline_config or PipelineConfig())
         chunks = []
         # documents stream through encode -> chunk in batches: only chunks are kept, never
@@ -178,7 +212,7 @@ class Retriever:
         index = ChunkIndex.load(directory)
         scorer = None
         if spec.model is not None:
-            from gralc.training.inference import TrainedScorer
+            from gralc.retrieval.trained_scorer import TrainedScorer
 
             if not Path(spec.model).exists():
                 raise FileNotFoundError(f"{spec_file} names the model {spec.model}, which no longer "

@@ -97,10 +97,10 @@ class PipelineConfig:
 def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
     """The vocabulary (with tree numbers) and the relation tables the config names."""
     if cfg.vocabulary is None:
-        from gralc.demo import demo_mesh_tree_path, demo_vocabulary_path
+        from gralc.knowledge.builtin import builtin_tree_path, builtin_vocabulary_path
 
-        vocab = load_vocabulary(demo_vocabulary_path())
-        tree = cfg.tree_file or str(demo_mesh_tree_path())
+        vocab = load_vocabulary(builtin_vocabulary_path())
+        tree = cfg.tree_file or str(builtin_tree_path())
     else:
         vocab = load_vocabulary(cfg.vocabulary)
         tree = cfg.tree_file

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gralc.artefacts import check_output_dir, write_artefact
+from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import RETRIEVER_FILE, Retriever
 from gralc.retrieval.index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
@@ -54,12 +55,15 @@ def build_shard(
     strategy: str = "structure_aware",
     index_config: IndexConfig | None = None,
     force: bool = False,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> Retriever:
     """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``);
-    ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`)."""
+    ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`); ``overrides``:
+    ``key=value`` pipeline settings, as for ``gralc.index``."""
     check_output_dir(out, "index", force, [corpus])  # before any encoding
     files = shard_files(corpus, shard, num_shards)
-    retriever = Retriever.build(corpus, strategy, index_config=index_config, files=files)
+    retriever = Retriever.build(corpus, strategy, index_config=index_config, files=files,
+                                overrides=overrides)
     manifest = {
         "corpus": str(Path(corpus).resolve()),
         "shard": shard,
@@ -115,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="index one shard of a corpus directory")
     b.add_argument("--corpus", required=True, help="directory of JATS files")
+    b.add_argument("overrides", nargs="*", metavar="key=value",
+                   help="pipeline settings, e.g. knowledge.vocabulary=PATH (as gralc.index)")
     b.add_argument("--shard", type=int, required=True, help="this shard's index (e.g. $SLURM_PROCID)")
     b.add_argument("--num-shards", type=int, required=True, help="number of shards (e.g. $SLURM_NTASKS)")
     b.add_argument("--out", required=True, help="shard index directory to write")
@@ -130,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
-                            IndexConfig(kind=args.index), force=args.force)
+                            IndexConfig(kind=args.index), force=args.force,
+                            overrides=pipeline_overrides(args.overrides))
             print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
         else:
             merged = merge_shards(args.shards, args.out, force=args.force)

@@ -238,7 +238,7 @@ EOF
 log "OK SIGUSR1: hpc checkpoint, self-requeue, resumed"
 
 # ----- 5. sharded indexing ------------------------------------------------------------------
-ARTICLES=$REPO/gralc/demo/articles
+ARTICLES=$REPO/gralc/data/demo/articles
 IDX=$TMP/index
 mkdir -p "$IDX"
 id=$(CORPUS=$ARTICLES INDEX_OUT=$IDX STRATEGY=late sbatch --parsable --ntasks=2 --cpus-per-task=1 \

@@ -6,7 +6,7 @@ import pytest
 
 from gralc import index as index_cli
 from gralc import search as search_cli
-from gralc.demo import DEMO_DIR
+from gralc.data.demo import DEMO_DIR
 from gralc.inference import Retriever
 
 ARTICLES = DEMO_DIR / "articles"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gralc.evaluation.benchmarks import DataConfig
+from gralc.data.benchmarks import DataConfig
 from gralc.evaluation.runner import DEFAULT_METHODS, EvidenceConfig
 from gralc.pipeline import PipelineConfig
 from gralc.retrieval.fusion import FusionConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gralc.artefacts import check_output_dir, claim_dir
 from gralc.config import to_dict
-from gralc.evaluation.benchmarks import load_benchmarks
+from gralc.data.benchmarks import load_benchmarks
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.runner import (
@@ -24,6 +24,7 @@ from gralc.evaluation.runner import (
     evaluate_method,
     make_chunker,
 )
+from gralc.knowledge.builtin import warn_builtin_vocabulary
 from gralc.pipeline import Pipeline
 from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
 
@@ -52,6 +53,8 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     inputs = [cfg.data.path] if cfg.data.path else []
     check_output_dir(out, "eval_results", cfg.paths.force, inputs)  # before any encoding
     digest = _settings_digest(cfg)
+    if cfg.pipeline.knowledge.vocabulary is None and cfg.data.name != "demo":
+        warn_builtin_vocabulary(f"data={cfg.data.name} {cfg.data.path or ''}".strip())
     started = time.perf_counter()
     pipeline = Pipeline(cfg.pipeline)
     out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
@@ -90,7 +93,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
             logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
                         result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
         for model_path in cfg.models:
-            from gralc.training.evaluation import evaluate_trained
+            from gralc.evaluation.trained_rows import evaluate_trained
 
             results.extend(evaluate_trained(model_path, bench, prepared, pipeline, settings))
     timings["total_s"] = time.perf_counter() - started

@@ -23,7 +23,7 @@ import numpy as np
 
 from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
-from gralc.evaluation.benchmarks import Benchmark
+from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.evidence import BUDGETS, PieceCounter, evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import (
     aggregate,

@@ -85,7 +85,7 @@ class ModelConfig:
 
 class GraLCModel(nn.Module):
     """``GraLCModel(config, token_dim d, concept_dim d_k)``; every method takes one
-    :class:`~gralc.training.features.DocFeatures` ``f``."""
+    :class:`~gralc.model.doc_features.DocFeatures` ``f``."""
 
     def __init__(self, config: ModelConfig, token_dim: int, concept_dim: int) -> None:
         super().__init__()

@@ -2,7 +2,8 @@
 
 Order: score descending, then ``doc_id`` descending, then ``chunk_id`` descending (plain
 string comparison; trec_eval's rule). :func:`rank_chunks` orders ``(chunk, score)`` pairs,
-:func:`rank_order` the indices of a score vector; both give the same order.
+:func:`rank_order` the indices of a score vector, :func:`rank_matrix` a (Q, K) score matrix
+row by row; all give the same order.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 ChunkLike = Any  # Chunk | dict with doc_id / chunk_id | (Chunk | dict, score) | Hit
 
@@ -58,3 +60,13 @@ def rank_order(chunks: Sequence[ChunkLike], scores: np.ndarray, k: int | None = 
     rows = sorted(rows.tolist(), key=lambda i: tie_key(chunks[i]), reverse=True)
     rows.sort(key=lambda i: -scores[i])
     return rows[:k]
+
+
+def rank_matrix(scores: torch.Tensor, keys: Sequence[Any]) -> torch.Tensor:
+    """(Q, K) column indices ordering each row of ``scores`` (Q, K) by the rule: score
+    descending, then ``keys[j]`` descending (``(doc_id, chunk_id)`` or ``(doc_id, position)``
+    when positions order a document's chunks, as in Lightning validation). On CPU."""
+    perm = torch.tensor(sorted(range(len(keys)), key=lambda j: keys[j], reverse=True),
+                        dtype=torch.long)
+    order = torch.argsort(scores[:, perm.to(scores.device)], dim=1, descending=True, stable=True)
+    return perm[order.cpu()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gralc.config import ConfigError
-from gralc.evaluation.benchmarks import DataConfig
+from gralc.data.benchmarks import DataConfig
 from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
 

@@ -25,13 +25,14 @@ import pytorch_lightning as pl
 from torch.utils.data import DataLoader, Sampler
 
 from gralc.config import to_dict
-from gralc.evaluation.benchmarks import Benchmark, load_benchmarks
+from gralc.data.benchmarks import Benchmark, load_benchmarks
+from gralc.model.doc_features import DocFeatures, build_features
+from gralc.model.query_features import QueryEncoder
 from gralc.training.config import TrainConfig
-from gralc.training.features import DocFeatures, build_features, load_features, save_features
+from gralc.training.features import load_features, save_features
 from gralc.training.pairs import (
     PAIR_SOURCES,
     Positives,
-    QueryEncoder,
     TrainingExample,
     split_questions,
 )

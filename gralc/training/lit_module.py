@@ -10,7 +10,7 @@ documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
 With LoRA adapters on the encoder (``encoder``: a :class:`~gralc.encoding.lora.LoraEncoder`,
 a submodule, so the optimiser, checkpoints and resume include its adapters), every training
 and validation step first recomputes each document's H and b_sem and each question's vector
-with the adapted encoder (:func:`~gralc.training.features.adapted_features`); positives are
+with the adapted encoder (:func:`~gralc.model.doc_features.adapted_features`); positives are
 still resolved against the cached features (the supervision stays fixed).
 
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
@@ -28,11 +28,11 @@ import torch
 import torch.nn.functional as F
 
 from gralc.chunking.boundaries import BoundaryConfig
-from gralc.evaluation.metrics import reciprocal_rank
+from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.gralc_model import GraLCModel, pad_stack
+from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
-from gralc.training.features import DocFeatures, adapted_features
 from gralc.training.pairs import TrainingExample
 
 if TYPE_CHECKING:
@@ -210,15 +210,12 @@ class GraLCLitModule(pl.LightningModule):
         scores: torch.Tensor, doc_of: list[str], examples: list[TrainingExample]
     ) -> float:
         """MRR of each example's gold document in the chunk ranking of its ``scores`` row."""
-        # the one ranking rule (gralc.retrieval.ranking): ties by doc_id, then chunk position
-        # (chunk ids follow positions within a document), both descending
-        perm = torch.tensor(sorted(range(len(doc_of)), key=lambda j: (doc_of[j], j), reverse=True))
-        order = perm[torch.argsort(scores[:, perm.to(scores.device)], dim=1, descending=True,
-                                   stable=True).cpu()]
-        rr = [
-            reciprocal_rank([doc_of[j] for j in row.tolist()], e.doc_id)
-            for row, e in zip(order, examples)
-        ]
+        # the one ranking rule; a document's chunk positions order its chunks like chunk ids
+        order = rank_matrix(scores, [(d, j) for j, d in enumerate(doc_of)])
+        rr = []
+        for row, e in zip(order.tolist(), examples):
+            first = next((r for r, j in enumerate(row, start=1) if doc_of[j] == e.doc_id), None)
+            rr.append(1.0 / first if first else 0.0)
         return sum(rr) / len(rr)
 
     def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:

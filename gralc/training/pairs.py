@@ -29,12 +29,10 @@ import torch
 import torch.nn.functional as F
 
 from gralc.documents.question import Question
-from gralc.knowledge.concept_graph import build_concept_graph
 
 if TYPE_CHECKING:
-    from gralc.knowledge.concept_embeddings import ConceptEmbedder
-    from gralc.pipeline import Pipeline
-    from gralc.training.features import DocFeatures
+    from gralc.model.doc_features import DocFeatures
+    from gralc.model.query_features import QueryEncoder
 
 
 @dataclass
@@ -80,40 +78,16 @@ class TrainingExample:
     text: str = ""
 
 
-class QueryEncoder:
-    """Frozen encodings of question-side texts with the pipeline's encoder and linker."""
-
-    def __init__(self, pipeline: Pipeline, concept_embedder: ConceptEmbedder) -> None:
-        self.pipeline, self.embedder = pipeline, concept_embedder
-
-    def encode(self, texts: list[str]) -> torch.Tensor:
-        return (
-            self.pipeline.encoder.encode_queries(texts).float()
-            if texts
-            else torch.zeros(0, self.pipeline.encoder.dim)
-        )
-
-    def concepts(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
-        """Linked concept ids, u (Cq, d_k) and the query's concept graph edges (2, Eq)."""
-        mentions = self.pipeline.linker.link(text)
-        graph = build_concept_graph(mentions, [(0, len(text))], self.pipeline.knowledge_base)
-        ids = list(graph.concept_ids)
-        u = (
-            self.embedder.embed_ids(ids, self.pipeline.vocabulary).float()
-            if ids
-            else torch.zeros(0, self.pipeline.encoder.dim)
-        )
-        return ids, u, graph.edge_index.long()
-
-    def examples(
-        self, questions: list[Question], positives: list[Positives]
-    ) -> list[TrainingExample]:
-        q_vecs = self.encode([q.text for q in questions])
-        out = []
-        for q, vec, pos in zip(questions, q_vecs, positives, strict=True):
-            ids, u, ei = self.concepts(q.text)
-            out.append(TrainingExample(q.id, vec, ids, u, ei, q.gold_doc_id, pos, q.text))
-        return out
+def make_examples(
+    enc: QueryEncoder, questions: list[Question], positives: list[Positives]
+) -> list[TrainingExample]:
+    """One :class:`TrainingExample` per question: its frozen vector and linked concepts."""
+    q_vecs = enc.encode([q.text for q in questions])
+    out = []
+    for q, vec, pos in zip(questions, q_vecs, positives, strict=True):
+        ids, u, ei = enc.concepts(q.text)
+        out.append(TrainingExample(q.id, vec, ids, u, ei, q.gold_doc_id, pos, q.text))
+    return out
 
 
 class PairSource(Protocol):
@@ -131,7 +105,7 @@ def answer_evidence_pairs(
     answers = enc.encode([q.long_answer for q in questions if q.long_answer])
     it = iter(answers)
     positives = [Positives(answer_vec=next(it) if q.long_answer else None) for q in questions]
-    return enc.examples(questions, positives)
+    return make_examples(enc, questions, positives)
 
 
 def section_pairs(
@@ -151,7 +125,7 @@ def section_pairs(
             types = set(q.gold_section_types)
             ranges = [(s.start, s.end) for s in doc.sections if s.imrad_type in types]
         positives.append(Positives(char_ranges=ranges, answer_vec=ans if q.long_answer else None))
-    return enc.examples(questions, positives)
+    return make_examples(enc, questions, positives)
 
 
 PAIR_SOURCES: dict[str, PairSource] = {

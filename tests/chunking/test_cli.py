@@ -10,7 +10,7 @@ import pytest
 
 from gralc.chunking import registered
 from gralc.chunking.__main__ import main
-from gralc.demo import demo_articles
+from gralc.data.demo import demo_articles
 from gralc.documents.jats import parse_jats
 
 STRATEGIES = ("late", "structure_aware")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from gralc.demo import (
+from gralc.data.demo import (
     DEMO_DIR,
     demo_articles,
     demo_mesh_tree_path,
@@ -201,7 +201,7 @@ def test_demo_is_small() -> None:
         for p in DEMO_DIR.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     )
-    assert size < 300_000, f"gralc/demo is {size} bytes"
+    assert size < 300_000, f"gralc/data/demo is {size} bytes"
 
 
 def test_vocabulary_rows_are_real_mesh(shared_data: Path) -> None:

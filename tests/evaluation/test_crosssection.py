@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gralc.documents.model import Citation, Document, Paragraph, Reference, Section, TextBuilder
-from gralc.documents.question_io import read_jsonl, write_jsonl
-from gralc.evaluation.crosssection import (
+from gralc.data.crosssection_questions import (
     TEMPLATES,
     GeneratorConfig,
     first_author_year,
@@ -18,6 +16,8 @@ from gralc.evaluation.crosssection import (
     main,
     template_of,
 )  # fmt: skip
+from gralc.data.question_io import read_jsonl, write_jsonl
+from gralc.documents.model import Citation, Document, Paragraph, Reference, Section, TextBuilder
 from gralc.knowledge.linker import EntityLinker
 from gralc.knowledge.vocabulary import Concept, Vocabulary
 
@@ -229,7 +229,7 @@ def test_jsonl_round_trip_and_cli(tmp_path):
         read_jsonl(tmp_path / "bad.jsonl")
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing"), "--out", str(tmp_path / "x.jsonl")])
-    demo_articles = Path(__file__).resolve().parents[2] / "gralc" / "demo" / "articles"
+    demo_articles = Path(__file__).resolve().parents[2] / "gralc" / "data" / "demo" / "articles"
     assert main([str(demo_articles), "--out", str(tmp_path / "demo_q.jsonl"), "--seed", "1"]) == 0
     written = read_jsonl(tmp_path / "demo_q.jsonl")
     assert written and all(q.kind in TEMPLATES and len(q.gold_section_types) == 2

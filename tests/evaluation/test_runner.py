@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gralc.evaluation.benchmarks import demo_benchmark
+from gralc.data.benchmarks import demo_benchmark
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.runner import (
     DEFAULT_METHODS,

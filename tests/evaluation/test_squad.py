@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from gralc.evaluation.benchmarks import DataConfig, load_benchmarks, squad_benchmark
+from gralc.data.benchmarks import DataConfig, load_benchmarks, squad_benchmark
 
 ARTICLE = ("A study of cough in ferrets\n\nhttps://www.ncbi.nlm.nih.gov/pmc/articles/PMC123/\n"
            "DOI: 10.1000/xyz\n\nAbstract: Ferrets cough when infected.\n\n"

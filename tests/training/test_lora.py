@@ -15,11 +15,11 @@ import torch
 import yaml
 
 from gralc.config import ConfigError
-from gralc.demo import DEMO_DIR
+from gralc.data.demo import DEMO_DIR
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.encoding.models import DEFAULT_MODEL_ID
-from gralc.export import export, load_trained
 from gralc.inference import Retriever
+from gralc.model.persistence import export, load_trained
 from gralc.pipeline import load_documents_from
 from gralc.training.run import train
 
@@ -163,7 +163,7 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
 
 def test_a_lora_model_refuses_the_base_encoder(runs):
     from gralc.pipeline import Pipeline, PipelineConfig
-    from gralc.training.inference import TrainedScorer
+    from gralc.retrieval.trained_scorer import TrainedScorer
 
     scorer = TrainedScorer.load(runs["last"])
     pipeline = Pipeline(PipelineConfig(encoder=EncoderConfig(device="cpu")))

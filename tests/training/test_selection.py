@@ -11,8 +11,8 @@ import torch
 from pytorch_lightning.callbacks import Callback
 
 from gralc.config import ConfigError
-from gralc.export import load_model
 from gralc.model.gralc_model import GraLCModel
+from gralc.model.persistence import load_model
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.run import select_checkpoint, train

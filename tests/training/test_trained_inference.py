@@ -8,7 +8,7 @@ import torch
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.hybrid_scorer import kg_proximity
 from gralc.pipeline import Pipeline
-from gralc.training.inference import TrainedScorer
+from gralc.retrieval.trained_scorer import TrainedScorer
 
 QUESTION = "Did metformin titration reduce gastrointestinal adverse events in type 2 diabetes?"
 
@@ -64,10 +64,10 @@ def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
 
 def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datamodule, tmp_path):
     """eval.py's trained rows: kg, graph and both fused with BM25, scored at evidence level."""
-    from gralc.evaluation.benchmarks import demo_benchmark
+    from gralc.data.benchmarks import demo_benchmark
     from gralc.evaluation.evidence import PieceCounter
     from gralc.evaluation.runner import RunSettings
-    from gralc.training.evaluation import evaluate_trained
+    from gralc.evaluation.trained_rows import evaluate_trained
 
     cfg = make_cfg(tmp_path)
     torch.manual_seed(0)

@@ -9,8 +9,8 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-from gralc.export import export, load_model
 from gralc.model.gralc_model import GraLCModel
+from gralc.model.persistence import export, load_model
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError

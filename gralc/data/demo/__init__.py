@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gralc.knowledge.builtin import builtin_tree_path, builtin_vocabulary_path
+
 #: Folder holding the demo files (inside the installed package).
 DEMO_DIR = Path(__file__).parent
 
@@ -37,13 +39,14 @@ def demo_questions_path() -> Path:
 
 
 def demo_vocabulary_path() -> Path:
-    """``mesh_vocabulary.tsv``: MeSH 2024 entry terms in NLM's thesaurus-terms TSV format."""
-    return _demo_file("mesh_vocabulary.tsv")
+    """The built-in MeSH subset the demo corpus is linked with
+    (:func:`gralc.knowledge.builtin.builtin_vocabulary_path`)."""
+    return builtin_vocabulary_path()
 
 
 def demo_mesh_tree_path() -> Path:
-    """``mtrees_demo.bin``: ``Name;TreeNumber`` lines (NLM mtrees format) with direct parents."""
-    return _demo_file("mtrees_demo.bin")
+    """Its tree file (:func:`gralc.knowledge.builtin.builtin_tree_path`)."""
+    return builtin_tree_path()
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from gralc.demo import demo_articles
+from gralc.data.demo import demo_articles
 from gralc.documents.__main__ import inspect as inspect_document
 from gralc.documents.imrad import is_imrad
 from gralc.documents.jats import parse_jats

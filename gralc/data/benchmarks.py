@@ -67,9 +67,9 @@ class Benchmark:
 
 
 def demo_benchmark() -> Benchmark:
-    from gralc.demo import demo_articles, demo_questions_path
+    from gralc.data.demo import demo_articles, demo_questions_path
+    from gralc.data.question_io import read_jsonl
     from gralc.documents.jats import parse_jats
-    from gralc.documents.question_io import read_jsonl
 
     docs = [parse_jats(p) for p in demo_articles()]
     return Benchmark("demo", docs, read_jsonl(demo_questions_path()))
@@ -102,11 +102,11 @@ def pubmedqa_benchmarks(
 
 def pmc_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
     """One benchmark per condition over the IMRaD articles of ``cfg.path``."""
+    from gralc.data.crosssection_questions import GeneratorConfig, generate_questions
+    from gralc.data.question_io import read_jsonl
     from gralc.documents.conditions import derive_condition
     from gralc.documents.corpus import load_corpus
     from gralc.documents.imrad import is_imrad
-    from gralc.documents.question_io import read_jsonl
-    from gralc.evaluation.crosssection import GeneratorConfig, generate_questions
 
     if cfg.path is None:
         raise ValueError("data=pmc needs data.path=DIR (a directory of JATS .nxml files)")

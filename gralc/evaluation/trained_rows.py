@@ -14,13 +14,13 @@ import numpy as np
 import torch
 
 from gralc.chunking.base import PreparedDocument
-from gralc.evaluation.benchmarks import Benchmark
+from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.runner import MethodResult, RunSettings, score_runs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.fusion import fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
-from gralc.training.inference import TrainedScorer
+from gralc.retrieval.trained_scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ import torch.nn.functional as F
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
+from gralc.model.doc_features import doc_features
+from gralc.model.query_features import QueryEncoder
 from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.retrieval.hits import Hit
 from gralc.retrieval.ranking import rank_order
-from gralc.training.features import doc_features
-from gralc.training.pairs import QueryEncoder
 
 logger = logging.getLogger(__name__)
 ENTITY_FILE = "chunk_entities.safetensors"
@@ -55,7 +55,7 @@ class TrainedScorer:
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
-        from gralc.export import load_trained
+        from gralc.model.persistence import load_trained
 
         t = load_trained(path)
         return cls(t.model, t.pipeline_config, str(path), concept_embedder, t.concept_encoder)

@@ -1,0 +1,202 @@
+"""A trained GraLC model on disk: export a training checkpoint for inference, load either back.
+
+:func:`export` (CLI: ``python -m gralc.export CKPT --out DIR``) writes ``DIR/inference.yaml`` (human-readable: learned alpha / gamma / tau / beta / lambda,
+decoder and chunk-size bounds, model and pipeline config, encoder id, git hash) and
+``DIR/weights.safetensors`` (every parameter: GAT, fusion MLP, scalars). :func:`load_model`
+accepts the ``.ckpt`` or the export directory and returns the same model (identical scores).
+
+A model trained with LoRA adapters on the encoder (``lora.enabled``) also gets
+``DIR/adapter/`` (peft's adapter folder, small) and ``DIR/encoder/`` (the encoder with the
+adapters merged in, a plain Hugging Face folder); ``inference.yaml`` then has a ``lora``
+section and its ``pipeline_config.encoder.model`` is ``encoder``, relative to ``DIR``. Loading
+a LoRA ``.ckpt`` merges its adapters once into ``<paths.cache_dir>/lora_encoders/<digest>``
+(content-addressed, reused). Either way the returned pipeline config points at the merged
+encoder, so documents and questions are encoded as in training, and both give the same
+encoder name (``<base>+lora-<digest>``, see ``gralc.encoding.models.model_name``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from gralc.artefacts import check_output_dir, write_artefact
+from gralc.model.gralc_model import GraLCModel, ModelConfig
+from gralc.pipeline import PipelineConfig
+from gralc.safe_load import load_torch
+
+INFERENCE_YAML = "inference.yaml"
+WEIGHTS = "weights.safetensors"
+ADAPTER_DIR = "adapter"
+ENCODER_DIR = "encoder"
+LORA_CACHE = "lora_encoders"  # under the training run's paths.cache_dir
+
+
+@dataclass
+class TrainedModel:
+    """A trained model ready for inference. ``pipeline_config.encoder.model`` is the encoder it
+    was trained with (LoRA: the merged encoder folder); ``concept_encoder`` is the encoder
+    of the concept embeddings u when that is another one (LoRA: the base encoder, with which
+    training embedded the concepts), else None."""
+
+    model: GraLCModel
+    pipeline_config: PipelineConfig
+    concept_encoder: str | None = None
+
+
+def _typed(schema: type, values: dict[str, Any]) -> Any:
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))
+
+
+def _read_checkpoint(
+    path: Path,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(the ``gralc`` entry, the model's state dict, the LoRA adapters' state dict (empty
+    without LoRA)) of a Lightning checkpoint."""
+    ckpt = load_torch(path, what="training checkpoint (.ckpt)")  # weights only, never code
+    info = ckpt.get("gralc")
+    if info is None:
+        raise ValueError(
+            f"{path} is not a GraLC training checkpoint (no 'gralc' entry); "
+            "pass a .ckpt written by train.py or an export directory"
+        )
+    def part(prefix: str) -> dict[str, torch.Tensor]:
+        return {
+            k.removeprefix(prefix): v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)
+        }
+
+    return info, part("model."), part("encoder.")
+
+
+def _lora(info: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``lora`` training settings of a checkpoint's ``gralc`` entry when enabled."""
+    lora = info["train_config"].get("lora")
+    return lora if lora and lora.get("enabled") else None
+
+
+def _lora_encoder(info: dict[str, Any], adapters: dict[str, torch.Tensor]):
+    """The checkpoint's base encoder with its trained adapters, on CPU."""
+    from gralc.encoding.lora import LoraEncoder
+
+    lora, pipeline_cfg = _lora(info), _typed(PipelineConfig, info["train_config"]["pipeline"])
+    settings = [lora[k] for k in ("r", "alpha", "dropout", "target_modules")]
+    enc = LoraEncoder.build(pipeline_cfg.encoder, *settings, device="cpu")
+    enc.load_state_dict(adapters)
+    return enc.eval()
+
+
+def _build(
+    info: dict[str, Any], state: dict[str, torch.Tensor]
+) -> tuple[GraLCModel, PipelineConfig]:
+    model = GraLCModel(
+        _typed(ModelConfig, info["model_config"]), int(info["token_dim"]), int(info["concept_dim"])
+    )
+    model.load_state_dict(state, strict=True)
+    return model.eval(), _typed(PipelineConfig, info["pipeline_config"])
+
+
+def load_trained(path: str | Path) -> TrainedModel:
+    """The model in eval mode, its pipeline config and concept encoder, from a ``.ckpt`` or an
+    export directory (see :class:`TrainedModel` and the module docstring for LoRA)."""
+    path = Path(path)
+    if path.is_dir():
+        from safetensors.torch import load_file
+
+        yaml_path, weights = path / INFERENCE_YAML, path / WEIGHTS
+        if not yaml_path.is_file() or not weights.is_file():
+            raise FileNotFoundError(
+                f"{path} is not a GraLC export: expected {INFERENCE_YAML} and {WEIGHTS}"
+            )
+        info = OmegaConf.to_container(OmegaConf.load(yaml_path), resolve=True)
+        model, pipeline_cfg = _build(info, load_file(str(weights)))
+        lora = info.get("lora")
+        if not lora:
+            return TrainedModel(model, pipeline_cfg)
+        encoder = path / lora["merged_encoder"]
+        if not encoder.is_dir():
+            raise FileNotFoundError(f"{encoder} missing: re-export {path} with gralc.export")
+        pipeline_cfg.encoder.model = str(encoder.resolve())
+        return TrainedModel(model, pipeline_cfg, lora["base_model"])
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: pass a .ckpt file or an export directory")
+    info, state, adapters = _read_checkpoint(path)
+    model, pipeline_cfg = _build({**info, "pipeline_config": info["train_config"]["pipeline"]}, state)
+    lora = _lora(info)
+    if lora is None:
+        return TrainedModel(model, pipeline_cfg)
+    from gralc.encoding.lora import merged_encoder_folder
+
+    base = pipeline_cfg.encoder.model
+    cache = Path(info["train_config"]["paths"]["cache_dir"]) / LORA_CACHE
+    settings = [lora[k] for k in ("r", "alpha", "dropout", "target_modules")]
+    folder = merged_encoder_folder(adapters, pipeline_cfg.encoder, cache, *settings)
+    pipeline_cfg.encoder.model = str(folder.resolve())
+    return TrainedModel(model, pipeline_cfg, base)
+
+
+def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
+    """``(model in eval mode, pipeline config)`` from a ``.ckpt`` or an export directory
+    (:func:`load_trained` without the concept encoder)."""
+    trained = load_trained(path)
+    return trained.model, trained.pipeline_config
+
+
+def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False) -> Path:
+    """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
+    (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
+    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+    checkpoint = Path(checkpoint)
+    check_output_dir(out_dir, "export", force, [checkpoint])
+    with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
+        _write_export(checkpoint, tmp)
+    return Path(out_dir)
+
+
+def _write_export(checkpoint: Path, out: Path) -> None:
+    from safetensors.torch import save_file
+
+    info, state, adapters = _read_checkpoint(checkpoint)
+    model, pipeline_cfg = _build(
+        {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
+    )
+    mc = model.config
+    doc = {
+        "learned_values": model.learned_values(),
+        "decoder": mc.decoder,
+        "min_tokens": mc.min_tokens,
+        "max_tokens": mc.max_tokens,
+        "encoder_id": pipeline_cfg.encoder.model,
+        "git_hash": info.get("run", {}).get("git_hash", "unknown"),
+        "source_checkpoint": str(checkpoint.resolve()),
+        "token_dim": model.token_dim,
+        "concept_dim": model.concept_dim,
+        "model_config": info["model_config"],
+        "pipeline_config": info["train_config"]["pipeline"],
+    }
+    lora = _lora(info)
+    if lora is not None:
+        from gralc.encoding.models import model_name
+
+        enc = _lora_encoder(info, adapters)
+        enc.save_adapter(out / ADAPTER_DIR)
+        enc.save_merged(out / ENCODER_DIR)
+        doc["lora"] = {
+            "base_model": pipeline_cfg.encoder.model,  # also the concept embeddings' encoder
+            "r": lora["r"],
+            "alpha": lora["alpha"],
+            "dropout": lora["dropout"],
+            "target_modules": list(lora["target_modules"]),
+            "adapter": ADAPTER_DIR,
+            "merged_encoder": ENCODER_DIR,
+            "adapter_sha256": enc.digest(),
+        }
+        doc["encoder_id"] = model_name(str(out / ENCODER_DIR))
+        doc["pipeline_config"]["encoder"]["model"] = ENCODER_DIR  # relative to the export
+    save_file(
+        {k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS)
+    )
+    OmegaConf.save(OmegaConf.create(doc), out / INFERENCE_YAML)
