@@ -21,6 +21,7 @@ from torch import nn
 
 from gralc.chunking.decoders import InteriorScoreCohesion, dp_decode, peak_decode, spans_from_cuts
 from gralc.model.boundary_scorer import BoundaryScorer
+from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
 from gralc.model.hybrid_scorer import HybridScorer
 from gralc.model.soft_pooling import soft_chunk_pool
@@ -29,7 +30,6 @@ from gralc.model.token_fusion import TokenFusion
 if TYPE_CHECKING:
     from gralc.model.doc_features import DocFeatures
 
-Spans = list[tuple[int, int]]
 
 
 @dataclass
@@ -84,8 +84,9 @@ class ModelConfig:
 
 
 class GraLCModel(nn.Module):
-    """``GraLCModel(config, token_dim d, concept_dim d_k)``; every method takes one
-    :class:`~gralc.model.doc_features.DocFeatures` ``f``."""
+    """``GraLCModel(config, token_dim d, concept_dim d_k)``; ``model(docs, soft)`` turns
+    :class:`~gralc.model.doc_features.DocFeatures` into a :class:`ChunkSet`, :meth:`score`
+    scores queries against it: the same code in training, validation and inference."""
 
     def __init__(self, config: ModelConfig, token_dim: int, concept_dim: int) -> None:
         super().__init__()
@@ -137,25 +138,28 @@ class GraLCModel(nn.Module):
         """(N,) bool: cuts the hard decoders never make (inside a mention or a word)."""
         return f.entity_cross | ~f.word_start
 
-    @torch.no_grad()
     def hard_spans(
         self,
         f: DocFeatures,
         decoder: str | None = None,
         min_tokens: int | None = None,
         max_tokens: int | None = None,
+        b: torch.Tensor | None = None,
     ) -> Spans:
-        """Token spans tiling the document, decoded with the learned alpha / gamma / tau."""
+        """Token spans tiling the document, decoded from b (default :meth:`boundaries`, the
+        learned alpha / gamma) with the learned tau; never differentiated."""
         c = self.config
         decoder = decoder or c.decoder
         lo, hi = min_tokens or c.min_tokens, max_tokens or c.max_tokens
         n = f.n_tokens
         if n == 0:
             return []
-        b = self.boundaries(f).detach().cpu().double().numpy()
+        with torch.no_grad():
+            b = self.boundaries(f) if b is None else b
+            b = b.detach().cpu().double().numpy()
         forbidden = self.forbidden(f).cpu().numpy()
         if decoder == "peak":
-            cuts = peak_decode(b, float(self.boundary.tau), lo, hi, forbidden)
+            cuts = peak_decode(b, float(self.boundary.tau.detach()), lo, hi, forbidden)
         elif decoder == "dp":
             cuts = dp_decode(
                 b,
@@ -171,37 +175,45 @@ class GraLCModel(nn.Module):
             raise ValueError(f"decoder must be 'peak' or 'dp', got {decoder!r}")
         return spans_from_cuts([int(x) for x in cuts], n)
 
-    def soft_chunks(
-        self, f: DocFeatures, spans: Spans, h_prime: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """(K, d) chunk vectors under soft cuts (training): gradients reach alpha, gamma, tau."""
-        h_prime = self.enrich(f)[0] if h_prime is None else h_prime
-        p = self.boundary.cut_probability(self.boundaries(f))
-        p = p * f.word_start.to(p.dtype)  # never a soft cut inside a word either
-        return soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend)
+    def forward(self, docs: list[DocFeatures], soft: bool) -> ChunkSet:
+        """Chunk and embed ``docs``: the one path of training (``soft=True``) and inference.
 
-    def hard_chunks(
-        self, f: DocFeatures, spans: Spans, h_prime: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """(K, d) plain means of H' over the spans (inference)."""
-        h_prime = self.enrich(f)[0] if h_prime is None else h_prime
-        if not spans:
-            return h_prime.new_zeros(0, h_prime.shape[1])
-        return torch.stack([h_prime[s:e].mean(0) for s, e in spans])
-
-    def chunk_entities(
-        self, f: DocFeatures, spans: Spans, u_prime: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(c_ent (K, Emax, d'), c_mask (K, Emax))``: u' rows of the concepts with a mention
-        entirely inside each span (as ``make_chunk`` fills ``Chunk.entity_ids``)."""
-        rows_per: list[list[int]] = []
-        mt = f.mention_tokens.cpu().numpy()
-        for s, e in spans:
-            inside = mt[(mt[:, 0] >= s) & (mt[:, 1] <= e)] if len(mt) else mt
-            rows_per.append(
-                list(dict.fromkeys(int(r) for r in inside[:, 2])) if len(inside) else []
-            )
-        return pad_rows(u_prime, rows_per)
+        Per document: H', u' (:meth:`enrich`), b (:meth:`boundaries`), hard spans decoded from
+        b, chunk vectors pooled from H' over the spans (``soft``: under soft cuts
+        ``sigmoid((b - tau) / T)``, so gradients reach alpha, gamma, tau; else plain means,
+        the paper's late chunking), and the u' of every concept with a mention entirely
+        inside a chunk (as ``make_chunk`` fills ``Chunk.entity_ids``)."""
+        vecs, ent_vecs, ent_rows, spans_per, bs = [], [], [], [], []
+        k = 0
+        for f in docs:
+            h_prime, u_prime = self.enrich(f)
+            b = self.boundaries(f)
+            spans = self.hard_spans(f, b=b)
+            if not spans:
+                vecs.append(h_prime.new_zeros(0, h_prime.shape[1]))
+            elif soft:
+                p = self.boundary.cut_probability(b)
+                p = p * f.word_start.to(p.dtype)  # never a soft cut inside a word either
+                vecs.append(soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend))
+            else:
+                vecs.append(torch.stack([h_prime[s:e].mean(0) for s, e in spans]))
+            concepts, chunk_of = span_concepts(f.mention_tokens, spans)
+            ent_vecs.append(u_prime[concepts.to(u_prime.device)])
+            ent_rows.append(chunk_of + k)
+            spans_per.append(spans)
+            bs.append(b.detach())
+            k += len(spans)
+        device = self.boundary.tau.device
+        dim = self.config.gat_out_dim if self.gat is not None else self.concept_dim
+        return ChunkSet(
+            vectors=torch.cat(vecs) if vecs else torch.zeros(0, self.token_dim, device=device),
+            entity_vectors=torch.cat(ent_vecs) if ent_vecs else torch.zeros(0, dim, device=device),
+            entity_chunk=torch.cat(ent_rows).to(device)
+            if ent_rows
+            else torch.zeros(0, dtype=torch.long, device=device),
+            spans=spans_per,
+            boundaries=bs,
+        )
 
     def query_entities(
         self, items: list[tuple[torch.Tensor, torch.Tensor]]
@@ -213,19 +225,24 @@ class GraLCModel(nn.Module):
         return pad_stack(encoded, dim, device=self.boundary.tau.device)
 
     # ----- scoring --------------------------------------------------------------------------
-    def score(
-        self,
-        q: torch.Tensor,
-        q_ent: torch.Tensor | None,
-        q_mask: torch.Tensor | None,
-        chunk_vecs: torch.Tensor,
-        c_ent: torch.Tensor | None,
-        c_mask: torch.Tensor | None,
-    ) -> torch.Tensor:
-        """(Q, K): beta cos(q, c) + (1 - beta) kg_prox (hybrid), else cos(q, c)."""
+    def score_parts(
+        self, q: torch.Tensor, q_ent: torch.Tensor, q_mask: torch.Tensor, chunks: ChunkSet
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
+        ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: score = beta cos + (1 - beta)
+        kg_prox (hybrid), else cos (kg_prox then 0)."""
         if self.hybrid is None:
-            return F.normalize(q, dim=-1) @ F.normalize(chunk_vecs, dim=-1).T
-        return self.hybrid(q, chunk_vecs, q_ent, q_mask, c_ent, c_mask)
+            cos = F.normalize(q, dim=-1) @ F.normalize(chunks.vectors, dim=-1).T
+            return cos, cos, torch.zeros_like(cos)
+        return self.hybrid(
+            q, chunks.vectors, q_ent, q_mask, chunks.entity_vectors, chunks.entity_chunk
+        )
+
+    def score(
+        self, q: torch.Tensor, q_ent: torch.Tensor, q_mask: torch.Tensor, chunks: ChunkSet
+    ) -> torch.Tensor:
+        """(Q, K): the first of :meth:`score_parts`."""
+        return self.score_parts(q, q_ent, q_mask, chunks)[0]
 
     def learned_values(self) -> dict[str, float]:
         """Current alpha (3 entries), gamma, tau, beta and lambda (mean when per-dimension)."""
@@ -244,18 +261,19 @@ class GraLCModel(nn.Module):
         return out
 
 
-def pad_rows(table: torch.Tensor, rows_per: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gather ``table[rows]`` per item into a zero-padded (K, Emax, d) tensor and mask."""
-    k, width = len(rows_per), max([len(r) for r in rows_per] + [1])
-    index = torch.zeros(k, width, dtype=torch.long, device=table.device)
-    mask = torch.zeros(k, width, dtype=torch.bool, device=table.device)
-    for i, rows in enumerate(rows_per):
-        if rows:
-            index[i, : len(rows)] = torch.tensor(rows, device=table.device)
-            mask[i, : len(rows)] = True
-    if table.shape[0] == 0:
-        return table.new_zeros(k, width, table.shape[1]), mask
-    return table[index] * mask.unsqueeze(-1).to(table.dtype), mask
+def span_concepts(mention_tokens: torch.Tensor, spans: Spans) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(concept rows (M,), chunk index (M,))``: each concept with a mention (rows
+    ``(token_start, token_end, concept row)`` of ``mention_tokens`` (n, 3)) entirely inside
+    a span, once per span, in order of first mention."""
+    mt = mention_tokens.cpu()
+    concepts: list[int] = []
+    chunk_of: list[int] = []
+    for i, (s, e) in enumerate(spans):
+        inside = mt[(mt[:, 0] >= s) & (mt[:, 1] <= e), 2].tolist() if len(mt) else []
+        rows = list(dict.fromkeys(inside))
+        concepts.extend(rows)
+        chunk_of.extend([i] * len(rows))
+    return torch.tensor(concepts, dtype=torch.long), torch.tensor(chunk_of, dtype=torch.long)
 
 
 def pad_stack(
@@ -275,4 +293,4 @@ def pad_stack(
     return (torch.stack(rows) if rows else out), mask
 
 
-__all__ = ["GraLCModel", "ModelConfig", "pad_rows", "pad_stack"]
+__all__ = ["ChunkSet", "GraLCModel", "ModelConfig", "pad_stack", "span_concepts"]

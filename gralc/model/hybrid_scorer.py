@@ -10,28 +10,34 @@ from torch import nn
 
 
 def kg_proximity(
-    q_ent: torch.Tensor, q_mask: torch.Tensor, c_ent: torch.Tensor, c_mask: torch.Tensor
+    q_ent: torch.Tensor,
+    q_mask: torch.Tensor,
+    entity_vectors: torch.Tensor,
+    entity_chunk: torch.Tensor,
+    n_chunks: int,
 ) -> torch.Tensor:
-    """Mean over query entities of the max cosine to the chunk's entities.
+    """Mean over each query's entities of the max cosine to a chunk's entities (0 where the
+    query or the chunk has none): the one kg_prox of training, validation and inference.
 
-    q_ent (Q, Eq, d) with q_mask (Q, Eq) bool; c_ent (K, Ec, d) with c_mask (K, Ec) bool.
-    Returns (Q, K); 0 where the query or the chunk has no entity.
+    q_ent (Q, Eq, d') with q_mask (Q, Eq) bool; the chunks' entity table: ``entity_vectors``
+    (M, d'), ``entity_chunk`` (M,) the chunk row of each. Returns (Q, n_chunks), through one
+    scatter-max over all chunk entities (memory Q * Eq * (M + n_chunks), never padded per chunk).
     """
-    qn, cn = F.normalize(q_ent, dim=-1), F.normalize(c_ent, dim=-1)
-    sim = torch.einsum("qad,kbd->qkab", qn, cn)  # (Q, K, Eq, Ec)
-    sim = sim.masked_fill(~c_mask[None, :, None, :], float("-inf"))
-    best = sim.max(dim=-1).values  # (Q, K, Eq)
-    has_c = c_mask.any(dim=1)[None, :, None]
-    best = torch.where(has_c & q_mask[:, None, :], best, torch.zeros_like(best))
-    n_q = q_mask.sum(dim=1).clamp(min=1)[:, None]
-    return best.sum(dim=-1) / n_q
+    n_q, width = q_mask.shape
+    best = q_ent.new_full((n_q, width, n_chunks), float("-inf"))
+    if entity_vectors.shape[0]:
+        sim = F.normalize(q_ent, dim=-1) @ F.normalize(entity_vectors, dim=-1).T  # (Q, Eq, M)
+        index = entity_chunk.to(sim.device).expand_as(sim)
+        best = best.scatter_reduce(2, index, sim, reduce="amax", include_self=True)
+    best = torch.where(torch.isfinite(best) & q_mask[:, :, None], best, torch.zeros_like(best))
+    return best.sum(dim=1) / q_mask.sum(dim=1).clamp(min=1)[:, None]
 
 
 class HybridScorer(nn.Module):
-    """score = beta * cos(q, c) + (1 - beta) * kg_prox(E_q, E_c), beta = sigmoid(logit) in (0, 1).
+    """score = beta * cos(q, c) + (1 - beta) * kg_prox, beta = sigmoid(logit) in (0, 1).
 
-    ``forward(q (Q, d), c (K, d), q_ent, q_mask, c_ent, c_mask) -> (Q, K)``; without entity
-    tensors it returns the cosine term alone (beta applied).
+    ``forward(q (Q, d), c (K, d), q_ent (Q, Eq, d'), q_mask (Q, Eq), entity_vectors (M, d'),
+    entity_chunk (M,)) -> (score, cos, kg_prox)``, each (Q, K) (see :func:`kg_proximity`).
     """
 
     def __init__(self, beta_init: float = 0.7, learn_beta: bool = True) -> None:
@@ -49,13 +55,11 @@ class HybridScorer(nn.Module):
         self,
         q: torch.Tensor,
         c: torch.Tensor,
-        q_ent: torch.Tensor | None = None,
-        q_mask: torch.Tensor | None = None,
-        c_ent: torch.Tensor | None = None,
-        c_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        q_ent: torch.Tensor,
+        q_mask: torch.Tensor,
+        entity_vectors: torch.Tensor,
+        entity_chunk: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         cos = F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
-        if q_ent is None or c_ent is None:
-            return self.beta * cos
-        prox = kg_proximity(q_ent, q_mask, c_ent, c_mask)
-        return self.beta * cos + (1.0 - self.beta) * prox
+        prox = kg_proximity(q_ent, q_mask, entity_vectors, entity_chunk, c.shape[0])
+        return self.beta * cos + (1.0 - self.beta) * prox, cos, prox

@@ -1,10 +1,11 @@
 """A trained GraLC model at inference: chunk documents, score questions.
 
 ``TrainedScorer.load(ckpt_or_export)`` rebuilds the model; ``chunk(pipeline, prepared)``
-decodes hard boundaries with the LEARNED alpha / gamma / tau and embeds each chunk as the
-mean of its KG-enriched token vectors (Eq. 4); ``score_all`` gives the graph-guided hybrid
-score beta * cos + (1 - beta) * kg_prox of a question against EVERY chunk (not a re-ranking
-of a dense top-k, so Recall@k can change; reference pitfall 9).
+runs ``model(features, soft=False)`` (the forward pass training runs with ``soft=True``):
+hard boundaries with the LEARNED alpha / gamma / tau, each chunk the mean of its KG-enriched
+token vectors (Eq. 4); ``score_all`` gives the model's own hybrid score beta * cos +
+(1 - beta) * kg_prox of a question against EVERY chunk (not a re-ranking of a dense top-k, so
+Recall@k can change; reference pitfall 9).
 
 A model trained with LoRA adapters on the encoder must be used with a pipeline built from
 its ``pipeline_config`` (the merged, adapted encoder; :meth:`TrainedScorer.chunk` refuses any
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
+from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import doc_features
 from gralc.model.query_features import QueryEncoder
 from gralc.pipeline import Pipeline, PipelineConfig
@@ -97,74 +99,55 @@ class TrainedScorer:
     @torch.no_grad()
     def chunk(self, pipeline: Pipeline, prepared: list[PreparedDocument], strategy: str = "gralc",
               reset: bool = True) -> list[Chunk]:
-        """Chunks of every document with enriched vectors; fills the entity tables
-        (``reset=False`` appends, so a corpus can be chunked batch by batch)."""
+        """Chunks of every document with enriched vectors, from ``model(features,
+        soft=False)``; fills the entity tables (``reset=False`` appends, so a corpus can be
+        chunked batch by batch)."""
         self.check_encoder(pipeline)
         if reset or not hasattr(self, "n_chunks"):
             self.entity_vectors, self.entity_chunk, self.n_chunks = None, None, 0
-        base = self.n_chunks
-        chunks: list[Chunk] = []
-        ent_vecs, ent_rows = [], []
         boundary_cfg = pipeline.config.chunking.boundary
-        for p in prepared:
-            f = doc_features(p, pipeline, self.embedder(pipeline), boundary_cfg)
-            h_prime, u_prime = self.model.enrich(f)
-            spans = self.model.hard_spans(f)
-            vecs = F.normalize(self.model.hard_chunks(f, spans, h_prime), dim=-1)
-            b = self.model.boundaries(f)
+        feats = [doc_features(p, pipeline, self.embedder(pipeline), boundary_cfg) for p in prepared]
+        made = self.model(feats, soft=False)
+        vecs = F.normalize(made.vectors, dim=-1).numpy().astype(np.float32)
+        chunks: list[Chunk] = []
+        for p, f, spans, b in zip(prepared, feats, made.spans, made.boundaries):
             locator = SectionLocator(p.doc)
             offsets = f.offsets.numpy()
-            mt = f.mention_tokens.numpy()
-            for i, ((s, e), v) in enumerate(zip(spans, vecs)):
+            for i, (s, e) in enumerate(spans):
                 c = make_chunk(p, strategy, i, int(offsets[s, 0]), int(offsets[e - 1, 1]), s, e,
                                boundary_scores={"score": float(b[s]) if s > 0 else 0.0}, locator=locator)
-                c.embedding = v.numpy().astype(np.float32)
-                rows = sorted({int(r) for r in mt[(mt[:, 0] >= s) & (mt[:, 1] <= e), 2]}) if len(mt) else []
-                for r in rows:
-                    ent_vecs.append(u_prime[r])
-                    ent_rows.append(base + len(chunks))
+                c.embedding = vecs[len(chunks)]
                 chunks.append(c)
-        dim = self.model.config.gat_out_dim if self.model.gat is not None else pipeline.encoder.dim
-        new_vecs = F.normalize(torch.stack(ent_vecs), dim=-1) if ent_vecs else torch.zeros(0, dim)
-        new_rows = torch.tensor(ent_rows, dtype=torch.long)
+        new_vecs = F.normalize(made.entity_vectors, dim=-1)
+        new_rows = made.entity_chunk + self.n_chunks
         if self.entity_vectors is not None:
             new_vecs = torch.cat([self.entity_vectors, new_vecs])
             new_rows = torch.cat([self.entity_chunk, new_rows])
         self.entity_vectors, self.entity_chunk = new_vecs, new_rows
-        self.n_chunks = base + len(chunks)
+        self.n_chunks += len(chunks)
         return chunks
 
     # ----- questions ----------------------------------------------------------------------
     @torch.no_grad()
-    def query_entities(self, pipeline: Pipeline, question: str) -> torch.Tensor:
-        """(Eq, d') normalised GAT outputs of the question's linked concepts."""
+    def query_entities(self, pipeline: Pipeline, question: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(q_ent (1, Eq, d'), q_mask (1, Eq))``: the GAT outputs of the question's linked
+        concepts (:meth:`GraLCModel.query_entities`)."""
         _, u, ei = QueryEncoder(pipeline, self.embedder(pipeline)).concepts(question)
-        if u.shape[0] == 0:
-            dim = self.model.config.gat_out_dim if self.model.gat is not None else u.shape[1]
-            return torch.zeros(0, dim)
-        return F.normalize(self.model.concepts(u, ei), dim=-1)
+        return self.model.query_entities([(u, ei)])
 
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
                   chunk_vecs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (chunk_vecs normalised).
-
-        kg_prox_k = mean over query concepts of the max cosine to chunk k's concepts (0 when
-        either side has none), computed with one scatter-max over all chunk concepts."""
-        cos = chunk_vecs @ F.normalize(q_vec, dim=-1)
-        hybrid = self.model.hybrid
-        if hybrid is None:
-            return cos, cos, torch.zeros_like(cos)
-        q_ent = self.query_entities(pipeline, question)
-        prox = torch.zeros_like(cos)
-        if q_ent.shape[0] and self.entity_vectors is not None and self.entity_vectors.shape[0]:
-            sim = q_ent @ self.entity_vectors.T  # (Eq, M)
-            best = torch.full((q_ent.shape[0], cos.shape[0]), float("-inf"))
-            best = best.scatter_reduce(1, self.entity_chunk.expand_as(sim), sim, reduce="amax")
-            has = torch.isfinite(best)
-            prox = torch.where(has, best, torch.zeros_like(best)).sum(0) / q_ent.shape[0]
-        beta = hybrid.beta
-        return beta * cos + (1 - beta) * prox, cos, prox
+        """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
+        ``chunk_vecs`` (K, d) and this scorer's entity table), with
+        :meth:`GraLCModel.score_parts`, the scoring of training and validation."""
+        chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
+        if self.entity_vectors is None:
+            chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
+        hybrid = self.model.hybrid is not None
+        q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
+        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks)
+        return score[0], cos[0], prox[0]
 
     def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
                dense: list[tuple[Chunk, float]], chunk_vecs: torch.Tensor | None = None,

@@ -1,8 +1,10 @@
 """The LightningModule: contrastive (multi-positive InfoNCE) training of a GraLCModel.
 
-Per step, for every document of the batch (gold documents + extra negatives): H', u' from
-the KG, hard spans from the CURRENT learned boundaries (no gradient), soft chunk vectors
-under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau), chunk entity sets.
+Per step, ``model(docs, soft=True)`` (:meth:`GraLCModel.forward`, the path inference takes
+with ``soft=False``) chunks every document of the batch (gold documents + extra negatives):
+H', u' from the KG, hard spans from the CURRENT learned boundaries (no gradient), soft chunk
+vectors under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau), the chunks'
+entity table.
 Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch, so negatives
 are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
 documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
@@ -25,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 import torch
-import torch.nn.functional as F
 
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.model.doc_features import DocFeatures, adapted_features
-from gralc.model.gralc_model import GraLCModel, pad_stack
+from gralc.model.gralc_model import GraLCModel
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -107,35 +108,15 @@ class GraLCLitModule(pl.LightningModule):
         )
         return q, q_ent, q_mask
 
-    def chunk_table(self, docs, soft: bool):
-        """All chunks of ``docs``: vectors (K, d), entities (K, E, d'), mask, and per document
-        its spans and the offset of its first chunk."""
-        vecs, ents, spans_per, starts, k = [], [], [], [], 0
-        for f in docs:
-            h_prime, u_prime = self.model.enrich(f)
-            spans = self.model.hard_spans(f)
-            vecs.append(
-                self.model.soft_chunks(f, spans, h_prime)
-                if soft
-                else self.model.hard_chunks(f, spans, h_prime)
-            )
-            ent, mask = self.model.chunk_entities(f, spans, u_prime)
-            ents.extend(zip(ent, mask))
-            spans_per.append(spans)
-            starts.append(k)
-            k += len(spans)
-        dim = ents[0][0].shape[-1]
-        c_ent, c_mask = pad_stack([e[m] for e, m in ents], dim, device=self.device)
-        return torch.cat(vecs), c_ent, c_mask, spans_per, starts
-
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
         """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
         examples = batch.examples
         docs = self.features(batch.docs)
-        chunks, c_ent, c_mask, spans_per, starts = self.chunk_table(docs, soft=True)
+        chunks = self.model(docs, soft=True)
+        spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
-        scores = self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask) / self.optim.temperature
+        scores = self.model.score(q, q_ent, q_mask, chunks) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc; positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, batch.docs)):
@@ -147,7 +128,7 @@ class GraLCLitModule(pl.LightningModule):
         ).mean()
         if self.optim.scalar_anchor > 0:
             loss = loss + self.optim.scalar_anchor * self.anchor_penalty()
-        return loss, int(chunks.shape[0])
+        return loss, chunks.n_chunks
 
     def anchor_penalty(self) -> torch.Tensor:
         """``sum (p - p_init)^2`` over the trainable scalars (see ``optim.scalar_anchor``)."""
@@ -196,13 +177,12 @@ class GraLCLitModule(pl.LightningModule):
         """(Q, K) hybrid scores of every question against every corpus chunk, and each
         chunk's document id (``with_cosine``: also the (Q, K) cosine alone, the KG row)."""
         docs = self.features(batch.docs)
-        chunks, c_ent, c_mask, spans_per, _ = self.chunk_table(docs, soft=False)
+        chunks = self.model(docs, soft=False)
         q, q_ent, q_mask = self.queries(batch.examples)
-        doc_of = [f.doc_id for f, spans in zip(docs, spans_per) for _ in spans]
-        scores = self.model.score(q, q_ent, q_mask, chunks, c_ent, c_mask)
+        doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
+        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks)
         if not with_cosine:
             return scores, doc_of
-        cos = F.normalize(q, dim=-1) @ F.normalize(chunks, dim=-1).T
         return scores, doc_of, cos
 
     @staticmethod

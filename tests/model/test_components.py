@@ -101,21 +101,34 @@ def test_kg_proximity_hand_case():
     e = torch.eye(3)
     q_ent = torch.stack([e[[0, 1]], torch.zeros(2, 3)])  # query 0: entities x, y; query 1: none
     q_mask = torch.tensor([[True, True], [False, False]])
-    c_ent = torch.stack([e[[0, 2]], e[[2, 2]]])  # chunk 0: x, z; chunk 1: z (padded)
-    c_mask = torch.tensor([[True, True], [True, False]])
-    prox = kg_proximity(q_ent, q_mask, c_ent, c_mask)
-    # q0-c0: x->1, y->0 => 0.5 ; q0-c1: 0 ; q1: no entities => 0
-    assert torch.allclose(prox, torch.tensor([[0.5, 0.0], [0.0, 0.0]]))
+    # chunk 0: x, z; chunk 1: z; chunk 2: no entity
+    entity_vectors, entity_chunk = e[[0, 2, 2]], torch.tensor([0, 0, 1])
+    prox = kg_proximity(q_ent, q_mask, entity_vectors, entity_chunk, 3)
+    # q0-c0: x->1, y->0 => 0.5 ; q0-c1: 0 ; q0-c2: no entities => 0 ; q1: no entities => 0
+    assert torch.allclose(prox, torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    assert torch.equal(kg_proximity(q_ent, q_mask, torch.zeros(0, 3), torch.zeros(0, dtype=torch.long), 2),
+                       torch.zeros(2, 2))
+
+
+def test_kg_proximity_takes_the_max_and_passes_gradient():
+    q_ent = torch.tensor([[[1.0, 0.0]]], requires_grad=True)
+    ev = torch.tensor([[1.0, 1.0], [-1.0, 0.0], [0.0, 1.0]], requires_grad=True)
+    prox = kg_proximity(q_ent, torch.ones(1, 1, dtype=torch.bool), ev, torch.tensor([0, 0, 1]), 2)
+    assert torch.allclose(prox, torch.tensor([[2**-0.5, 0.0]]), atol=1e-6)
+    prox.sum().backward()
+    assert ev.grad[0].abs().sum() > 0 and ev.grad[1].abs().sum() == 0  # only the max counts
+    assert q_ent.grad.abs().sum() > 0
 
 
 def test_hybrid_beta_init_bounds_and_grad():
     scorer = HybridScorer(beta_init=0.7)
-    assert math.isclose(float(scorer.beta), 0.7, rel_tol=1e-6)
+    assert math.isclose(float(scorer.beta.detach()), 0.7, rel_tol=1e-6)
     q, c = torch.randn(2, 4), torch.randn(3, 4)
     e = torch.randn(2, 1, 4)
     m = torch.ones(2, 1, dtype=torch.bool)
-    ce, cm = torch.randn(3, 1, 4), torch.ones(3, 1, dtype=torch.bool)
-    scorer(q, c, e, m, ce, cm).sum().backward()
+    score, cos, prox = scorer(q, c, e, m, torch.randn(3, 4), torch.arange(3))
+    assert torch.allclose(score, scorer.beta * cos + (1 - scorer.beta) * prox)
+    score.sum().backward()
     assert scorer.beta_logit.grad.abs() > 0
     with pytest.raises(ValueError):
         HybridScorer(beta_init=1.0)

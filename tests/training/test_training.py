@@ -73,7 +73,11 @@ def test_hard_chunks_tile_the_document_and_respect_constraints(datamodule, make_
             assert not model.forbidden(f)[cuts].any()
         # with 0/1 cut probabilities soft pooling equals the plain mean (paper's late chunking)
         h_prime, _ = model.enrich(f)
-        hard = model.hard_chunks(f, spans, h_prime)
+        made = model([f], soft=False)
+        spans = made.spans[0]
+        assert spans == model.hard_spans(f)
+        cuts = torch.tensor([s for s, _ in spans[1:]], dtype=torch.long)
+        hard = made.vectors
         assert hard.shape == (len(spans), f.H.shape[1])
         p = torch.zeros(f.n_tokens)
         p[cuts] = 1.0
