@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gralc.data.benchmarks import squad_benchmark
 from gralc.evaluation.evidence import PieceCounter
-from gralc.evaluation.runner import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
+from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.retrieval.fusion import FusionConfig
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic

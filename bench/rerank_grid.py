@@ -8,7 +8,7 @@ indexed and searched ONCE (100 candidates per question); then every re-ranker se
 re-orders the same candidates and is scored on all questions and on each half, exactly as
 ``eval.py`` scores (top 20 kept). The ``complete`` setting with the best dev cross-section
 recall@20 (the first in the order below on ties) is named in a comment after each strategy;
-``gralc.evaluation.runner.DIVERSE`` holds the one chosen on multilevel chunks.
+``gralc.evaluation.methods.DIVERSE`` holds the one chosen on multilevel chunks.
 
 Settings: none (plain ranking), ``mmr`` (lambda 0.7, the earlier default), ``quota`` (one chunk
 per section, all documents), and ``complete`` with 4 / 6 / 8 / 10 completion slots for the
@@ -27,11 +27,11 @@ from pathlib import Path
 
 from gralc.data.benchmarks import DataConfig, load_benchmarks
 from gralc.encoding.encoder import EncoderConfig
-from gralc.evaluation.runner import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
+from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.retrieval.diversity import section_diverse_rerank
+from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.hits import as_hits
-from gralc.retrieval.index import IndexConfig
 from gralc.runinfo import blas_kernel
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

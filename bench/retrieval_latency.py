@@ -19,7 +19,7 @@ import faiss
 import numpy as np
 
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.index import ChunkIndex, IndexConfig
+from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
 
 
 def mixture(n: int, d: int, rng: np.random.Generator, centers: np.ndarray) -> np.ndarray:

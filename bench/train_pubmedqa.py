@@ -9,7 +9,7 @@ fixed strategies (naive, semantic, late, structure-aware), then per seed the fix
 GraLC rows (the model at the paper's initial values with a seeded, untrained GAT / MLP) and
 the TRAINED rows (``train(cfg)`` on 315 of the 450 train questions, model selection on the 50
 dev questions plus the 135 held-out train questions, corpus without the 500 test abstracts;
-see ``TUNED``). Relevance: a chunk of the gold abstract.
+see ``configs/experiment/pubmedqa_tuned.yaml``). Relevance: a chunk of the gold abstract.
 Every method is scored ONCE on all 1,000 questions; the test rows are the same per-query
 results restricted to the 500 official test questions (one shared corpus, so this equals a
 separate run on the test split). Knowledge: MeSH 2024 (thesaurus, tree, pharmacological
@@ -35,8 +35,8 @@ from pytorch_lightning.callbacks import Callback
 
 from gralc.config import load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
+from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.evaluation.metrics import aggregate
-from gralc.evaluation.runner import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.evaluation.trained_rows import evaluate_trained
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.model.gralc_model import GraLCModel, ModelConfig
@@ -59,46 +59,13 @@ LABELS = {"naive": "Naive", "semantic": "Semantic", "late": "Late",
           "fixed_graph": "GraLC (+Graph), fixed weights", "trained_kg": "GraLC (KG), trained",
           "trained_graph": "GraLC (+Graph), trained"}
 PAPER_OF = {"fixed_kg": "gralc_kg", "fixed_graph": "gralc_graph"}
-PAPER_INIT = ("alpha_init", "gamma_init", "tau_init", "beta_init", "lambda_init")
+#: The paper's initial values the tuned experiment changes (alpha / gamma / tau start at the
+#: paper's values in pipeline.chunking.boundary either way).
+PAPER_INIT = ("beta_init", "lambda_init")
 LEARNED = ["alpha_struct", "alpha_sem", "alpha_entity", "gamma", "tau", "beta", "lambda"]
 
-#: Chosen on NON-TEST data only (the 500 test questions and abstracts are never seen before the
-#: final run). The official dev set (50 questions) gives MRR 1.0 for every model, so 30% of the
-#: training abstracts (135 questions, seeded) are held out as extra dev questions: selection on
-#: 185 dev questions against the 500 non-test abstracts, training on 315. Diagnosis (previous
-#: setting: all scalars learned, lambda 0.1 / beta 0.7 init, selection on dev ``val/nll``): the
-#: dev nll fell 0.205 -> 0.125 while the dev cosine MRR (the KG row) fell 0.9910 -> 0.9856;
-#: resetting the learned lambda and alpha / gamma / tau restored it (0.9910), and every run that
-#: let lambda move (from 0.1 or from 0) lowered the dev cosine MRR by 1-2 questions. So: no
-#: token fusion (lambda fixed at 0) and the paper's boundary weights fixed (the KG row is the
-#: structure-aware model), beta starts at 0.9 (the largest kg_prox weight whose untrained hybrid
-#: ties the baseline's dev MRR for two GAT seeds; 0.95 / 0.99 tie too, 0.8 is one question
-#: better, 0.5 worse), GAT and beta train with beta's learning rate 1e-3 and an L2 pull to its
-#: initial value, and a trained epoch replaces the initial model only when it raises the dev
-#: MRR (rank-aligned) by more than 0.002 (about half a question). Dev MRR of the trained epochs
-#: (seeds 0 / 1): 0.9919 / 0.9919 vs 0.9910 initial (+1 question, below the margin); unanchored
-#: beta (lr 1e-2) drifted 0.9 -> 0.5 and fell to 0.9749 / 0.9852 by epoch 4.
-TUNED = [
-    "pairs.positives=evidence",
-    "optim.temperature=0.2",
-    "loader.extra_negative_docs=16",
-    "loader.holdout_fraction=0.3",
-    "model.lambda_init=0.0",
-    "model.learn_lambda=false",
-    "model.learn_alpha=false",
-    "model.learn_gamma=false",
-    "model.learn_tau=false",
-    "model.beta_init=0.9",
-    "optim.scalar_lr_scale=1.0",
-    "optim.scalar_anchor=1.0",
-    "trainer.max_epochs=4",
-    "callbacks.checkpoint.monitor=val/mrr",
-    "callbacks.checkpoint.mode=max",
-    "callbacks.checkpoint.min_improvement=0.002",
-    "callbacks.early_stopping.monitor=val/mrr",
-    "callbacks.early_stopping.mode=max",
-    "callbacks.early_stopping.patience=2",
-]
+#: The tuned training setting (chosen on NON-TEST data only; the reasoning is in the file).
+EXPERIMENT = "experiment=pubmedqa_tuned"
 
 
 class EpochTimer(Callback):
@@ -116,16 +83,16 @@ class EpochTimer(Callback):
 
 
 def paper_model(model: ModelConfig) -> ModelConfig:
-    """``model`` with the paper's initial values (ModelConfig defaults) of alpha, gamma, tau,
-    beta and lambda: the fixed-weight rows stay the paper's model whatever ``TUNED`` starts
-    the training from."""
+    """``model`` with the paper's initial values (ModelConfig defaults) of beta and lambda: the
+    fixed-weight rows stay the paper's model whatever the tuned experiment starts training
+    from."""
     return replace(model, **{f: getattr(ModelConfig(), f) for f in PAPER_INIT})
 
 
 def train_overrides(args: argparse.Namespace, seed: int) -> list[str]:
     mesh, hsdn = Path(args.mesh), Path(args.hsdn)
     out = [
-        "data=pubmedqa",
+        EXPERIMENT,
         f"data.path={args.data}",
         f"pipeline.knowledge.vocabulary={mesh / 'mesh2024_thesaurus_terms.tsv'}",
         f"pipeline.knowledge.tree_file={mesh / 'mtrees2024_style.bin'}",
@@ -135,13 +102,9 @@ def train_overrides(args: argparse.Namespace, seed: int) -> list[str]:
         "pipeline.encoder.device=cpu",
         "trainer.accelerator=cpu",
         f"trainer.num_threads={args.threads}",
-        # the paper's chunk bounds (BoundaryConfig defaults, as the structure-aware baseline)
-        "model.min_tokens=128",
-        "model.max_tokens=1024",
         f"paths.cache_dir={args.cache}",
         f"paths.output_dir={Path(args.out) / f'seed{seed}'}",
         f"seed={seed}",
-        *TUNED,
     ]
     if args.epochs is not None:
         out.append(f"trainer.max_epochs={args.epochs}")
@@ -204,7 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for seed in args.seeds:
         cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", train_overrides(args, seed))
         torch.manual_seed(seed)
-        fixed = TrainedScorer(GraLCModel(paper_model(cfg.model), pipeline.encoder.dim, pipeline.encoder.dim),
+        fixed = TrainedScorer(GraLCModel(paper_model(cfg.model), cfg.pipeline.chunking.boundary,
+                                         pipeline.encoder.dim, pipeline.encoder.dim),
                               cfg.pipeline, f"fixed weights, seed {seed}", embedder)
         kg, graph = evaluate_trained("", all_b, prepared, pipeline, RunSettings(KS), scorer=fixed)[:2]
         runs.setdefault("fixed_kg", []).append(scored(kg, test_ids))

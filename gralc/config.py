@@ -60,7 +60,8 @@ def load_config(
     """Load and validate a config; returns the schema dataclass instance (typed).
 
     ``overrides`` are ``key=value`` strings (``a.b=3``), or ``group=name`` where
-    ``config_dir/group/name.yaml`` exists. ``base``: start from this instance instead of the
+    ``config_dir/group/name.yaml`` exists (``experiment=name``: that file is merged at the
+    root, so an experiment sets any keys: ``configs/experiment/*.yaml``). ``base``: start from this instance instead of the
     schema's defaults (e.g. the pipeline config saved with a trained model).
     """
     schema_obj = schema()
@@ -84,7 +85,10 @@ def load_config(
             raise ConfigError(f"{key}={value}: no config {group_file}; available: "
                               f"{', '.join(names)}")
         if group_file is not None and "." not in key and group_file.is_file():
-            cfg = _merge(cfg, {key: OmegaConf.load(group_file)}, str(group_file), schema_obj)
+            loaded = OmegaConf.load(group_file)
+            # an experiment sets keys anywhere (lightning-hydra-template's "@package _global_")
+            cfg = _merge(cfg, loaded if key == "experiment" else {key: loaded}, str(group_file),
+                         schema_obj)
         else:
             dotted.append(f"{key}={value}")
     if dotted:

@@ -17,8 +17,8 @@ import sys
 from gralc.artefacts import OutputDirError, check_output_dir
 from gralc.cli import pipeline_overrides
 from gralc.inference import SEARCHERS, Retriever
+from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
-from gralc.retrieval.index import IndexConfig
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@
     r.save("index/")
     hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)
 
-An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.index``)
+An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.faiss_index``)
 plus ``retriever.json`` (strategy, model path, searcher, fusion, pipeline config) so ``load``
 rebuilds the same query encoder and scorer. ``searcher="hybrid"`` also keeps a BM25 index of
 the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.fusion`),
@@ -27,18 +27,16 @@ import numpy as np
 from gralc.artefacts import write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.knowledge.builtin import warn_builtin_vocabulary
-from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
+from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.hits import Hit
-from gralc.retrieval.index import ChunkIndex, IndexConfig, read_json
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
 SEARCHERS = ("dense", "hybrid")
-#: Pipeline settings that change how fast, not what, is computed.
-RUNTIME_KEYS = ("encoder.cache_dir", "encoder.device", "encoder.batch_size", "encoder.precision")
 
 
 def _is_demo_corpus(corpus: str | Path) -> bool:
@@ -71,7 +69,7 @@ class RetrieverSpec:
 
 def model_digest(model: str | Path) -> str:
     """SHA-256 of a trained model: a checkpoint file, or an export's weights and config."""
-    from gralc.retrieval.index import file_sha256
+    from gralc.retrieval.faiss_index import file_sha256
 
     path = Path(model)
     if path.is_file():

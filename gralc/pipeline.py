@@ -94,6 +94,33 @@ class PipelineConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
 
 
+#: Pipeline settings that change how fast, not what, is computed (free to differ from the
+#: settings a trained model was saved with).
+RUNTIME_KEYS = (
+    "encoder.cache_dir",
+    "encoder.device",
+    "encoder.batch_size",
+    "encoder.precision",
+    "encoder.stream_tokens",
+)
+#: The settings a trained model's input features depend on.
+MODEL_INPUT_KEYS = (
+    "encoder.",
+    "knowledge.",
+    "chunking.boundary.window",
+    "chunking.boundary.struct_weights",
+)
+
+
+def with_runtime(saved: PipelineConfig, current: PipelineConfig) -> PipelineConfig:
+    """``saved`` (a trained model's pipeline config) with ``current``'s runtime encoder
+    settings (:data:`RUNTIME_KEYS`: cache, device, batch size, precision)."""
+    from dataclasses import replace
+
+    runtime = {k.split(".", 1)[1]: getattr(current.encoder, k.split(".", 1)[1]) for k in RUNTIME_KEYS}
+    return replace(saved, encoder=replace(saved.encoder, **runtime))
+
+
 def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
     """The vocabulary (with tree numbers) and the relation tables the config names."""
     if cfg.vocabulary is None:

@@ -27,7 +27,7 @@ from gralc.artefacts import check_output_dir, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import RETRIEVER_FILE, Retriever
-from gralc.retrieval.index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
+from gralc.retrieval.faiss_index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
 
 SHARD_FILE = "shard.json"
 logger = logging.getLogger(__name__)

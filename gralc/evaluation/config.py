@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gralc.data.benchmarks import DataConfig
-from gralc.evaluation.runner import DEFAULT_METHODS, EvidenceConfig
+from gralc.evaluation.generation import GenerationConfig
+from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
 from gralc.pipeline import PipelineConfig
+from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
-from gralc.retrieval.index import IndexConfig
 
 
 @dataclass
@@ -35,11 +36,13 @@ class WandbConfig:
 @dataclass
 class EvalConfig:
     """``methods``: rows to run, by name (default: every row of
-    ``gralc.evaluation.runner.DEFAULT_METHODS``, hybrids included);
+    ``gralc.evaluation.methods.DEFAULT_METHODS``, hybrids included);
     ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
     ``gralc_graph`` (and their ``_hybrid`` rows); ``ks``: cut-offs (every row ranks to
     max(ks)); ``candidates``: depth searched before re-ranking; ``fusion``: the hybrid rows'
     fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets;
+    ``generation``: with ``enabled`` and an OpenAI-compatible endpoint, every row's top
+    chunks answer the questions that carry a gold long answer (``gen_f1``, Table 6);
     ``resume``: reuse the rows a killed run with the same settings already wrote."""
 
     seed: int = 0
@@ -52,6 +55,7 @@ class EvalConfig:
     index: IndexConfig = field(default_factory=IndexConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     progress: bool = True

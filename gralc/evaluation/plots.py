@@ -28,7 +28,7 @@ from gralc.documents.conditions import CONDITIONS
 from gralc.evaluation.report import benchmarks_of, condition, family
 
 if TYPE_CHECKING:  # runner imports torch; the report only reads its records
-    from gralc.evaluation.runner import MethodResult
+    from gralc.evaluation.methods import MethodResult
 
 logger = logging.getLogger(__name__)
 _PNG_META = {"Software": None}  # no version string: same inputs give the same bytes

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gralc.documents.conditions import CONDITIONS
 
 if TYPE_CHECKING:  # runner imports torch; the report only reads its records
-    from gralc.evaluation.runner import MethodResult
+    from gralc.evaluation.methods import MethodResult
 
 PaperRef = Mapping[str, Mapping[str, float]]  # {method: {metric: value}}
 

@@ -15,7 +15,7 @@ from gralc.config import to_dict
 from gralc.data.benchmarks import load_benchmarks
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.evidence import PieceCounter
-from gralc.evaluation.runner import (
+from gralc.evaluation.methods import (
     DEFAULT_METHODS,
     MethodResult,
     RunSettings,
@@ -44,6 +44,9 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         raise ValueError(f"unknown method(s) {unknown}; available: {', '.join(by_name)}")
     specs = [by_name[m] for m in cfg.methods]
     check_methods(specs)
+    if cfg.generation.enabled and not cfg.generation.model:
+        raise ValueError("generation.enabled=true needs generation.model (the endpoint's model "
+                         "name) and generation.base_url; see configs/eval.yaml")
     for model_path in cfg.models:  # validate before any encoding
         if not Path(model_path).exists():
             raise FileNotFoundError(f"models=[{model_path}]: no such checkpoint or export folder")
@@ -59,7 +62,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     pipeline = Pipeline(cfg.pipeline)
     out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
     settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
-                           PieceCounter(pipeline.encoder.tokenizer))
+                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation)
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
     prepared_for: dict[int, list] = {}
@@ -104,7 +107,10 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
 def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dict[str, float]) -> None:
     from gralc.evaluation.report import PAPER_REFERENCE, write_report
 
-    write_report(results, out, to_dict(cfg), timings, paper=PAPER_REFERENCE)
+    config = to_dict(cfg)
+    if config["generation"]["api_key"]:
+        config["generation"]["api_key"] = "<redacted>"  # never written into a results folder
+    write_report(results, out, config, timings, paper=PAPER_REFERENCE)
     try:
         from gralc.evaluation.plots import write_plots
 

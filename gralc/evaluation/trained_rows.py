@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from gralc.chunking.base import PreparedDocument
+from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
-from gralc.evaluation.runner import MethodResult, RunSettings, score_runs
-from gralc.pipeline import Pipeline
+from gralc.evaluation.methods import MethodResult, RunSettings, score_runs
+from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.fusion import fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
@@ -41,19 +41,19 @@ def evaluate_trained(
     scorer: TrainedScorer | None = None,
     prefix: str = "gralc",
 ) -> list[MethodResult]:
-    """Both trained rows on one benchmark (``scorer`` reuses an already loaded model). A model
-    trained with LoRA adapters re-encodes the documents and questions with its own adapted
-    encoder (the rest of ``pipeline``'s config, e.g. its encoder cache, is kept)."""
+    """The trained rows on one benchmark (``scorer`` reuses an already loaded model). The
+    model runs with the pipeline settings saved in it (encoder, LoRA-adapted or not,
+    knowledge base, boundary window): where ``pipeline`` differs in any of them the documents
+    and questions are prepared again with the model's (``pipeline``'s runtime settings, e.g.
+    its encoder cache, are kept) and a warning names the differences."""
     scorer = scorer or TrainedScorer.load(model_path)
-    trained_enc = scorer.pipeline_config.encoder.model
-    if scorer.adapted and trained_enc != pipeline.config.encoder.model:
-        logger.info("model %s has LoRA adapters: encoding with %s", model_path, trained_enc)
-        encoder = replace(pipeline.config.encoder, model=trained_enc)
-        pipeline = Pipeline(replace(pipeline.config, encoder=encoder))
+    own = with_runtime(scorer.pipeline_config, pipeline.config)
+    differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
+    if differ:  # a trained model always runs with the settings saved in it
+        logger.warning("%s runs with its own saved pipeline settings, not the evaluation's: %s",
+                       model_path or "the model", "; ".join(differ))
+        pipeline = Pipeline(own)
         prepared = pipeline.prepare([p.doc for p in prepared], progress=False)
-    elif trained_enc != pipeline.config.encoder.model:
-        logger.warning("model %s was trained with encoder %s; evaluating with %s",
-                       model_path, trained_enc, pipeline.config.encoder.model)
     t0 = time.perf_counter()
     chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
     t_chunk = time.perf_counter() - t0

@@ -41,7 +41,7 @@ def warn_builtin_vocabulary(corpus: str) -> bool:
         "\n%s\nNO MeSH VOCABULARY CONFIGURED for %s: concepts are linked with the built-in "
         "438-term demo subset, so KG-dependent results (entity boundaries, KG infusion, "
         "kg_prox) are not meaningful on a real corpus. Get MeSH 2024 with\n    %s\nand pass "
-        "pipeline.knowledge.vocabulary=data/mesh/mesh2024_thesaurus_terms.tsv "
+        "pipeline.knowledge.vocabulary=data/mesh/desc2024.xml "
         "pipeline.knowledge.tree_file=data/mesh/mtrees2024.bin\n%s",
         "!" * 78, corpus, DOWNLOAD, "!" * 78,
     )

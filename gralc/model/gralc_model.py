@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gralc.chunking.boundaries import BoundaryConfig
 from gralc.chunking.decoders import InteriorScoreCohesion, dp_decode, peak_decode, spans_from_cuts
 from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.chunk_set import ChunkSet, Spans
@@ -34,14 +35,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class ModelConfig:
-    """Learnable parts and their initial values (the paper's hand-set values by default).
+    """Learnable parts and their initial values (the paper's hand-set values by default). The
+    boundary weights' initial values (alpha, gamma, tau) and the hard decoder's settings are
+    NOT here: they are the one :class:`~gralc.chunking.boundaries.BoundaryConfig`
+    (``pipeline.chunking.boundary``) the baselines use too.
 
     ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_hybrid=False``
     scores by cosine alone (no beta). ``learn_*=False`` keeps that part at its initial value
     (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
-    hybrid score's kg_prox alone). ``temperature`` is T of the soft cuts
-    ``sigmoid((b - tau) / T)``. Decoder settings are those of the hard cuts (inference and the
-    spans used in training); the DP terms are as in :class:`BoundaryConfig`.
+    hybrid score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
+    ``sigmoid((b - tau) / T)`` in training; ``soft_extend`` how far (tokens) a soft chunk may
+    reach past its hard span.
     """
 
     use_kg: bool = True
@@ -55,43 +59,37 @@ class ModelConfig:
     lambda_init: float = 0.1
     lambda_per_dimension: bool = False
     learn_lambda: bool = True
-    alpha_init: tuple[float, float, float] = (0.5, 0.3, 1.0)
-    gamma_init: float = 0.5
-    tau_init: float = 0.3
     learn_alpha: bool = True
     learn_gamma: bool = True
     learn_tau: bool = True
     beta_init: float = 0.7
     learn_beta: bool = True
-    temperature: float = 0.05
+    cut_temperature: float = 0.05
     soft_extend: int = 64
-    decoder: str = "peak"
-    min_tokens: int = 128
-    max_tokens: int = 1024
-    dp_target_tokens: int = 384
-    dp_length_weight: float = 1.0
-    dp_cohesion_weight: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.decoder not in ("peak", "dp"):
-            raise ValueError(f"model.decoder must be 'peak' or 'dp', got {self.decoder!r}")
-        if not 1 <= self.min_tokens <= self.max_tokens:
-            raise ValueError(
-                f"model needs 1 <= min_tokens <= max_tokens, got {self.min_tokens} / {self.max_tokens}"
-            )
-        if self.temperature <= 0:
-            raise ValueError(f"model.temperature must be > 0, got {self.temperature}")
+        if self.cut_temperature <= 0:
+            raise ValueError(f"model.cut_temperature must be > 0, got {self.cut_temperature}")
+
+    @property
+    def concept_out_dim(self) -> int | None:
+        """Width d' of u' (the GAT output) with the KG; None without (u itself)."""
+        return self.gat_out_dim if self.use_kg else None
 
 
 class GraLCModel(nn.Module):
-    """``GraLCModel(config, token_dim d, concept_dim d_k)``; ``model(docs, soft)`` turns
+    """``GraLCModel(config, boundary, token_dim d, concept_dim d_k)``: ``boundary`` gives the
+    initial alpha / gamma / tau and the hard decoder's settings; ``model(docs, soft)`` turns
     :class:`~gralc.model.doc_features.DocFeatures` into a :class:`ChunkSet`, :meth:`score`
     scores queries against it: the same code in training, validation and inference."""
 
-    def __init__(self, config: ModelConfig, token_dim: int, concept_dim: int) -> None:
+    def __init__(
+        self, config: ModelConfig, boundary: BoundaryConfig, token_dim: int, concept_dim: int
+    ) -> None:
         super().__init__()
-        self.config, self.token_dim, self.concept_dim = config, token_dim, concept_dim
-        c = config
+        self.config, self.boundary_config = config, boundary
+        self.token_dim, self.concept_dim = token_dim, concept_dim
+        c, bc = config, boundary
         self.gat: GATInfusion | None = None
         self.fusion: TokenFusion | None = None
         if c.use_kg:
@@ -108,10 +106,10 @@ class GraLCModel(nn.Module):
                 c.learn_lambda,
             )
         self.boundary = BoundaryScorer(
-            tuple(c.alpha_init),
-            c.gamma_init,
-            c.tau_init,
-            c.temperature,
+            (bc.alpha_struct, bc.alpha_sem, bc.alpha_entity),
+            bc.gamma,
+            bc.tau,
+            c.cut_temperature,
             c.learn_alpha,
             c.learn_gamma,
             c.learn_tau,
@@ -148,7 +146,7 @@ class GraLCModel(nn.Module):
     ) -> Spans:
         """Token spans tiling the document, decoded from b (default :meth:`boundaries`, the
         learned alpha / gamma) with the learned tau; never differentiated."""
-        c = self.config
+        c = self.boundary_config
         decoder = decoder or c.decoder
         lo, hi = min_tokens or c.min_tokens, max_tokens or c.max_tokens
         n = f.n_tokens
@@ -204,7 +202,7 @@ class GraLCModel(nn.Module):
             bs.append(b.detach())
             k += len(spans)
         device = self.boundary.tau.device
-        dim = self.config.gat_out_dim if self.gat is not None else self.concept_dim
+        dim = self.config.concept_out_dim or self.concept_dim
         return ChunkSet(
             vectors=torch.cat(vecs) if vecs else torch.zeros(0, self.token_dim, device=device),
             entity_vectors=torch.cat(ent_vecs) if ent_vecs else torch.zeros(0, dim, device=device),
@@ -221,7 +219,7 @@ class GraLCModel(nn.Module):
         """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` from each query's ``(u_q (Cq, d_k),
         edge_index_q (2, Eq))`` through the same concept encoder as the documents."""
         encoded = [self.concepts(u, ei) for u, ei in items]
-        dim = self.config.gat_out_dim if self.gat is not None else self.concept_dim
+        dim = self.config.concept_out_dim or self.concept_dim
         return pad_stack(encoded, dim, device=self.boundary.tau.device)
 
     # ----- scoring --------------------------------------------------------------------------

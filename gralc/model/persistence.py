@@ -17,6 +17,7 @@ encoder name (``<base>+lora-<digest>``, see ``gralc.encoding.models.model_name``
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,14 +90,52 @@ def _lora_encoder(info: dict[str, Any], adapters: dict[str, torch.Tensor]):
     return enc.eval()
 
 
+#: ModelConfig keys of checkpoints written before the boundary settings moved to the one
+#: BoundaryConfig (pipeline.chunking.boundary), and their names there.
+_MOVED_TO_BOUNDARY = {
+    "gamma_init": "gamma",
+    "tau_init": "tau",
+    "decoder": "decoder",
+    "min_tokens": "min_tokens",
+    "max_tokens": "max_tokens",
+    "dp_target_tokens": "dp_target_tokens",
+    "dp_length_weight": "dp_length_weight",
+    "dp_cohesion_weight": "dp_cohesion_weight",
+}
+
+
+def upgrade_settings(
+    model_config: dict[str, Any], pipeline_config: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Saved ``(model_config, pipeline_config)`` in today's layout: the boundary settings an
+    older model kept in its ModelConfig (alpha_init, gamma_init, tau_init, decoder, chunk
+    bounds, DP terms) move to ``pipeline_config.chunking.boundary``, ``temperature`` becomes
+    ``cut_temperature``; a current one comes back unchanged (copies)."""
+    m, p = copy.deepcopy(dict(model_config)), copy.deepcopy(dict(pipeline_config))
+    boundary = p.setdefault("chunking", {}).setdefault("boundary", {})
+    if "alpha_init" in m:
+        boundary.update(zip(("alpha_struct", "alpha_sem", "alpha_entity"), m.pop("alpha_init")))
+    for old, new in _MOVED_TO_BOUNDARY.items():
+        if old in m:
+            boundary[new] = m.pop(old)
+    if "temperature" in m:
+        m["cut_temperature"] = m.pop("temperature")
+    return m, p
+
+
 def _build(
     info: dict[str, Any], state: dict[str, torch.Tensor]
 ) -> tuple[GraLCModel, PipelineConfig]:
+    model_cfg, pipeline_cfg = upgrade_settings(info["model_config"], info["pipeline_config"])
+    pipeline = _typed(PipelineConfig, pipeline_cfg)
     model = GraLCModel(
-        _typed(ModelConfig, info["model_config"]), int(info["token_dim"]), int(info["concept_dim"])
+        _typed(ModelConfig, model_cfg),
+        pipeline.chunking.boundary,
+        int(info["token_dim"]),
+        int(info["concept_dim"]),
     )
     model.load_state_dict(state, strict=True)
-    return model.eval(), _typed(PipelineConfig, info["pipeline_config"])
+    return model.eval(), pipeline
 
 
 def load_trained(path: str | Path) -> TrainedModel:
@@ -163,19 +202,22 @@ def _write_export(checkpoint: Path, out: Path) -> None:
     model, pipeline_cfg = _build(
         {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
     )
-    mc = model.config
+    bc = model.boundary_config
+    model_config, pipeline_config = upgrade_settings(
+        info["model_config"], info["train_config"]["pipeline"]
+    )
     doc = {
         "learned_values": model.learned_values(),
-        "decoder": mc.decoder,
-        "min_tokens": mc.min_tokens,
-        "max_tokens": mc.max_tokens,
+        "decoder": bc.decoder,
+        "min_tokens": bc.min_tokens,
+        "max_tokens": bc.max_tokens,
         "encoder_id": pipeline_cfg.encoder.model,
         "git_hash": info.get("run", {}).get("git_hash", "unknown"),
         "source_checkpoint": str(checkpoint.resolve()),
         "token_dim": model.token_dim,
         "concept_dim": model.concept_dim,
-        "model_config": info["model_config"],
-        "pipeline_config": info["train_config"]["pipeline"],
+        "model_config": model_config,
+        "pipeline_config": pipeline_config,
     }
     lora = _lora(info)
     if lora is not None:

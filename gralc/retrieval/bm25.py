@@ -27,7 +27,7 @@ import Stemmer
 
 from gralc.artefacts import write_artefact
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.index import (
+from gralc.retrieval.faiss_index import (
     CHUNKS_FILE,
     CONFIG_FILE,
     provenance,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gralc.config import ConfigError
+from gralc.chunking.boundaries import BoundaryConfig
+from gralc.config import ConfigError, to_dict
 from gralc.data.benchmarks import DataConfig
 from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
@@ -147,12 +148,27 @@ class LoraConfig:
     target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
 
 
+def training_pipeline() -> PipelineConfig:
+    """The pipeline of a training run: as every pipeline, but chunks of 64-512 word-pieces
+    (CPU-friendly batches) instead of the baselines' 128-1024."""
+    cfg = PipelineConfig()
+    cfg.chunking.boundary = BoundaryConfig(min_tokens=64, max_tokens=512)
+    return cfg
+
+
+#: ``pipeline.chunking`` sections training never reads (the model chunks with ``boundary``).
+IGNORED_CHUNKING = ("fixed", "semantic", "late", "multilevel")
+
+
 @dataclass
 class TrainConfig:
+    """``pipeline.chunking.boundary`` is the model's boundary config: the initial alpha /
+    gamma / tau and the hard decoder (as the structure-aware baseline's)."""
+
     seed: int = 0
     deterministic: bool = True
     data: DataConfig = field(default_factory=DataConfig)
-    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    pipeline: PipelineConfig = field(default_factory=training_pipeline)
     model: ModelConfig = field(default_factory=ModelConfig)
     loader: LoaderConfig = field(default_factory=LoaderConfig)
     pairs: PairsConfig = field(default_factory=PairsConfig)
@@ -168,6 +184,16 @@ class TrainConfig:
 def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks the schema cannot express; raises ConfigError. (Whether ``lora.target_modules``
     name layers of the encoder is checked when the encoder is loaded, see run.train.)"""
+    defaults = PipelineConfig().chunking
+    for name in IGNORED_CHUNKING:
+        given, default = to_dict(getattr(cfg.pipeline.chunking, name)), to_dict(getattr(defaults, name))
+        changed = sorted(k for k in given if given[k] != default[k])
+        if changed:
+            raise ConfigError(
+                f"pipeline.chunking.{name}.{changed[0]} is set, but training never reads "
+                f"pipeline.chunking.{name} (the model chunks with pipeline.chunking.boundary); "
+                "drop the override"
+            )
     if cfg.lora.enabled:
         if cfg.lora.r < 1:
             raise ConfigError(f"lora.r must be >= 1, got {cfg.lora.r}")

@@ -23,7 +23,6 @@ def demo_config(
     cfg = TrainConfig()
     cfg.paths.output_dir, cfg.paths.cache_dir = output_dir, cache_dir
     cfg.pipeline.encoder.cache_dir = f"{cache_dir}/encodings"
-    cfg.model.min_tokens, cfg.model.max_tokens = 64, 512
     cfg.trainer.max_epochs = 6
     cfg.trainer.accelerator = "cpu"
     cfg.trainer.num_threads = 1
@@ -42,7 +41,7 @@ def train_stage(cfg: TrainConfig | None = None, console: Console | None = None) 
     dm = GraLCDataModule(cfg)
     dm.setup("fit")
     seed_everything(cfg.seed, cfg.deterministic)
-    model = GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
     initial = model.learned_values()
     lit = GraLCLitModule(model, cfg.optim)
     model.eval()

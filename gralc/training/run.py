@@ -279,7 +279,7 @@ def train(
     cache.mkdir(parents=True, exist_ok=True)
     with FileLock(cache / ".features.lock"):  # DDP ranks: one builds the cache, the rest read it
         dm.setup("fit")
-    model = model or GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    model = model or GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
     # plain JSON types only, so Lightning can resume with torch.load(weights_only=True)
     meta = json.loads(
         json.dumps(run_metadata({"output_dir": str(out), "resumed_from": ckpt_path}), default=str)

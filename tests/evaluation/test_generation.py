@@ -163,3 +163,38 @@ def test_config_errors():
         generate_answers([Question("q", "Q?", "d1")], [run_for("x")], GenerationConfig())
     with pytest.raises(ValueError, match="1 questions but 2 runs"):
         generate_answers([Question("q", "Q?", "d1")], [run_for("x")] * 2, config("http://127.0.0.1:1/v1"))
+
+
+def test_eval_scores_generation_for_every_row(server, tmp_path):
+    """eval.py generation.enabled=true: each row's top chunks answer the questions with a gold
+    long answer, and gen_f1 lands in its metrics and the report (the key never on disk)."""
+    from gralc.config import load_config
+    from gralc.evaluation.config import EvalConfig
+    from gralc.evaluation.run import evaluate
+
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    out = tmp_path / "results"
+    cfg = load_config(EvalConfig, repo / "configs" / "eval.yaml", [
+        "methods=[bm25,naive_bm25]", "generation.enabled=true", f"generation.base_url={server.url}",
+        "generation.model=tiny-test", "generation.api_key=k-secret", "generation.retries=0",
+        f"paths.output_dir={out}", "progress=false"])
+    results, _ = evaluate(cfg)
+    assert {r.method for r in results} == {"naive_bm25", "bm25"}
+    for r in results:
+        assert 0 < r.metrics["gen_f1"] <= 1 and r.metrics["n_generation_questions"] == 39
+    assert len(server.requests) == 2 * 39
+    assert "generation" in (out / "tables.md").read_text()
+    assert not any("k-secret" in p.read_text(errors="ignore") for p in out.rglob("*") if p.is_file())
+
+
+def test_eval_refuses_generation_without_a_model(tmp_path):
+    from gralc.config import load_config
+    from gralc.evaluation.config import EvalConfig
+    from gralc.evaluation.run import evaluate
+
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    cfg = load_config(EvalConfig, repo / "configs" / "eval.yaml",
+                      ["generation.enabled=true", f"paths.output_dir={tmp_path / 'o'}"])
+    with pytest.raises(ValueError, match="generation.model"):
+        evaluate(cfg)
+    assert not (tmp_path / "o").exists()

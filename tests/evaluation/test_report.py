@@ -9,9 +9,9 @@ import math
 import pytest
 from omegaconf import OmegaConf
 
+from gralc.evaluation.methods import MethodResult
 from gralc.evaluation.plots import write_plots
 from gralc.evaluation.report import PAPER_REFERENCE, format_table, markdown_tables, write_report
-from gralc.evaluation.runner import MethodResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 METHODS = ("naive", "semantic", "gralc_kg")

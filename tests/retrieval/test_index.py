@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.index import ChunkIndex, IndexConfig
+from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
 
 
 def make_chunks(vecs: np.ndarray, start: int = 0) -> list[Chunk]:

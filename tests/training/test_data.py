@@ -110,7 +110,7 @@ def test_config_groups_and_lora_validation():
     cfg = load_config(
         TrainConfig, REPO / "configs" / "train.yaml", ["model=no_kg", "data=pubmedqa"]
     )
-    assert not cfg.model.use_kg and cfg.model.min_tokens == 64 and cfg.data.name == "pubmedqa"
+    assert not cfg.model.use_kg and cfg.pipeline.chunking.boundary.min_tokens == 64 and cfg.data.name == "pubmedqa"
     cfg.lora.enabled = True
     assert validate(cfg) is cfg  # LoRA is supported (tests/training/test_lora.py)
     for key, bad in (("r", 0), ("alpha", 0), ("dropout", 1.0), ("target_modules", [])):

@@ -20,7 +20,7 @@ from gralc.training.run import select_checkpoint, train
 
 def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
     torch.manual_seed(0)
-    return GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    return GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
 
 
 def _same_parameters(a: GraLCModel, b: GraLCModel) -> bool:

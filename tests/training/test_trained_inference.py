@@ -15,7 +15,7 @@ QUESTION = "Did metformin titration reduce gastrointestinal adverse events in ty
 def test_hybrid_scores_every_chunk_exactly(make_cfg, datamodule, tmp_path):
     cfg = make_cfg(tmp_path)
     torch.manual_seed(0)
-    model = GraLCModel(cfg.model, datamodule.token_dim, datamodule.concept_dim).eval()
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
     scorer = TrainedScorer(model, cfg.pipeline)
     pipeline = Pipeline(cfg.pipeline)
     docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
@@ -47,7 +47,7 @@ def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
     """gralc.index streams documents in batches; the entity table must not depend on it."""
     cfg = make_cfg(tmp_path)
     torch.manual_seed(0)
-    model = GraLCModel(cfg.model, datamodule.token_dim, datamodule.concept_dim).eval()
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
     pipeline = Pipeline(cfg.pipeline)
     docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
     prepared = pipeline.prepare(docs, progress=False)
@@ -64,12 +64,12 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
     """eval.py's trained rows: kg, graph and both fused with BM25, scored at evidence level."""
     from gralc.data.benchmarks import demo_benchmark
     from gralc.evaluation.evidence import PieceCounter
-    from gralc.evaluation.runner import RunSettings
+    from gralc.evaluation.methods import RunSettings
     from gralc.evaluation.trained_rows import evaluate_trained
 
     cfg = make_cfg(tmp_path)
     torch.manual_seed(0)
-    model = GraLCModel(cfg.model, datamodule.token_dim, datamodule.concept_dim).eval()
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
     scorer = TrainedScorer(model, cfg.pipeline)
     pipeline = Pipeline(cfg.pipeline)
     bench = demo_benchmark()

@@ -30,7 +30,7 @@ GROUPS = [
 
 def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
     torch.manual_seed(0)
-    return GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    return GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
 
 
 def _group(model: GraLCModel, prefix: str) -> list[torch.Tensor]:
@@ -137,6 +137,43 @@ def test_checkpoint_export_reload_give_identical_scores(short_run, datamodule, t
     assert torch.equal(scores[0], scores[1]) and torch.equal(scores[1], scores[2])
     pipeline_cfg = load_model(tmp_path / "export")[1]
     assert pipeline_cfg.encoder.model == cfg.pipeline.encoder.model
+
+
+def test_old_layout_export_loads_with_the_same_scores(short_run, datamodule, tmp_path):
+    """An export written before the boundary settings moved into pipeline.chunking.boundary
+    (alpha_init, gamma_init, tau_init, decoder, bounds and temperature in model_config)."""
+    from omegaconf import OmegaConf
+
+    cfg, model, _, result, _ = short_run
+    export(Path(result["last_checkpoint"]), tmp_path / "export")
+    doc = OmegaConf.to_container(OmegaConf.load(tmp_path / "export" / "inference.yaml"))
+    b = doc["pipeline_config"]["chunking"]["boundary"]
+    doc["model_config"].update(
+        alpha_init=[b["alpha_struct"], b["alpha_sem"], b["alpha_entity"]], gamma_init=b["gamma"],
+        tau_init=b["tau"], decoder=b["decoder"], min_tokens=b["min_tokens"],
+        max_tokens=b["max_tokens"], temperature=doc["model_config"].pop("cut_temperature"))
+    doc["pipeline_config"]["chunking"]["boundary"] = {"window": b["window"]}  # baseline defaults
+    OmegaConf.save(OmegaConf.create(doc), tmp_path / "export" / "inference.yaml")
+    old = load_model(tmp_path / "export")[0]
+    assert old.boundary_config.min_tokens == cfg.pipeline.chunking.boundary.min_tokens == 64
+    batch = datamodule.val_batch()
+    a = GraLCLitModule(model.eval(), cfg.optim).retrieval_scores(batch)[0]
+    assert torch.equal(a, GraLCLitModule(old, cfg.optim).retrieval_scores(batch)[0])
+
+
+def test_a_trained_model_keeps_its_own_settings(short_run, tmp_path):
+    """gralc.index --model with an override that contradicts the model: an error naming both
+    values; runtime settings may differ."""
+    from gralc.data.demo import DEMO_DIR
+    from gralc.inference import Retriever
+
+    _, _, _, result, _ = short_run
+    article = DEMO_DIR / "articles" / "PMC9000001.nxml"
+    with pytest.raises(ValueError, match=r"chunking.boundary.window: saved=16, given=8"):
+        Retriever.build(article, model=result["last_checkpoint"],
+                        overrides=["chunking.boundary.window=8"])
+    r = Retriever.build(article, model=result["last_checkpoint"], overrides=["encoder.batch_size=2"])
+    assert r.pipeline.config.encoder.batch_size == 2 and len(r.index) > 0
 
 
 class Kill(RuntimeError):

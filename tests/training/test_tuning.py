@@ -4,20 +4,24 @@ the cosine (KG) row."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from gralc.config import ConfigError
+from gralc.config import ConfigError, load_config
 from gralc.model.gralc_model import GraLCModel
-from gralc.training.config import validate
+from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import GraLCDataModule, holdout_train_documents
 from gralc.training.lit_module import GraLCLitModule
 from gralc.training.run import select_checkpoint, train
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
     torch.manual_seed(0)
-    return GraLCModel(cfg.model, dm.token_dim, dm.concept_dim)
+    return GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
 
 
 def test_holdout_moves_whole_training_documents_to_dev(datamodule):
@@ -170,11 +174,14 @@ def test_bad_tuning_settings_are_rejected(make_cfg, tmp_path, override):
 
 
 def test_bench_fixed_rows_keep_the_paper_initial_values():
-    from bench.train_pubmedqa import TUNED, paper_model
+    from bench.train_pubmedqa import EXPERIMENT, paper_model
     from gralc.model.gralc_model import ModelConfig
 
-    tuned = ModelConfig(lambda_init=0.0, beta_init=0.9, learn_lambda=False, min_tokens=128)
+    tuned = ModelConfig(lambda_init=0.0, beta_init=0.9, learn_lambda=False)
     paper = paper_model(tuned)
-    assert (paper.lambda_init, paper.beta_init, tuned.alpha_init) == (0.1, 0.7, (0.5, 0.3, 1.0))
-    assert paper.min_tokens == 128 and paper.learn_lambda is False  # only the initial values
-    assert "loader.holdout_fraction=0.3" in TUNED
+    assert (paper.lambda_init, paper.beta_init) == (0.1, 0.7)
+    assert paper.learn_lambda is False  # only the initial values
+    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [EXPERIMENT, "data.path=x"])
+    b = cfg.pipeline.chunking.boundary
+    assert cfg.loader.holdout_fraction == 0.3 and cfg.model.beta_init == 0.9
+    assert (b.min_tokens, b.max_tokens, b.alpha_struct, b.gamma, b.tau) == (128, 1024, 0.5, 0.5, 0.3)

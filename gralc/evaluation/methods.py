@@ -25,6 +25,7 @@ from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
 from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.evidence import BUDGETS, PieceCounter, evidence_metrics, resolve_evidence
+from gralc.evaluation.generation import GenerationConfig, evaluate_generation
 from gralc.evaluation.metrics import (
     aggregate,
     chunk_statistics,
@@ -33,8 +34,8 @@ from gralc.evaluation.metrics import (
 )
 from gralc.pipeline import Pipeline, build_chunker
 from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
 from gralc.retrieval.fusion import FusionConfig, fuse
-from gralc.retrieval.index import ChunkIndex, IndexConfig
 from gralc.retrieval.ranking import rank_order
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class RunSettings:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     pieces: PieceCounter | None = None
+    #: answer generation scored against the gold long answers (``eval.py generation.*``)
+    generation: GenerationConfig | None = None
 
     @property
     def depth(self) -> int:
@@ -282,6 +285,16 @@ def evaluate_method(
     return score_runs(spec.name, bench, chunks, runs, settings, timings, within)
 
 
+def generation_metrics(bench: Benchmark, runs: list[Run], config: GenerationConfig) -> dict[str, float]:
+    """``gen_f1`` etc. (:func:`~gralc.evaluation.generation.evaluate_generation`) over the
+    questions that carry a gold long answer (none: no generation metrics, with a warning)."""
+    pairs = [(q, r) for q, r in zip(bench.questions, runs) if q.long_answer.strip()]
+    if not pairs:
+        logger.warning("%s: no question has a gold long answer: generation not scored", bench.name)
+        return {}
+    return evaluate_generation([q for q, _ in pairs], [r for _, r in pairs], config)
+
+
 def score_runs(
     method: str,
     bench: Benchmark,
@@ -320,6 +333,8 @@ def score_runs(
         metrics.update(aggregate(evidence_rows))
     metrics["n_evidence_questions"] = float(len(evidence_rows))
     metrics["n_questions"] = float(len(per_query))
+    if settings.generation is not None and settings.generation.enabled:
+        metrics.update(generation_metrics(bench, runs, settings.generation))
     metrics.update(bench.stats)
     stats = chunk_statistics(chunks)
     if settings.pieces is not None:

@@ -6,7 +6,7 @@ import pytest
 
 from gralc.data.benchmarks import demo_benchmark
 from gralc.evaluation.evidence import PieceCounter
-from gralc.evaluation.runner import (
+from gralc.evaluation.methods import (
     DEFAULT_METHODS,
     MethodSpec,
     RunSettings,
