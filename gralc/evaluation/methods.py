@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -270,19 +270,48 @@ def evaluate_method(
     t_chunk = time.perf_counter() - t0
     if not chunks:
         raise ValueError(f"method {spec.name!r} produced no chunks on {bench.name}")
+    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings, q_vecs)
+    rerank = _reranker(spec, bench, chunks, settings.depth)
+    return score_scorer(spec.name, bench, chunks, searcher, settings, {"chunk_s": t_chunk}, rerank)
+
+
+class Scorer(Protocol):
+    """What evaluation scores: a ranker of a benchmark's questions (in order) over its chunks:
+    a baseline :class:`Searcher` (dense, BM25, hybrid), a trained model's row
+    (:class:`~gralc.evaluation.trained_rows.TrainedSearcher`), anything else."""
+
+    def search(self, depth: int) -> list[Run]:
+        """Per question its top ``depth`` ``(chunk, score)`` pairs, best first."""
+        ...
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        """Question ``qi``'s ranking of the chunks of ``doc_id`` only."""
+        ...
+
+
+def score_scorer(
+    name: str,
+    bench: Benchmark,
+    chunks: list[Chunk],
+    scorer: Scorer,
+    settings: RunSettings,
+    timings: dict[str, float] | None = None,
+    rerank: Reranker | None = None,
+) -> MethodResult:
+    """Search every question with ``scorer`` (``candidates`` deep when ``rerank`` re-ranks),
+    cut every ranking to ``max(ks)`` and score it (:func:`score_runs`). ``timings``: the
+    row's earlier stages; ``score_s`` there is added to the search time."""
+    timings = dict(timings or {})
     depth = settings.depth
     t1 = time.perf_counter()
-    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings, q_vecs)
-    runs = searcher.search(depth if spec.rerank == "none" else max(depth, settings.candidates))
-    rerank = _reranker(spec, bench, chunks, depth)
+    runs = scorer.search(depth if rerank is None else max(depth, settings.candidates))
     if rerank is not None:
         runs = [rerank(run, q.id) for run, q in zip(runs, bench.questions)]
     runs = [run[:depth] for run in runs]  # every row ranks to the same depth
-    t_search = time.perf_counter() - t1
-    within = [searcher.within(i, q.gold_doc_id) for i, q in enumerate(bench.questions)]
-    timings = {"chunk_s": t_chunk, "search_s": t_search,
-               "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
-    return score_runs(spec.name, bench, chunks, runs, settings, timings, within)
+    t_search = time.perf_counter() - t1 + timings.pop("score_s", 0.0)
+    within = [scorer.within(i, q.gold_doc_id) for i, q in enumerate(bench.questions)]
+    timings.update(search_s=t_search, ms_per_query=1000 * t_search / max(1, len(bench.questions)))
+    return score_runs(name, bench, chunks, runs, settings, timings, within)
 
 
 def generation_metrics(bench: Benchmark, runs: list[Run], config: GenerationConfig) -> dict[str, float]:

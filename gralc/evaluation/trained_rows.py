@@ -1,7 +1,8 @@
 """Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine),
 ``gralc_graph`` (the same chunks scored by the learned hybrid beta*cos + (1-beta)*kg_prox),
 and each fused with BM25 over the same chunks (``gralc_kg_hybrid``, ``gralc_graph_hybrid``,
-the evaluation's ``fusion`` setting)."""
+the evaluation's ``fusion`` setting). Each row is a :class:`TrainedSearcher`, scored through
+the :class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ import numpy as np
 import torch
 
 from gralc.chunking.base import PreparedDocument
+from gralc.chunking.chunk import Chunk
 from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
-from gralc.evaluation.methods import MethodResult, RunSettings, score_runs
+from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Index
-from gralc.retrieval.fusion import fuse
+from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
+ROWS = ("kg", "graph", "kg_hybrid", "graph_hybrid")
 
 
 def _top(chunks, scores: torch.Tensor, k: int):
@@ -30,6 +33,40 @@ def _top(chunks, scores: torch.Tensor, k: int):
     n = min(len(chunks), k + 50)  # slack so ties at the cut are ordered by the rule
     idx = torch.topk(scores, n).indices.tolist()
     return rank_chunks([(chunks[i], float(scores[i])) for i in idx])[:k]
+
+
+class TrainedSearcher:
+    """One trained row as a :class:`~gralc.evaluation.methods.Scorer`: each question's score of
+    every chunk (``scores[i]`` (K,), computed once by the model and shared by the rows), fused
+    with BM25 (``lexical[i]`` (K,)) when given."""
+
+    def __init__(self, chunks: list[Chunk], scores: list[torch.Tensor],
+                 lexical: list[np.ndarray] | None, fusion: FusionConfig, candidates: int) -> None:
+        self.chunks, self.scores, self.lexical = chunks, scores, lexical
+        self.fusion, self.candidates = fusion, candidates
+        self.by_doc: dict[str, list[int]] = {}
+        for i, c in enumerate(chunks):
+            self.by_doc.setdefault(c.doc_id, []).append(i)
+
+    def search(self, depth: int) -> list[Run]:
+        n = max(depth, self.candidates)
+        runs = []
+        for i, s in enumerate(self.scores):
+            dense = _top(self.chunks, s, n)
+            if self.lexical is None:
+                runs.append(dense[:depth])
+            else:
+                lexical = _top(self.chunks, torch.from_numpy(self.lexical[i]), n)
+                runs.append(_pairs(fuse(dense, lexical, self.fusion, depth)))
+        return runs
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        idx = self.by_doc.get(doc_id, [])
+        own = [self.chunks[i] for i in idx]
+        own_dense = _ranked(own, self.scores[qi].numpy()[idx])
+        if self.lexical is None:
+            return own_dense
+        return _pairs(fuse(own_dense, _ranked(own, self.lexical[qi][idx]), self.fusion))
 
 
 def evaluate_trained(
@@ -59,38 +96,26 @@ def evaluate_trained(
     t_chunk = time.perf_counter() - t0
     vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
     settings = settings or RunSettings()
-    k = settings.depth
-    n_cand = max(k, settings.fusion.candidates)
-    by_doc: dict[str, list[int]] = {}
-    for i, c in enumerate(chunks):
-        by_doc.setdefault(c.doc_id, []).append(i)
-    bm25 = BM25Index()
-    bm25.index(chunks)
     t1 = time.perf_counter()
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions])
-    runs: dict[str, list] = {name: [] for name in ("kg", "graph", "kg_hybrid", "graph_hybrid")}
-    within: dict[str, list] = {name: [] for name in runs}
+    cosine, graph = [], []
     for q, qv in zip(bench.questions, q_vecs):
         score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs)
-        lex_all = bm25.scores(q.text)
-        lexical = _top(chunks, torch.from_numpy(lex_all), n_cand)
-        idx = by_doc.get(q.gold_doc_id, [])
-        own = [chunks[i] for i in idx]
-        own_lex = _ranked(own, lex_all[idx])
-        for name, s in (("kg", cos), ("graph", score)):
-            dense = _top(chunks, s, n_cand)
-            runs[name].append(dense[:k])
-            runs[f"{name}_hybrid"].append(_pairs(fuse(dense, lexical, settings.fusion, k)))
-            own_dense = _ranked(own, s.numpy()[idx])
-            within[name].append(own_dense)
-            within[f"{name}_hybrid"].append(_pairs(fuse(own_dense, own_lex, settings.fusion)))
-    t_search = time.perf_counter() - t1
-    timings = {"chunk_s": t_chunk, "search_s": t_search,
-               "ms_per_query": 1000 * t_search / max(1, len(bench.questions))}
-    out = [score_runs(f"{prefix}_{name}", bench, chunks, runs[name], settings, timings, within[name])
-           for name in runs]
-    for r in out:
+        cosine.append(cos)
+        graph.append(score)
+    bm25 = BM25Index()
+    bm25.index(chunks)
+    lexical = [bm25.scores(q.text) for q in bench.questions]
+    t_score = time.perf_counter() - t1
+    out = []
+    for name in ROWS:
+        searcher = TrainedSearcher(chunks, cosine if name.startswith("kg") else graph,
+                                   lexical if name.endswith("_hybrid") else None,
+                                   settings.fusion, settings.fusion.candidates)
+        r = score_scorer(f"{prefix}_{name}", bench, chunks, searcher, settings,
+                         {"chunk_s": t_chunk, "score_s": t_score})
         r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
+        out.append(r)
     return out
 
 

@@ -12,6 +12,7 @@ from gralc.evaluation.methods import (
     RunSettings,
     check_methods,
     evaluate_method,
+    make_chunker,
 )
 from gralc.pipeline import Pipeline
 
@@ -60,3 +61,42 @@ def test_hybrid_differs_from_both_inputs(demo):
 def test_unknown_searcher_fails_before_any_work():
     with pytest.raises(ValueError, match="unknown searcher 'sparse'"):
         check_methods([MethodSpec("x", "late", searcher="sparse")])
+
+
+def test_any_scorer_is_scored_like_a_row(demo):
+    """The Scorer protocol: a ranker written outside GraLC (here an oracle that puts the gold
+    paragraphs first) is scored by score_scorer exactly like the built-in rows."""
+    from gralc.evaluation.methods import score_scorer
+
+    pipeline, bench, prepared = demo
+    chunks = [c for p in prepared for c in make_chunker(pipeline, _spec("naive")).chunk(p)]
+
+    class Oracle:
+        def _rank(self, q, pool):
+            from gralc.evaluation.evidence import resolve_evidence, span_hits
+
+            gold = next(d for d in bench.documents if d.id == q.gold_doc_id)
+            spans = resolve_evidence(q, gold)
+
+            def hit(c):
+                return c.doc_id == q.gold_doc_id and any(
+                    span_hits((c.char_start, c.char_end), s) for s in spans)
+            return [(c, float(hit(c)) + 0.5 * (c.doc_id == q.gold_doc_id)) for c in pool]
+
+        def search(self, depth):
+            return [sorted(self._rank(q, chunks), key=lambda t: -t[1])[:depth] for q in bench.questions]
+
+        def within(self, qi, doc_id):
+            q = bench.questions[qi]
+            return sorted(self._rank(q, [c for c in chunks if c.doc_id == doc_id]), key=lambda t: -t[1])
+
+    settings = RunSettings((1, 20), pieces=PieceCounter(pipeline.encoder.tokenizer))
+    r = score_scorer("oracle", bench, chunks, Oracle(), settings)
+    m = r.metrics  # a hitting chunk first for every question
+    assert r.method == "oracle" and m["mrr"] == 1.0 and m["ev_mrr"] == 1.0
+    assert m["ev_recall@1"] < m["ev_recall@20"]  # questions with several gold paragraphs
+    assert r.timings["ms_per_query"] >= 0
+
+
+def _spec(name: str) -> MethodSpec:
+    return next(m for m in DEFAULT_METHODS if m.name == name)
