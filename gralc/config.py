@@ -24,6 +24,37 @@ class ConfigError(ValueError):
     """A configuration problem, with the key and the fix in the message."""
 
 
+#: Override keys that moved (old dotted key -> new one): still accepted, with a warning.
+#: The model's boundary settings live in the one BoundaryConfig since GraLC 0.2.
+RENAMED = {
+    **{f"model.{k}": f"pipeline.chunking.boundary.{k}" for k in (
+        "decoder", "min_tokens", "max_tokens", "dp_target_tokens", "dp_length_weight",
+        "dp_cohesion_weight")},
+    "model.gamma_init": "pipeline.chunking.boundary.gamma",
+    "model.tau_init": "pipeline.chunking.boundary.tau",
+    "model.temperature": "model.cut_temperature",
+}
+
+
+def _renamed(key: str, value: str) -> list[str]:
+    """``key=value`` in today's names (``model.alpha_init=[a,b,c]`` gives three keys)."""
+    import logging
+
+    if key == "model.alpha_init":
+        parts = [p.strip() for p in value.strip("[]() ").split(",")]
+        if len(parts) != 3:
+            raise ConfigError(f"model.alpha_init={value}: give three weights [struct,sem,entity]")
+        new = [f"pipeline.chunking.boundary.alpha_{n}={v}" for n, v in
+               zip(("struct", "sem", "entity"), parts)]
+    elif key in RENAMED:
+        new = [f"{RENAMED[key]}={value}"]
+    else:
+        return [f"{key}={value}"]
+    logging.getLogger(__name__).warning("%s is now %s: the override was translated", key,
+                                        " ".join(n.split("=")[0] for n in new))
+    return new
+
+
 def _valid_keys(schema: Any, dotted: str) -> list[str]:
     node = schema
     for part in [p for p in dotted.split(".")[:-1] if p]:
@@ -90,7 +121,7 @@ def load_config(
             cfg = _merge(cfg, loaded if key == "experiment" else {key: loaded}, str(group_file),
                          schema_obj)
         else:
-            dotted.append(f"{key}={value}")
+            dotted.extend(_renamed(key, value))
     if dotted:
         try:
             cli = OmegaConf.from_dotlist(dotted)

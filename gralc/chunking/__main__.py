@@ -3,6 +3,7 @@
 python -m gralc.chunking article.nxml --strategy structure_aware --decoder dp
 python -m gralc.chunking ori_pqal.json --pmid 21645374 --strategy late --format jsonl
 python -m gralc.chunking --strategy list
+python -m gralc.chunking article.nxml chunking.boundary.max_tokens=512 --strategy structure_aware
 
 Input: one JATS file, or ONE entry of a PubMedQA ``ori_pqal.json`` (``--pmid``; default the
 first). Mentions come from the pipeline's entity linker (``--vocabulary``, default the bundled
@@ -29,6 +30,7 @@ from gralc.chunking.quality import (
     recommendation_evidence_linking_rate,
     semantic_coherence,
 )
+from gralc.cli import pipeline_overrides
 from gralc.documents.model import Document
 
 
@@ -85,16 +87,17 @@ def load_document(path: Path, pmid: str | None = None) -> Document:
 
 
 @lru_cache(maxsize=2)
-def load_pipeline(vocabulary: str | None, model: str):
-    """A :class:`~gralc.pipeline.Pipeline` (encoder + linker), cached per process."""
+def load_pipeline(vocabulary: str | None, model: str, overrides: tuple[str, ...] = ()):
+    """A :class:`~gralc.pipeline.Pipeline` (encoder + linker), cached per process;
+    ``overrides``: ``key=value`` pipeline settings (typed loader, as every CLI)."""
+    from gralc.config import load_config
     from gralc.encoding.encoder import EncoderConfig
     from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 
-    return Pipeline(
-        PipelineConfig(
-            encoder=EncoderConfig(model=model), knowledge=KnowledgeConfig(vocabulary=vocabulary)
-        )
+    base = PipelineConfig(
+        encoder=EncoderConfig(model=model), knowledge=KnowledgeConfig(vocabulary=vocabulary)
     )
+    return Pipeline(load_config(PipelineConfig, None, overrides, base=base) if overrides else base)
 
 
 def chunk_document(
@@ -158,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m gralc.chunking", description=__doc__.split("\n")[0]
     )
     parser.add_argument("file", type=Path, nargs="?", help="JATS .nxml file or ori_pqal.json")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="pipeline settings, e.g. chunking.boundary.max_tokens=512")
     parser.add_argument("--strategy", required=True, help="registered strategy name, or 'list'")
     parser.add_argument("--decoder", choices=("peak", "dp"), default="peak")
     parser.add_argument("--format", choices=("table", "jsonl"), default="table")
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.vocabulary is not None and not Path(args.vocabulary).exists():
             raise UsageError(f"vocabulary not found: {args.vocabulary}")
         doc = load_document(args.file, args.pmid)
-        pipeline = load_pipeline(args.vocabulary, args.model)
+        pipeline = load_pipeline(args.vocabulary, args.model, tuple(pipeline_overrides(args.overrides)))
         prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
     except (UsageError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

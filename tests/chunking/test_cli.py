@@ -129,3 +129,14 @@ def test_bad_input_exits_2(tmp_path, capsys):
     missing = tmp_path / "missing.nxml"
     assert main([str(missing), "--strategy", "late"]) == 2
     assert str(missing) in capsys.readouterr().err
+
+
+def test_key_value_overrides_reach_the_pipeline(article, capsys):
+    path, _ = article
+    code, out = _run([str(path), "chunking.boundary.max_tokens=200", "chunking.boundary.min_tokens=50",
+                      "--strategy", "structure_aware", "--format", "jsonl"])
+    assert code == 0
+    sizes = [c["token_end"] - c["token_start"] for c in map(json.loads, out.splitlines())]
+    assert sizes and max(sizes) <= 200
+    code, _ = _run([str(path), "chunking.boundary.nosuch=1", "--strategy", "late"])
+    assert code == 2 and "unknown config key" in capsys.readouterr().err
