@@ -236,7 +236,7 @@ def bench_train(max_epochs: int, encoder: DocumentEncoder) -> dict[str, Any]:
     import pytorch_lightning as pl
 
     from gralc.data.demo import demo_articles
-    from gralc.training.demo_stage import demo_config
+    from gralc.demo import demo_config
     from gralc.training.run import train
 
     class Clock(pl.Callback):
