@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 import statistics
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 from gralc.data.benchmarks import squad_benchmark
+from gralc.data.folds import article_folds
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline, PipelineConfig
@@ -40,12 +40,6 @@ def settings_grid() -> dict[str, FusionConfig]:
     grid = {f"w={w:.1f}": FusionConfig("weighted", lexical_weight=w) for w in WEIGHTS}
     grid["rrf"] = FusionConfig("rrf", rrf_k=60)
     return grid
-
-
-def folds_of(doc_ids: list[str], n: int, seed: int) -> dict[str, int]:
-    ids = sorted(set(doc_ids))
-    random.Random(seed).shuffle(ids)
-    return {d: i % n for i, d in enumerate(ids)}
 
 
 def _mean_target(per_query: list[dict], questions: list, fold: dict[str, int], held_out: int) -> float:
@@ -72,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     prepared = pipeline.prepare(bench.documents, progress=False)
     grid = settings_grid()
     base = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipeline.encoder.tokenizer))
-    fold = folds_of([q.gold_doc_id for q in bench.questions], args.folds, args.seed)
+    fold = article_folds([q.gold_doc_id for q in bench.questions], args.folds, args.seed)
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
     print(f"# Hybrid fusion on {bench.name}: {len(bench.documents)} articles, "
           f"{len(bench.questions)} questions, {args.folds} folds by article (seed {args.seed})\n")

@@ -34,7 +34,10 @@ class DataConfig:
     (pubmedqa), the article directory (pmc) or the SQuAD-format JSON file (squad). ``split``: all | test | train | dev (pubmedqa),
     or several separated by commas (``all,test``: one benchmark each, one shared corpus).
     ``conditions``: document-length conditions for pmc. ``questions``: a JSONL file of
-    questions to use instead of generating them. ``max_docs``: cap for quick runs."""
+    questions to use instead of generating them. ``max_docs``: cap for quick runs.
+    ``cv_folds`` > 1: cross-validation by article (:mod:`gralc.data.folds`, folds seeded by
+    ``cv_seed``): training sees only the articles outside fold ``cv_fold`` and their
+    questions; evaluation asks only fold ``cv_fold``'s questions, against every article."""
 
     name: str = "demo"
     path: str | None = None
@@ -44,6 +47,9 @@ class DataConfig:
     seed: int = 0
     per_article: int = 5
     max_docs: int | None = None
+    cv_folds: int = 0
+    cv_fold: int = 0
+    cv_seed: int = 0
 
 
 @dataclass
@@ -244,8 +250,27 @@ def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
     return Benchmark(f"squad[{path.stem}]", docs, questions, stats)
 
 
-def load_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
-    """The benchmark(s) ``cfg`` selects."""
+def load_benchmarks(cfg: DataConfig, linker=None, cv_side: str | None = None) -> list[Benchmark]:
+    """The benchmark(s) ``cfg`` selects; with ``cfg.cv_folds`` > 1, their ``cv_side``
+    (``"train"`` or ``"test"``, :func:`gralc.data.folds.cv_side`)."""
+    if cfg.cv_folds > 1:  # checked before any loading
+        if cfg.name == "pubmedqa":
+            raise ValueError("data.cv_folds: PubMedQA has its official train/dev/test split; "
+                             "cross-validate the article benchmarks (squad, pmc, demo)")
+        if cv_side is None:
+            raise ValueError("data.cv_folds is set but this command has no cross-validation side")
+        if not 0 <= cfg.cv_fold < cfg.cv_folds:
+            raise ValueError(f"data.cv_fold={cfg.cv_fold} must be in [0, {cfg.cv_folds}) "
+                             f"for data.cv_folds={cfg.cv_folds}")
+    benches = _load(cfg, linker)
+    if cfg.cv_folds > 1:
+        from gralc.data.folds import cv_side as side_of
+
+        benches = [side_of(b, cfg.cv_folds, cfg.cv_fold, cfg.cv_seed, cv_side) for b in benches]
+    return benches
+
+
+def _load(cfg: DataConfig, linker=None) -> list[Benchmark]:
     if cfg.name == "demo":
         return [demo_benchmark()]
     if cfg.name == "pubmedqa":

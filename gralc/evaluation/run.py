@@ -66,7 +66,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
     prepared_for: dict[int, list] = {}
-    for bench in load_benchmarks(cfg.data, linker=pipeline.linker):
+    for bench in load_benchmarks(cfg.data, linker=pipeline.linker, cv_side="test"):
         t0 = time.perf_counter()
         key = id(bench.documents)  # splits of one corpus share the same document list
         if key not in prepared_for:

@@ -230,7 +230,7 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
         linker = EntityLinker(
             load_knowledge(cfg.pipeline.knowledge)[0], cfg.pipeline.knowledge.linker
         )
-    bench = _limit_docs(load_benchmarks(cfg.data, linker)[0], cfg.data.max_docs)
+    bench = _limit_docs(load_benchmarks(cfg.data, linker, cv_side="train")[0], cfg.data.max_docs)
     path = Path(cfg.paths.cache_dir) / "train_features" / _cache_key(cfg, bench)
     if path.is_dir():
         try:
