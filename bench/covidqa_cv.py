@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytorch_lightning import Callback
-
 from gralc.config import load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
@@ -34,6 +32,7 @@ from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_meth
 from gralc.evaluation.trained_rows import evaluate_trained
 from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.runinfo import blas_kernel, run_metadata, seed_everything, write_json_atomic
+from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
@@ -56,20 +55,6 @@ VARIANTS = {
     # only if it wins there; here reported beside the others)
     "small_chunks": ["pipeline.chunking.boundary.min_tokens=32", "pipeline.chunking.boundary.max_tokens=256"],
 }
-
-
-class EpochTimer(Callback):
-    """Seconds of each training epoch (train batches only)."""
-
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-        self._t0 = 0.0
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._t0 = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self.seconds.append(time.perf_counter() - self._t0)
 
 
 def fold_means(per_query: list[dict], questions: list, fold_of: dict[str, int], n: int) -> list[dict]:

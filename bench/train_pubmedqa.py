@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pytorch_lightning.callbacks import Callback
 
 from gralc.config import load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
@@ -43,6 +42,7 @@ from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import Pipeline
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
+from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
@@ -66,20 +66,6 @@ LEARNED = ["alpha_struct", "alpha_sem", "alpha_entity", "gamma", "tau", "beta", 
 
 #: The tuned training setting (chosen on NON-TEST data only; the reasoning is in the file).
 EXPERIMENT = "experiment=pubmedqa_tuned"
-
-
-class EpochTimer(Callback):
-    """Seconds of each training epoch (train batches only, validation excluded)."""
-
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-        self._t0 = 0.0
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._t0 = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self.seconds.append(time.perf_counter() - self._t0)
 
 
 def paper_model(model: ModelConfig) -> ModelConfig:
