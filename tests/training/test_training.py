@@ -255,3 +255,32 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert e.positives.char_ranges == e2.positives.char_ranges
     assert all(isinstance(r, tuple) for r in e2.positives.char_ranges)
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
+
+
+def test_exported_model_ranks_alike_in_index_search_and_eval(short_run, tmp_path):
+    """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
+    models=[...] (its gralc_graph row) return the same ranking for a question."""
+    from gralc.data.benchmarks import demo_benchmark
+    from gralc.data.demo import DEMO_DIR
+    from gralc.evaluation.evidence import PieceCounter
+    from gralc.evaluation.methods import RunSettings
+    from gralc.evaluation.trained_rows import evaluate_trained
+    from gralc.inference import Retriever
+    from gralc.pipeline import Pipeline
+    from gralc.retrieval.trained_scorer import TrainedScorer
+
+    _, _, _, result, _ = short_run
+    out = export(Path(result["last_checkpoint"]), tmp_path / "export")
+    Retriever.build(DEMO_DIR / "articles", model=out).save(tmp_path / "index")
+    bench = demo_benchmark()
+    bench.questions = bench.questions[:3]
+    searched = [[h.chunk.chunk_id for h in Retriever.load(tmp_path / "index").search(q.text, k=10)]
+                for q in bench.questions]
+    scorer = TrainedScorer.load(out)
+    pipeline = Pipeline(scorer.pipeline_config)
+    rows = evaluate_trained(out, bench, pipeline.prepare(bench.documents, progress=False), pipeline,
+                            RunSettings((1, 10), pieces=PieceCounter(pipeline.encoder.tokenizer)),
+                            scorer=scorer)
+    graph = next(r for r in rows if r.method == "gralc_graph")
+    evaluated = [q["top"] for q in graph.per_query]
+    assert searched == evaluated and all(len(s) == 10 for s in searched)
