@@ -26,7 +26,7 @@ import numpy as np
 
 from gralc.artefacts import write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
-from gralc.knowledge.builtin import warn_builtin_vocabulary
+from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
@@ -37,16 +37,6 @@ logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
 SEARCHERS = ("dense", "hybrid")
-
-
-def _is_demo_corpus(corpus: str | Path) -> bool:
-    """The bundled demo articles (linked with the built-in MeSH subset on purpose)."""
-    from gralc.data.demo import DEMO_DIR
-
-    try:
-        return Path(corpus).resolve().is_relative_to(DEMO_DIR.resolve())
-    except OSError:
-        return False
 
 
 @dataclass
@@ -144,9 +134,8 @@ class Retriever:
                     )
             pipeline_config = pipeline_config or scorer.pipeline_config
             strategy = "gralc"
-        elif (pipeline_config or PipelineConfig()).knowledge.vocabulary is None and \
-                not _is_demo_corpus(corpus):
-            warn_builtin_vocabulary(str(corpus))
+        else:
+            check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, corpus)
         pipeline = Pipeline(pipeline_config or PipelineConfig())
         chunks = []
         # documents stream through encode -> chunk in batches: only chunks are kept, never

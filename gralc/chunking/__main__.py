@@ -181,13 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.vocabulary is not None and not Path(args.vocabulary).exists():
             raise UsageError(f"vocabulary not found: {args.vocabulary}")
         doc = load_document(args.file, args.pmid)
-        if args.vocabulary is None and not any(o.split("=")[0].endswith("knowledge.vocabulary")
-                                               for o in args.overrides):
-            from gralc.data.demo import DEMO_DIR
-            from gralc.knowledge.builtin import warn_builtin_vocabulary
+        if not any(o.split("=")[0].endswith("knowledge.vocabulary") for o in args.overrides):
+            from gralc.data.demo import check_vocabulary
 
-            if not args.file.resolve().is_relative_to(DEMO_DIR.resolve()):
-                warn_builtin_vocabulary(str(args.file))
+            check_vocabulary(args.vocabulary, args.file)
         pipeline = load_pipeline(args.vocabulary, args.model, tuple(pipeline_overrides(args.overrides)))
         prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
     except (UsageError, ValueError, OSError) as err:

@@ -13,6 +13,7 @@ from pathlib import Path
 from gralc.artefacts import check_output_dir, claim_dir
 from gralc.config import to_dict
 from gralc.data.benchmarks import load_benchmarks
+from gralc.data.demo import check_vocabulary
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import (
@@ -24,7 +25,6 @@ from gralc.evaluation.methods import (
     evaluate_method,
     make_chunker,
 )
-from gralc.knowledge.builtin import warn_builtin_vocabulary
 from gralc.pipeline import Pipeline
 from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
 
@@ -56,8 +56,8 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     inputs = [cfg.data.path] if cfg.data.path else []
     check_output_dir(out, "eval_results", cfg.paths.force, inputs)  # before any encoding
     digest = _settings_digest(cfg)
-    if cfg.pipeline.knowledge.vocabulary is None and cfg.data.name != "demo":
-        warn_builtin_vocabulary(f"data={cfg.data.name} {cfg.data.path or ''}".strip())
+    check_vocabulary(cfg.pipeline.knowledge.vocabulary,
+                     f"data={cfg.data.name} {cfg.data.path or ''}".strip(), cfg.data.name == "demo")
     started = time.perf_counter()
     pipeline = Pipeline(cfg.pipeline)
     out = claim_dir(out, "eval_results", cfg.paths.force, inputs)

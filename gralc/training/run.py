@@ -49,7 +49,7 @@ from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from gralc.config import ConfigError, save_config, to_dict
-from gralc.knowledge.builtin import warn_builtin_vocabulary
+from gralc.data.demo import check_vocabulary
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
 from gralc.safe_load import load_torch
@@ -266,8 +266,8 @@ def train(
     cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
     ckpt_path = resolve_resume(cfg)
-    if cfg.pipeline.knowledge.vocabulary is None and cfg.data.name != "demo":
-        warn_builtin_vocabulary(f"data={cfg.data.name} {cfg.data.path or ''}".strip())
+    check_vocabulary(cfg.pipeline.knowledge.vocabulary,
+                     f"data={cfg.data.name} {cfg.data.path or ''}".strip(), cfg.data.name == "demo")
     if cfg.trainer.num_threads:
         torch.set_num_threads(cfg.trainer.num_threads)  # the models are small: 1-2 threads suffice
     seed_everything(cfg.seed, cfg.deterministic)

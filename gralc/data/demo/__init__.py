@@ -49,8 +49,29 @@ def demo_mesh_tree_path() -> Path:
     return builtin_tree_path()
 
 
+def is_demo_corpus(path: str | Path) -> bool:
+    """``path`` is (inside) the bundled demo articles folder."""
+    try:
+        return Path(path).resolve().is_relative_to(DEMO_DIR.resolve())
+    except OSError:
+        return False
+
+
+def check_vocabulary(vocabulary: str | None, corpus: str | Path, demo: bool | None = None) -> None:
+    """The one rule: a corpus other than the demo linked without a configured vocabulary
+    (``vocabulary`` None: the built-in 438-term subset) gets one loud warning with the download
+    command (:func:`gralc.knowledge.builtin.warn_builtin_vocabulary`). ``demo``: whether
+    ``corpus`` is the demo corpus (None: decided from its path)."""
+    from gralc.knowledge.builtin import warn_builtin_vocabulary
+
+    if vocabulary is None and not (is_demo_corpus(corpus) if demo is None else demo):
+        warn_builtin_vocabulary(str(corpus))
+
+
 __all__ = [
     "DEMO_DIR",
+    "check_vocabulary",
+    "is_demo_corpus",
     "demo_articles",
     "demo_mesh_tree_path",
     "demo_questions_path",
