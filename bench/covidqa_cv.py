@@ -11,6 +11,9 @@ row; ``--variants`` adds ablations (each learned part switched off).
     python -m bench.covidqa_cv                               # untrained rows, ~6 min
     python -m bench.covidqa_cv --train --epochs 3 --out results/covidqa_cv
     python -m bench.covidqa_cv --train --variants full no_kg fixed_boundaries
+    python -m bench.covidqa_cv --train --epochs 2 --variants lexical lexical_small
+
+Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ VARIANTS = {
     # not an ablation: smaller chunks for a budget-scored task (chosen inside training folds
     # only if it wins there; here reported beside the others)
     "small_chunks": ["pipeline.chunking.boundary.min_tokens=32", "pipeline.chunking.boundary.max_tokens=256"],
+    # the learned lexical term: BM25 over the same chunks mixed in by a learned weight
+    "lexical": ["model.use_lexical=true"],
+    "lexical_small": ["model.use_lexical=true", "pipeline.chunking.boundary.min_tokens=32",
+                      "pipeline.chunking.boundary.max_tokens=256"],
 }
 
 
@@ -124,21 +131,22 @@ def main(argv: list[str] | None = None) -> int:
                        "chunks": r.chunk_stats.get("n_chunks")}
         logger.warning("%s done (%.0f s)", name, time.perf_counter() - t0)
     folds_run = args.train_folds if args.train and args.train_folds is not None else list(range(args.folds))
-    if args.train:  # GraLC at its initial values (no training): what training must improve on
+    # GraLC at each variant's initial values (no training): what training must improve on
+    for variant in args.variants if args.train else []:
         from gralc.model.gralc_model import GraLCModel
         from gralc.retrieval.trained_scorer import TrainedScorer
 
         cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
             f"pipeline.encoder.cache_dir={args.cache_dir}/encodings", "pipeline.encoder.device=cpu",
-            *args.set])  # the same --set as training (e.g. chunk bounds)
+            *VARIANTS[variant], *args.set])  # the same overrides as training
         seed_everything(args.seed)
         model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, base_pipe.encoder.dim,
                            base_pipe.encoder.dim).eval()
         init = evaluate_trained("", bench, prepared, base_pipe, settings,
                                 scorer=TrainedScorer(model, cfg.pipeline))
         for r in init:
-            table[f"init:{r.method}"] = {"folds": fold_means(r.per_query, bench.questions, fold_of,
-                                                             args.folds)}
+            table[f"init:{variant}:{r.method}"] = {
+                "folds": fold_means(r.per_query, bench.questions, fold_of, args.folds)}
     for variant in args.variants if args.train else []:
         per_fold: dict[str, list[dict]] = {}
         epochs: list[float] = []

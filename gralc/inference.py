@@ -149,8 +149,8 @@ class Retriever:
         index = ChunkIndex(pipeline.encoder.dim, index_config)
         index.add(chunks)
         lexical = None
-        if searcher == "hybrid":
-            lexical = BM25Index()
+        if searcher == "hybrid" or (scorer is not None and scorer.lexical):
+            lexical = BM25Index()  # a model with the lexical term scores with BM25 itself
             lexical.index(chunks)
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
@@ -212,7 +212,7 @@ class Retriever:
             scorer = TrainedScorer.load(spec.model)
             scorer.load_index_state(directory, index.chunks)
         lexical = None
-        if spec.searcher == "hybrid":
+        if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
             lexical = BM25Index.load(directory / LEXICAL_DIR)
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
@@ -224,15 +224,17 @@ class Retriever:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
         ``dense``, ``lexical``, ``fused`` for a hybrid index)."""
         q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
-        depth = k if self.lexical is None else max(k, self.fusion.candidates)
+        depth = k if self.spec.searcher != "hybrid" else max(k, self.fusion.candidates)
         if self.scorer is None:
             dense = [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, depth)[0]]
         else:
             import torch
 
             vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
-            dense = self.scorer.rerank(self.pipeline, question, q[0], [], vectors, self.index.chunks)[:depth]
-        if self.lexical is None:
+            bm25 = self.lexical.scores(question) if self.scorer.lexical else None
+            dense = self.scorer.rerank(self.pipeline, question, q[0], [], vectors,
+                                       self.index.chunks, bm25)[:depth]
+        if self.spec.searcher != "hybrid":
             return dense
         return fuse(dense, self.lexical.search([question], depth)[0], self.fusion, k)
 

@@ -1,5 +1,7 @@
 """Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine),
-``gralc_graph`` (the same chunks scored by the learned hybrid beta*cos + (1-beta)*kg_prox),
+``gralc_graph`` (the same chunks scored by the model's learned score: beta*cos +
+(1-beta)*kg_prox, and with the lexical term BM25 over the same chunks mixed in by the learned
+w_lex),
 and each fused with BM25 over the same chunks (``gralc_kg_hybrid``, ``gralc_graph_hybrid``,
 the evaluation's ``fusion`` setting). Each row is a :class:`TrainedSearcher`, scored through
 the :class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
@@ -98,14 +100,15 @@ def evaluate_trained(
     settings = settings or RunSettings()
     t1 = time.perf_counter()
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions])
-    cosine, graph = [], []
-    for q, qv in zip(bench.questions, q_vecs):
-        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs)
-        cosine.append(cos)
-        graph.append(score)
     bm25 = BM25Index()
     bm25.index(chunks)
     lexical = [bm25.scores(q.text) for q in bench.questions]
+    cosine, graph = [], []
+    for q, qv, lex in zip(bench.questions, q_vecs, lexical):
+        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs,
+                                         lex if scorer.lexical else None)
+        cosine.append(cos)
+        graph.append(score)
     t_score = time.perf_counter() - t1
     out = []
     for name in ROWS:

@@ -24,7 +24,7 @@ from gralc.chunking.decoders import InteriorScoreCohesion, dp_decode, peak_decod
 from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
-from gralc.model.hybrid_scorer import HybridScorer
+from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
 
@@ -41,7 +41,10 @@ class ModelConfig:
     (``pipeline.chunking.boundary``) the baselines use too.
 
     ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_hybrid=False``
-    scores by cosine alone (no beta). ``learn_*=False`` keeps that part at its initial value
+    scores by cosine alone (no beta). ``use_lexical=True`` adds the learned lexical term
+    (BM25 over the same chunks, weight ``lexical_init``, learned unless ``learn_lexical=False``;
+    see :mod:`gralc.model.hybrid_scorer`): every caller of :meth:`GraLCModel.score` must then
+    pass the (Q, K) BM25 scores. ``learn_*=False`` keeps that part at its initial value
     (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
     hybrid score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
     ``sigmoid((b - tau) / T)`` in training; ``soft_extend`` how far (tokens) a soft chunk may
@@ -64,12 +67,17 @@ class ModelConfig:
     learn_tau: bool = True
     beta_init: float = 0.7
     learn_beta: bool = True
+    use_lexical: bool = False
+    lexical_init: float = 0.5
+    learn_lexical: bool = True
     cut_temperature: float = 0.05
     soft_extend: int = 64
 
     def __post_init__(self) -> None:
         if self.cut_temperature <= 0:
             raise ValueError(f"model.cut_temperature must be > 0, got {self.cut_temperature}")
+        if not 0.0 < self.lexical_init < 1.0:
+            raise ValueError(f"model.lexical_init must lie in (0, 1), got {self.lexical_init}")
 
     @property
     def concept_out_dim(self) -> int | None:
@@ -115,6 +123,7 @@ class GraLCModel(nn.Module):
             c.learn_tau,
         )
         self.hybrid = HybridScorer(c.beta_init, c.learn_beta) if c.use_hybrid else None
+        self.lexical = LexicalTerm(c.lexical_init, c.learn_lexical) if c.use_lexical else None
 
     # ----- representations ------------------------------------------------------------------
     def concepts(self, u: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -224,26 +233,48 @@ class GraLCModel(nn.Module):
 
     # ----- scoring --------------------------------------------------------------------------
     def score_parts(
-        self, q: torch.Tensor, q_ent: torch.Tensor, q_mask: torch.Tensor, chunks: ChunkSet
+        self,
+        q: torch.Tensor,
+        q_ent: torch.Tensor | None,
+        q_mask: torch.Tensor | None,
+        chunks: ChunkSet,
+        lexical: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
-        ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: score = beta cos + (1 - beta)
-        kg_prox (hybrid), else cos (kg_prox then 0)."""
+        ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
+        kg_prox (hybrid), else cos (kg_prox then 0); with the lexical term (``use_lexical``)
+        score = (1 - w_lex) dense + w_lex lex, ``lexical`` (Q, K) the raw BM25 of each
+        question against each chunk (required then, ignored otherwise)."""
         if self.hybrid is None:
             cos = F.normalize(q, dim=-1) @ F.normalize(chunks.vectors, dim=-1).T
-            return cos, cos, torch.zeros_like(cos)
-        return self.hybrid(
-            q, chunks.vectors, q_ent, q_mask, chunks.entity_vectors, chunks.entity_chunk
-        )
+            dense, prox = cos, torch.zeros_like(cos)
+        else:
+            dense, cos, prox = self.hybrid(
+                q, chunks.vectors, q_ent, q_mask, chunks.entity_vectors, chunks.entity_chunk
+            )
+        if self.lexical is None:
+            return dense, cos, prox
+        if lexical is None:
+            raise ValueError(
+                "this model scores with a learned lexical term (model.use_lexical=true): pass "
+                "the BM25 scores of the questions against the chunks (lexical=(Q, K))"
+            )
+        return self.lexical(dense, lexical.to(dense.device))[0], cos, prox
 
     def score(
-        self, q: torch.Tensor, q_ent: torch.Tensor, q_mask: torch.Tensor, chunks: ChunkSet
+        self,
+        q: torch.Tensor,
+        q_ent: torch.Tensor | None,
+        q_mask: torch.Tensor | None,
+        chunks: ChunkSet,
+        lexical: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(Q, K): the first of :meth:`score_parts`."""
-        return self.score_parts(q, q_ent, q_mask, chunks)[0]
+        return self.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
 
     def learned_values(self) -> dict[str, float]:
-        """Current alpha (3 entries), gamma, tau, beta and lambda (mean when per-dimension)."""
+        """Current alpha (3 entries), gamma, tau, beta, the lexical weight and lambda (mean
+        when per-dimension)."""
         a = self.boundary.alpha.detach().cpu()
         out = {
             "alpha_struct": float(a[0]),
@@ -254,6 +285,8 @@ class GraLCModel(nn.Module):
         }
         if self.hybrid is not None:
             out["beta"] = float(self.hybrid.beta.detach())
+        if self.lexical is not None:
+            out["lexical_weight"] = float(self.lexical.weight.detach())
         if self.fusion is not None:
             out["lambda"] = float(self.fusion.lam.detach().mean())
         return out

@@ -1,4 +1,8 @@
-"""Graph-guided hybrid retrieval score (Eq. 9) with a learnable beta."""
+"""Graph-guided hybrid retrieval score (Eq. 9) with a learnable beta, and the learned lexical
+term: ``score = (1 - w_lex) * (beta * cos + (1 - beta) * kg_prox) + w_lex * lex``, i.e.
+w_cos = (1 - w_lex) beta, w_kg = (1 - w_lex)(1 - beta), three non-negative weights summing
+to 1, with ``lex`` a chunk's BM25 score divided by the query's best BM25 score among the
+chunks scored (:func:`normalise_lexical`)."""
 
 from __future__ import annotations
 
@@ -63,3 +67,38 @@ class HybridScorer(nn.Module):
         cos = F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
         prox = kg_proximity(q_ent, q_mask, entity_vectors, entity_chunk, c.shape[0])
         return self.beta * cos + (1.0 - self.beta) * prox, cos, prox
+
+
+def normalise_lexical(lexical: torch.Tensor) -> torch.Tensor:
+    """(Q, K) raw BM25 -> (Q, K) in [0, 1]: each row divided by its maximum (a query sharing
+    no term with any chunk: all 0). BM25 is >= 0, so the best chunk gets 1."""
+    lexical = lexical.clamp(min=0)
+    return lexical / lexical.amax(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+class LexicalTerm(nn.Module):
+    """``w_lex = sigmoid(logit)`` in (0, 1): ``forward(dense (Q, K), lexical (Q, K) raw BM25)
+    -> (score (Q, K), lex (Q, K) normalised)`` with ``score = (1 - w_lex) dense + w_lex lex``."""
+
+    def __init__(self, weight_init: float = 0.5, learn: bool = True) -> None:
+        super().__init__()
+        if not 0.0 < weight_init < 1.0:
+            raise ValueError(f"lexical_init must lie in (0, 1), got {weight_init}")
+        logit = math.log(weight_init / (1.0 - weight_init))
+        self.logit = nn.Parameter(torch.tensor(logit), requires_grad=learn)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return torch.sigmoid(self.logit)
+
+    def forward(
+        self, dense: torch.Tensor, lexical: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if lexical.shape != dense.shape:
+            raise ValueError(
+                f"lexical scores have shape {tuple(lexical.shape)}, the dense scores "
+                f"{tuple(dense.shape)}: one BM25 score per (question, chunk)"
+            )
+        lex = normalise_lexical(lexical.to(dense.dtype))
+        w = self.weight
+        return (1.0 - w) * dense + w * lex, lex

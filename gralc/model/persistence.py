@@ -110,7 +110,7 @@ def upgrade_settings(
     """Saved ``(model_config, pipeline_config)`` in today's layout: the boundary settings an
     older model kept in its ModelConfig (alpha_init, gamma_init, tau_init, decoder, chunk
     bounds, DP terms) move to ``pipeline_config.chunking.boundary``, ``temperature`` becomes
-    ``cut_temperature``; a current one comes back unchanged (copies)."""
+    ``cut_temperature``, no ``use_lexical`` means none; a current one comes back unchanged (copies)."""
     m, p = copy.deepcopy(dict(model_config)), copy.deepcopy(dict(pipeline_config))
     boundary = p.setdefault("chunking", {}).setdefault("boundary", {})
     if "alpha_init" in m:
@@ -120,6 +120,7 @@ def upgrade_settings(
             boundary[new] = m.pop(old)
     if "temperature" in m:
         m["cut_temperature"] = m.pop("temperature")
+    m.setdefault("use_lexical", False)  # saved before the lexical term existed: none
     return m, p
 
 

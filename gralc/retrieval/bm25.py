@@ -62,6 +62,7 @@ class BM25Index:
         )
         self.retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         self.chunks: list[Chunk] = []
+        self._size = 0  # texts indexed (chunks, or bm25_matrix's bare texts)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -75,9 +76,13 @@ class BM25Index:
         """Build the index over ``chunks`` (replaces any previous content)."""
         if not chunks:
             raise ValueError("BM25Index.index needs at least one chunk")
-        self.tokenizer.reset_vocab()
-        self.retriever.index(self._tokens([c.text for c in chunks], True), show_progress=False)
+        self._index_texts([c.text for c in chunks])
         self.chunks = [replace(c, embedding=None) for c in chunks]
+
+    def _index_texts(self, texts: Sequence[str]) -> None:
+        self.tokenizer.reset_vocab()
+        self.retriever.index(self._tokens(texts, True), show_progress=False)
+        self._size = len(texts)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[Chunk, float]]]:
         """Top-k ``(chunk, BM25 score)`` per query, ordered score desc, then doc_id desc,
@@ -99,12 +104,18 @@ class BM25Index:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for one query, shape (len(self),) (0 = no shared term)."""
-        if not self.chunks:
+        if not self._size:
             raise ValueError("BM25Index is empty: call index(chunks) or load(dir) first")
         tokens = [t for t in self._tokens([query], False)[0] if t]
         if not tokens:
-            return np.zeros(len(self.chunks))
+            return np.zeros(self._size)
         return np.asarray(self.retriever.get_scores(tokens), dtype=np.float64)
+
+    def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
+        """(Q, K) BM25 of every query against every chunk (rows of :meth:`scores`)."""
+        if not queries:
+            return np.zeros((0, len(self.chunks)))
+        return np.stack([self.scores(q) for q in queries])
 
     def save(self, directory: str | os.PathLike[str], force: bool = False) -> Path:
         """Write the index directory atomically (see module docstring and
@@ -138,7 +149,21 @@ class BM25Index:
             raise FileNotFoundError(f"{d / 'bm25'} is missing: rebuild the BM25 index")
         self.retriever = bm25s.BM25.load(str(d / "bm25"))
         self.chunks = read_chunks(d / CHUNKS_FILE)
+        self._size = len(self.chunks)
         if self.retriever.scores["num_docs"] != len(self.chunks):
             raise ValueError(f"{d}: BM25 holds {self.retriever.scores['num_docs']} documents, "
                              f"{CHUNKS_FILE} {len(self.chunks)} chunks")
         return self
+
+
+def bm25_matrix(
+    queries: Sequence[str], texts: Sequence[str], config: BM25Config | None = None
+) -> np.ndarray:
+    """(Q, K) BM25 of each query against ``texts`` indexed on their own (term statistics from
+    these texts alone): the lexical term of a training batch, whose chunks change with the
+    learned boundaries."""
+    if not texts:
+        return np.zeros((len(queries), 0))
+    idx = BM25Index(config)
+    idx._index_texts(texts)
+    return np.stack([idx.scores(q) for q in queries]) if queries else np.zeros((0, len(texts)))

@@ -135,31 +135,45 @@ class TrainedScorer:
         _, u, ei = QueryEncoder(pipeline, self.embedder(pipeline)).concepts(question)
         return self.model.query_entities([(u, ei)])
 
+    @property
+    def lexical(self) -> bool:
+        """The model scores with its learned lexical term: callers pass BM25 scores."""
+        return self.model.lexical is not None
+
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
-                  chunk_vecs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
-        :meth:`GraLCModel.score_parts`, the scoring of training and validation."""
+        :meth:`GraLCModel.score_parts`, the scoring of training and validation; ``lexical``
+        (K,): the question's BM25 over the same chunks, required when :attr:`lexical`."""
         chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
         if self.entity_vectors is None:
             chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
-        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks)
+        lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
+        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex)
         return score[0], cos[0], prox[0]
 
     def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
                dense: list[tuple[Chunk, float]], chunk_vecs: torch.Tensor | None = None,
-               chunks: list[Chunk] | None = None) -> list[Hit]:
-        """Hybrid-scored hits over all chunks when given, else over the dense candidates."""
+               chunks: list[Chunk] | None = None, lexical: np.ndarray | None = None) -> list[Hit]:
+        """Hybrid-scored hits over all chunks when given, else over the dense candidates
+        (``lexical``: BM25 of the question over those chunks, for a model with the lexical
+        term; each hit's components then hold ``bm25`` too)."""
         if chunks is None:
             chunks = [c for c, _ in dense]
             chunk_vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
-        score, cos, prox = self.score_all(pipeline, question, torch.from_numpy(q_vec), chunk_vecs)
+        score, cos, prox = self.score_all(pipeline, question, torch.from_numpy(q_vec), chunk_vecs,
+                                          lexical)
         order = rank_order(chunks, score.numpy())
-        return [Hit(chunks[i], float(score[i]), {"cos": float(cos[i]), "kg_prox": float(prox[i])})
-                for i in order]
+        parts = [{"cos": float(cos[i]), "kg_prox": float(prox[i])} for i in range(len(chunks))]
+        if lexical is not None:
+            for part, value in zip(parts, lexical):
+                part["bm25"] = float(value)
+        return [Hit(chunks[i], float(score[i]), parts[i]) for i in order]
 
     # ----- persistence with an index --------------------------------------------------------
     def save_index_state(self, directory: Path) -> None:

@@ -5,7 +5,9 @@ with ``soft=False``) chunks every document of the batch (gold documents + extra 
 H', u' from the KG, hard spans from the CURRENT learned boundaries (no gradient), soft chunk
 vectors under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau), the chunks'
 entity table.
-Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch, so negatives
+Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch (with the
+lexical term: BM25 of each question over the texts of the batch's chunks, term statistics
+from those chunks, since they change with the learned boundaries), so negatives
 are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
 documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
 
@@ -30,7 +32,9 @@ import torch
 
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.model.doc_features import DocFeatures, adapted_features
+from gralc.model.chunk_set import ChunkSet
 from gralc.model.gralc_model import GraLCModel
+from gralc.retrieval.bm25 import bm25_matrix
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -45,6 +49,7 @@ SCALAR_PARAMS = (
     "boundary.gamma",
     "boundary.tau",
     "hybrid.beta_logit",
+    "lexical.logit",
     "fusion.lam",
 )
 
@@ -108,6 +113,24 @@ class GraLCLitModule(pl.LightningModule):
         )
         return q, q_ent, q_mask
 
+    def lexical_scores(
+        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet
+    ) -> torch.Tensor | None:
+        """(B, K) BM25 of each question against the texts of ``chunks`` (term statistics from
+        these chunks), for a model with the lexical term; else None."""
+        if self.model.lexical is None:
+            return None
+        if not all(e.text for e in examples):
+            raise ValueError(
+                "the lexical term scores question texts but a training example has none: "
+                "rebuild the feature cache (delete paths.cache_dir/train_features)"
+            )
+        texts = [
+            f.doc.text[slice(*f.char_span(s, e))] for f, spans in zip(docs, chunks.spans)
+            for s, e in spans
+        ]
+        return torch.from_numpy(bm25_matrix([e.text for e in examples], texts)).to(self.device)
+
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
         """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
@@ -116,7 +139,8 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=True)
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
-        scores = self.model.score(q, q_ent, q_mask, chunks) / self.optim.temperature
+        lexical = self.lexical_scores(examples, docs, chunks)
+        scores = self.model.score(q, q_ent, q_mask, chunks, lexical) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc; positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, batch.docs)):
@@ -180,7 +204,8 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=False)
         q, q_ent, q_mask = self.queries(batch.examples)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
-        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks)
+        lexical = self.lexical_scores(batch.examples, docs, chunks)
+        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical)
         if not with_cosine:
             return scores, doc_of
         return scores, doc_of, cos

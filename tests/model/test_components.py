@@ -6,7 +6,7 @@ from torch_geometric.data import Batch, Data
 
 from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.gat_infusion import GATInfusion
-from gralc.model.hybrid_scorer import HybridScorer, kg_proximity
+from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm, kg_proximity, normalise_lexical
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
 
@@ -132,3 +132,35 @@ def test_hybrid_beta_init_bounds_and_grad():
     assert scorer.beta_logit.grad.abs() > 0
     with pytest.raises(ValueError):
         HybridScorer(beta_init=1.0)
+
+
+def test_lexical_term_normalises_per_query_and_learns_its_weight():
+    raw = torch.tensor([[4.0, 2.0, 0.0], [0.0, 0.0, 0.0]])
+    assert torch.equal(normalise_lexical(raw), torch.tensor([[1.0, 0.5, 0.0], [0.0, 0.0, 0.0]]))
+    term = LexicalTerm(weight_init=0.25)
+    dense = torch.tensor([[0.2, 0.4, 0.9], [0.1, 0.3, 0.5]])
+    score, lex = term(dense, raw)
+    assert torch.allclose(score, 0.75 * dense + 0.25 * lex)  # (1 - w) dense + w lex
+    assert torch.argmax(score[1]) == 2  # no shared term: the dense order stands
+    (-score[0, 0]).backward()
+    assert term.logit.grad is not None and term.logit.grad != 0
+    with pytest.raises(ValueError, match="one BM25 score per"):
+        term(dense, raw[:, :2])
+    with pytest.raises(ValueError, match="lexical_init"):
+        LexicalTerm(weight_init=1.0)
+
+
+def test_a_lexical_model_refuses_to_score_without_bm25():
+    from gralc.chunking.boundaries import BoundaryConfig
+    from gralc.model.chunk_set import ChunkSet
+    from gralc.model.gralc_model import GraLCModel, ModelConfig
+
+    model = GraLCModel(ModelConfig(use_kg=False, use_lexical=True), BoundaryConfig(), 8, 8)
+    chunks = ChunkSet(torch.randn(3, 8), torch.zeros(0, 8), torch.zeros(0, dtype=torch.long))
+    q, q_ent, q_mask = torch.randn(2, 8), torch.zeros(2, 1, 8), torch.zeros(2, 1, dtype=torch.bool)
+    with pytest.raises(ValueError, match="use_lexical"):
+        model.score(q, q_ent, q_mask, chunks)
+    lexical = torch.tensor([[0.0, 3.0, 0.0], [1.0, 0.0, 0.0]])
+    with_lex = model.score(q, q_ent, q_mask, chunks, lexical)
+    dense = GraLCModel(ModelConfig(use_kg=False), BoundaryConfig(), 8, 8).score(q, q_ent, q_mask, chunks)
+    assert torch.allclose(with_lex, 0.5 * dense + 0.5 * normalise_lexical(lexical), atol=1e-6)

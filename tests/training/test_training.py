@@ -25,7 +25,11 @@ GROUPS = [
     "boundary.gamma",
     "boundary.tau",
     "hybrid.beta_logit",
+    "lexical.logit",
 ]
+
+#: The learned lexical term is on in these tests (it is off by default).
+LEXICAL = "model.use_lexical=true"
 
 
 def _model(dm: GraLCDataModule, cfg) -> GraLCModel:
@@ -48,7 +52,7 @@ def _mean_loss(lit: GraLCLitModule, dm: GraLCDataModule) -> float:
 
 
 def test_every_learnable_parameter_gets_a_gradient(datamodule, make_cfg, tmp_path):
-    cfg = make_cfg(tmp_path)
+    cfg = make_cfg(tmp_path, LEXICAL)
     model = _model(datamodule, cfg)
     lit = GraLCLitModule(model, cfg.optim)
     batch = next(iter(datamodule.train_dataloader()))
@@ -97,12 +101,22 @@ def short_run(datamodule, make_cfg, tmp_path_factory):
     return cfg, model, initial, result, loss0
 
 
+@pytest.fixture(scope="module")
+def lexical_run(datamodule, make_cfg, tmp_path_factory):
+    """Two epochs with the learned lexical term; returns (cfg, model, initial copy, result)."""
+    out = tmp_path_factory.mktemp("lexical_run")
+    cfg = make_cfg(out, "trainer.max_epochs=2", "callbacks.early_stopping.enabled=false", LEXICAL)
+    model = _model(datamodule, cfg)
+    initial = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return cfg, model, initial, train(cfg, model=model)
+
+
 def test_short_run_lowers_the_loss_and_moves_every_parameter(short_run, datamodule):
     cfg, model, initial, result, loss0 = short_run
     loss1 = _mean_loss(GraLCLitModule(model, cfg.optim), datamodule)
     assert loss1 < loss0 - 0.01, (loss0, loss1)
     named = dict(model.named_parameters())
-    for prefix in GROUPS:
+    for prefix in GROUPS[:-1]:  # all but the lexical term (off by default)
         moved = [not torch.equal(named[n], initial[n]) for n in named if n.startswith(prefix)]
         assert all(moved), f"{prefix} did not change"
     assert result["global_step"] > 0 and result["best_val_mrr"] is not None
@@ -119,6 +133,26 @@ def test_short_run_lowers_the_loss_and_moves_every_parameter(short_run, datamodu
     assert (out / "config.yaml").is_file() and (out / "run.json").is_file()
     rows = list(csv.DictReader(open(next((out / "csv").rglob("metrics.csv")))))
     assert any(r.get("learned/tau") for r in rows) and any(r.get("val/mrr") for r in rows)
+
+
+def test_lexical_weight_is_learned_and_survives_export(lexical_run, datamodule, tmp_path):
+    """w_lex changes in training and comes back identical from the checkpoint and the export;
+    the reloaded model scores the dev corpus exactly as the trained one (BM25 included)."""
+    cfg, model, initial, result = lexical_run
+    assert not torch.equal(model.lexical.logit, initial["lexical.logit"])
+    learned = result["final_learned_values"]["lexical_weight"]
+    assert learned != pytest.approx(cfg.model.lexical_init, abs=1e-4)
+    last = Path(result["last_checkpoint"])
+    export(last, tmp_path / "export")
+    batch = datamodule.val_batch()
+    scores = []
+    for m in (model.eval(), load_model(last)[0], load_model(tmp_path / "export")[0]):
+        assert m.learned_values()["lexical_weight"] == pytest.approx(learned, abs=0)
+        scores.append(GraLCLitModule(m, cfg.optim).retrieval_scores(batch)[0])
+    assert torch.equal(scores[0], scores[1]) and torch.equal(scores[1], scores[2])
+    without = GraLCLitModule(load_model(tmp_path / "export")[0], cfg.optim)
+    without.model.lexical = None  # the same model minus its lexical term ranks differently
+    assert not torch.equal(without.retrieval_scores(batch)[0], scores[0])
 
 
 def test_checkpoint_export_reload_give_identical_scores(short_run, datamodule, tmp_path):
@@ -257,9 +291,11 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
 
 
-def test_exported_model_ranks_alike_in_index_search_and_eval(short_run, tmp_path):
+@pytest.mark.parametrize("run", ["short_run", "lexical_run"])
+def test_exported_model_ranks_alike_in_index_search_and_eval(run, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
-    models=[...] (its gralc_graph row) return the same ranking for a question."""
+    models=[...] (its gralc_graph row) return the same ranking for a question (with the
+    lexical term too: BM25 saved with the index)."""
     from gralc.data.benchmarks import demo_benchmark
     from gralc.data.demo import DEMO_DIR
     from gralc.evaluation.evidence import PieceCounter
@@ -269,7 +305,7 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(short_run, tmp_path
     from gralc.pipeline import Pipeline
     from gralc.retrieval.trained_scorer import TrainedScorer
 
-    _, _, _, result, _ = short_run
+    result = request.getfixturevalue(run)[3]
     out = export(Path(result["last_checkpoint"]), tmp_path / "export")
     Retriever.build(DEMO_DIR / "articles", model=out).save(tmp_path / "index")
     bench = demo_benchmark()
