@@ -20,12 +20,12 @@ from tqdm.auto import tqdm
 
 from gralc.encoding.cache import EmbeddingCache, cache_key
 from gralc.encoding.models import load_tokenizer_and_model, model_name, sentence_max_length
+from gralc.encoding.precision import PRECISIONS, resolve_precision
 from gralc.encoding.types import TokenEmbeddings
 from gralc.encoding.windows import WindowBlender, blend_windows, plan_windows
 
 logger = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -33,7 +33,9 @@ class EncoderConfig:
     """Encoder settings. ``window``: content tokens per window (None: the model's maximum
     minus its special tokens); ``overlap``: tokens shared by consecutive windows;
     ``batch_size``: windows (or texts) per forward pass; ``device``: "auto" = cuda if
-    available else cpu; ``precision``: "fp32" or "bf16" (torch.autocast); ``cache_dir``:
+    available else cpu; ``precision``: "fp32", "bf16" (torch.autocast) or "auto" (bf16 only on hardware
+    with native bf16, :mod:`gralc.encoding.precision`; :attr:`DocumentEncoder.precision`
+    says which ran); ``cache_dir``:
     on-disk cache of document embeddings (None: no cache); ``stream_tokens``: see below."""
 
     model: str = "all-MiniLM-L6-v2"
@@ -65,6 +67,7 @@ class DocumentEncoder:
             if config.device == "auto"
             else config.device
         )
+        self.precision = resolve_precision(config.precision, self.device)
         self.tokenizer, self.model = load_tokenizer_and_model(config.model)
         self.model.to(self.device).eval()
         self._model_id = model_name(config.model)
@@ -117,7 +120,7 @@ class DocumentEncoder:
         return list(self._prefix_ids), list(self._suffix_ids)
 
     def _autocast(self):
-        if self.config.precision == "bf16":
+        if self.precision == "bf16":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
@@ -163,7 +166,7 @@ class DocumentEncoder:
 
     def _key(self, text: str) -> str:
         return cache_key(
-            text, self.model_id, self.window, self.config.overlap, self.config.precision
+            text, self.model_id, self.window, self.config.overlap, self.precision
         )
 
     def encode_document(self, text: str) -> TokenEmbeddings:

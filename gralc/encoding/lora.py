@@ -121,10 +121,13 @@ class LoraEncoder(nn.Module):
         dropout: float = 0.1,
         target_modules: Sequence[str] = ("query", "value"),
         device: str | None = None,
+        precision: str | None = None,
     ) -> LoraEncoder:
         """A fresh base encoder from ``encoder_config`` (its on-disk cache switched off: the
-        adapted vectors change at every step) with new adapters."""
-        cfg = replace(encoder_config, cache_dir=None, device=device or encoder_config.device)
+        adapted vectors change at every step) with new adapters; ``precision`` (``fp32``,
+        ``bf16``, ``auto``) replaces the config's for the adapted passes."""
+        cfg = replace(encoder_config, cache_dir=None, device=device or encoder_config.device,
+                      precision=precision or encoder_config.precision)
         return cls(DocumentEncoder(cfg), r, alpha, dropout, target_modules)
 
     def train(self, mode: bool = True) -> LoraEncoder:
@@ -145,7 +148,7 @@ class LoraEncoder(nn.Module):
         return next(self.peft.parameters()).device
 
     def _autocast(self):
-        if self.encoder.config.precision == "bf16":
+        if self.encoder.precision == "bf16":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
@@ -157,22 +160,28 @@ class LoraEncoder(nn.Module):
             ).last_hidden_state
         return out.float()
 
-    def encode_document(self, text: str) -> torch.Tensor:
-        """Token vectors H (N, d) float32 on CPU of the whole ``text``: one row per word-piece,
-        as ``DocumentEncoder.encode_document(text).vectors`` (windows of ``encoder.window``
-        content tokens, ``overlap`` shared, blended), differentiable w.r.t. the adapters."""
-        enc = self.encoder
-        ids = enc.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)[
-            "input_ids"
-        ]
+    def token_ids(self, text: str) -> list[int]:
+        """The content-token ids of ``text`` (no special tokens), as the DocumentEncoder's."""
+        ids = self.encoder.tokenizer(
+            text, add_special_tokens=False, truncation=False, verbose=False
+        )["input_ids"]
         if not ids:
-            raise ValueError(f"the text yields no tokens for {enc.model_id}: nothing to encode")
-        windows = plan_windows(len(ids), enc.window, enc.config.overlap)
+            raise ValueError(
+                f"the text yields no tokens for {self.encoder.model_id}: nothing to encode"
+            )
+        return ids
+
+    def encode_windows(self, windows: list[list[int]]) -> list[torch.Tensor]:
+        """Content-token vectors (len, d) float32 on CPU of each window of content-token ids,
+        each run on its own with the encoder's special tokens, ``batch_size`` windows per
+        padded pass; differentiable w.r.t. the adapters."""
+        enc = self.encoder
         # the DocumentEncoder's own special tokens ([CLS] ... [SEP]), so both paths agree
         prefix, suffix = enc.special_ids
         outputs: list[torch.Tensor] = []
         for b in range(0, len(windows), enc.config.batch_size):
-            rows = [prefix + ids[s:e] + suffix for s, e in windows[b : b + enc.config.batch_size]]
+            chunk = windows[b : b + enc.config.batch_size]
+            rows = [prefix + w + suffix for w in chunk]
             width = max(len(row) for row in rows)
             input_ids = torch.full((len(rows), width), enc.tokenizer.pad_token_id or 0)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -180,8 +189,21 @@ class LoraEncoder(nn.Module):
                 input_ids[j, : len(row)] = torch.tensor(row)
                 mask[j, : len(row)] = 1
             hidden = self._hidden(input_ids, mask).cpu()  # blend_windows works on CPU
-            for j, (s, e) in enumerate(windows[b : b + enc.config.batch_size]):
-                outputs.append(hidden[j, len(prefix) : len(prefix) + e - s])
+            for j, w in enumerate(chunk):
+                outputs.append(hidden[j, len(prefix) : len(prefix) + len(w)])
+        return outputs
+
+    def plan(self, n_tokens: int) -> list[tuple[int, int]]:
+        """The encoder's sliding windows over ``n_tokens`` content tokens."""
+        return plan_windows(n_tokens, self.encoder.window, self.encoder.config.overlap)
+
+    def encode_document(self, text: str) -> torch.Tensor:
+        """Token vectors H (N, d) float32 on CPU of the whole ``text``: one row per word-piece,
+        as ``DocumentEncoder.encode_document(text).vectors`` (windows of ``encoder.window``
+        content tokens, ``overlap`` shared, blended), differentiable w.r.t. the adapters."""
+        ids = self.token_ids(text)
+        windows = self.plan(len(ids))
+        outputs = self.encode_windows([ids[s:e] for s, e in windows])
         return blend_windows(outputs, windows, len(ids))
 
     def encode_texts(self, texts: list[str]) -> torch.Tensor:

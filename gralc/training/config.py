@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.config import ConfigError, to_dict
 from gralc.data.benchmarks import DataConfig
+from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
 
@@ -139,13 +140,25 @@ class LoraConfig:
     questions through the adapted encoder with gradient (slow on a CPU: see README).
     ``r``: rank; ``alpha``: scaling numerator (updates scaled by alpha / r); ``dropout`` on
     the adapter input; ``target_modules``: names of the Linear layers to adapt (BERT
-    attention: ``query``, ``value``; not Llama's ``q_proj`` / ``v_proj``)."""
+    attention: ``query``, ``value``; not Llama's ``q_proj`` / ``v_proj``).
+
+    ``windows_per_doc``: what a training step encodes (:mod:`gralc.model.doc_windows`).
+    ``n >= 1``: each question's gold document contributes the encoder window holding its
+    evidence plus ``n - 1`` other windows of the same document (sampled; their chunks are
+    same-document negatives), each extra negative document one sampled window: a step costs a
+    few windows instead of whole documents. ``0``: whole documents (every window, blended).
+    Validation always encodes whole documents, as inference does. ``precision``: of the
+    adapted encoder's passes in training and validation (``auto``: bf16 only where the
+    hardware has native bf16, see :mod:`gralc.encoding.precision`; the exported encoder then
+    runs in the pipeline's precision)."""
 
     enabled: bool = False
     r: int = 8
     alpha: int = 16
     dropout: float = 0.1
     target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+    windows_per_doc: int = 2
+    precision: str = "auto"
 
 
 def training_pipeline() -> PipelineConfig:
@@ -203,6 +216,14 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             raise ConfigError(f"lora.dropout must be in [0, 1), got {cfg.lora.dropout}")
         if not cfg.lora.target_modules:
             raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
+        if cfg.lora.windows_per_doc < 0:
+            raise ConfigError(
+                f"lora.windows_per_doc must be >= 0 (0: whole documents), got {cfg.lora.windows_per_doc}"
+            )
+        if cfg.lora.precision not in PRECISIONS:
+            raise ConfigError(
+                f"lora.precision must be one of {', '.join(PRECISIONS)}, got {cfg.lora.precision!r}"
+            )
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if not 0.0 <= cfg.loader.holdout_fraction < 1.0:

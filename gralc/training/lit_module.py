@@ -12,10 +12,15 @@ are in-batch documents, the other chunks of the gold document (hard negatives) a
 documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
 
 With LoRA adapters on the encoder (``encoder``: a :class:`~gralc.encoding.lora.LoraEncoder`,
-a submodule, so the optimiser, checkpoints and resume include its adapters), every training
-and validation step first recomputes each document's H and b_sem and each question's vector
-with the adapted encoder (:func:`~gralc.model.doc_features.adapted_features`); positives are
-still resolved against the cached features (the supervision stays fixed).
+a submodule, so the optimiser, checkpoints and resume include its adapters), every step
+first recomputes H and b_sem and each question's vector with the adapted encoder, with
+gradient through the pooled chunk vectors (span pooling over the late-chunked pass). With
+``windows_per_doc = n >= 1`` a training step encodes encoder windows, not whole documents
+(:meth:`GraLCLitModule.training_views`): the window of each gold document that holds the
+question's evidence, ``n - 1`` other windows of it (same-document negatives) and one window
+of each extra negative document; validation encodes whole documents
+(:func:`~gralc.model.doc_features.adapted_features`), as inference does. Positives are
+resolved against the cached features of the same window (the supervision stays fixed).
 
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
 the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
@@ -24,15 +29,19 @@ to write non-finite parameters as a last guard.
 
 from __future__ import annotations
 
+import random
+import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 import torch
 
-from gralc.chunking.boundaries import BoundaryConfig
-from gralc.model.doc_features import DocFeatures, adapted_features
+from gralc.chunking.boundaries import BoundaryConfig, semantic_signal
 from gralc.model.chunk_set import ChunkSet
+from gralc.model.doc_features import DocFeatures, adapted_features
+from gralc.model.doc_windows import crop_features, evidence_window
 from gralc.model.gralc_model import GraLCModel
 from gralc.retrieval.bm25 import bm25_matrix
 from gralc.retrieval.ranking import rank_matrix
@@ -63,7 +72,8 @@ class NonFiniteLossError(RuntimeError):
 
 class GraLCLitModule(pl.LightningModule):
     """``encoder``: LoRA adapters to train with the model (None: the frozen, cached encoder);
-    ``sem_window``: ``BoundaryConfig.window`` of b_sem, recomputed from adapted H."""
+    ``sem_window``: ``BoundaryConfig.window`` of b_sem, recomputed from adapted H;
+    ``windows_per_doc``: see :meth:`training_views` (0: whole documents)."""
 
     def __init__(
         self,
@@ -72,11 +82,14 @@ class GraLCLitModule(pl.LightningModule):
         extra_checkpoint: dict[str, Any] | None = None,
         encoder: LoraEncoder | None = None,
         sem_window: int = BoundaryConfig.window,
+        windows_per_doc: int = 0,
     ):
         super().__init__()
         self.model, self.optim = model, optim
         self.extra_checkpoint = extra_checkpoint or {}
         self.encoder, self.sem_window = encoder, sem_window
+        self.windows_per_doc = windows_per_doc
+        self._token_ids: dict[str, list[int]] = {}  # doc id -> content-token ids (LoRA windows)
         # the scalars' values at construction (the config's initial values, also on resume:
         # the checkpoint is loaded afterwards), the anchor of optim.scalar_anchor
         self.scalar_init = {
@@ -97,6 +110,59 @@ class GraLCLitModule(pl.LightningModule):
         if self.encoder is None:
             return docs
         return [adapted_features(f, self.encoder, self.sem_window) for f in docs]
+
+    def training_views(self, batch: TrainBatch) -> tuple[list[DocFeatures], list[DocFeatures]]:
+        """``(cached, adapted)``: what a training step chunks, the first ``len(examples)``
+        entries being the examples' gold documents (or windows of them).
+
+        Frozen encoder: the batch's documents, twice. LoRA with ``windows_per_doc = 0``:
+        the documents and their whole-document adapted features. LoRA with ``n >= 1``:
+        encoder windows cropped from the cached features (:func:`crop_features`) and the
+        same windows encoded by the adapted encoder: each gold document's evidence window
+        (:func:`evidence_window`), then ``n - 1`` other windows of each gold document, then
+        one window of each extra document; sampled with a seed of the step and questions,
+        so a resumed run draws the same windows."""
+        if self.encoder is None:
+            return batch.docs, batch.docs
+        if self.windows_per_doc == 0:
+            return batch.docs, self.features(batch.docs)
+        n_q = len(batch.examples)
+        rng = random.Random(
+            zlib.crc32(f"{self.global_step}|{'|'.join(e.question_id for e in batch.examples)}".encode())
+        )
+        first, rest = [], []
+        for i, f in enumerate(batch.docs):
+            windows = self.encoder.plan(f.n_tokens)
+            if i < n_q:
+                k = evidence_window(f, batch.examples[i].positives.char_ranges, windows)
+                first.append((i, windows[k]))
+                others = windows[:k] + windows[k + 1 :]
+                rest += [(i, w) for w in rng.sample(others, min(self.windows_per_doc - 1, len(others)))]
+            else:
+                rest.append((i, rng.choice(windows)))
+        picks = first + rest
+        cached = [crop_features(batch.docs[i], s, e) for i, (s, e) in picks]
+        ids = [self.doc_token_ids(batch.docs[i]) for i, _ in picks]
+        hidden = self.encoder.encode_windows([t[s:e] for t, (_, (s, e)) in zip(ids, picks)])
+        adapted = [
+            replace(c, H=h.to(c.H.device), b_sem=semantic_signal(h, self.sem_window).float().to(c.H.device))
+            for c, h in zip(cached, hidden)
+        ]
+        return cached, adapted
+
+    def doc_token_ids(self, f: DocFeatures) -> list[int]:
+        """The adapted encoder's content-token ids of ``f``'s text (memoised per document),
+        checked against the cached features' token count."""
+        ids = self._token_ids.get(f.doc_id)
+        if ids is None:
+            ids = self._token_ids[f.doc_id] = self.encoder.token_ids(f.doc.text)
+        if len(ids) != f.n_tokens:
+            raise ValueError(
+                f"document {f.doc_id!r}: the adapted encoder's tokenizer gives {len(ids)} tokens, "
+                f"the cached features {f.n_tokens}: the features were built with another encoder "
+                "or tokenizer (check pipeline.encoder)"
+            )
+        return ids
 
     def queries(
         self, examples: list[TrainingExample]
@@ -135,15 +201,15 @@ class GraLCLitModule(pl.LightningModule):
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
         """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
         examples = batch.examples
-        docs = self.features(batch.docs)
+        cached, docs = self.training_views(batch)
         chunks = self.model(docs, soft=True)
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
         lexical = self.lexical_scores(examples, docs, chunks)
         scores = self.model.score(q, q_ent, q_mask, chunks, lexical) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
-        # docs[i] is example i's gold doc; positives from the cached (fixed) features
-        for i, (e, f) in enumerate(zip(examples, batch.docs)):
+        # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
+        for i, (e, f) in enumerate(zip(examples, cached)):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
         loss = (

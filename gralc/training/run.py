@@ -250,7 +250,8 @@ def lora_encoder(cfg: TrainConfig):
         with torch.random.fork_rng(devices=[]):  # the model's initialisation stays as without LoRA
             torch.manual_seed(cfg.seed)
             return LoraEncoder.build(
-                cfg.pipeline.encoder, lo.r, lo.alpha, lo.dropout, lo.target_modules
+                cfg.pipeline.encoder, lo.r, lo.alpha, lo.dropout, lo.target_modules,
+                precision=lo.precision,
             )
     except LoraTargetError as exc:
         raise ConfigError(f"lora.target_modules={list(lo.target_modules)}: {exc}") from None
@@ -293,6 +294,7 @@ def train(
         extra_checkpoint={"train_config": to_dict(cfg), "run": meta},
         encoder=encoder,
         sem_window=cfg.pipeline.chunking.boundary.window,
+        windows_per_doc=cfg.lora.windows_per_doc,
     )
     trainer = build_trainer(cfg, callbacks)
     if cfg.trainer.validate_before_fit and ckpt_path is None:

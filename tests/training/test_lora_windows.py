@@ -1,0 +1,117 @@
+"""LoRA training on encoder windows (``lora.windows_per_doc``): a step encodes the window that
+holds each question's evidence, other windows of the same document and one window of each
+extra document, instead of whole documents; the cropped features resolve evidence and chunk
+texts as the whole document does. Real MiniLM, real peft, demo features."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gralc.encoding.lora import LoraEncoder
+from gralc.encoding.precision import native_bf16, resolve_precision
+from gralc.encoding.windows import plan_windows
+from gralc.model.doc_windows import crop_features, evidence_window
+from gralc.model.gralc_model import GraLCModel
+from gralc.training.datamodule import TrainBatch
+from gralc.training.lit_module import GraLCLitModule
+
+
+@pytest.fixture(scope="module")
+def lora(make_cfg, tmp_path_factory):
+    cfg = make_cfg(tmp_path_factory.mktemp("lw"), "lora.enabled=true")
+    torch.manual_seed(0)
+    enc = LoraEncoder.build(cfg.pipeline.encoder, 8, 16, 0.0, ["query", "value"], precision="fp32")
+    with torch.no_grad():  # non-zero adapters, so adapted and cached vectors differ
+        for n, p in enc.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.02)
+    return cfg, enc.eval()
+
+
+def _long_example(datamodule):
+    """A training example whose gold document spans several encoder windows."""
+    for e in datamodule.data.train:
+        f = datamodule.data.features[e.doc_id]
+        if f.n_tokens > 1200 and e.positives.char_ranges:
+            return e, f
+    pytest.skip("no multi-window demo document with evidence")
+
+
+def test_crop_keeps_characters_and_mentions(datamodule):
+    e, f = _long_example(datamodule)
+    s, t = 300, 810
+    c = crop_features(f, s, t)
+    assert c.n_tokens == t - s and torch.equal(c.H, f.H[s:t])
+    assert c.char_span(0, 10) == f.char_span(s, s + 10)  # characters of the whole document
+    rows = f.token_entity[0]
+    assert c.token_entity.shape[1] == int(((rows >= s) & (rows < t)).sum())
+    assert (c.token_entity[0] >= 0).all() and (c.token_entity[0] < t - s).all()
+    assert (c.mention_tokens[:, 0] >= 0).all() and (c.mention_tokens[:, 1] <= t - s).all()
+    assert crop_features(f, 0, f.n_tokens) is f
+    with pytest.raises(ValueError, match="outside"):
+        crop_features(f, 0, f.n_tokens + 1)
+
+
+def test_evidence_window_holds_the_evidence(datamodule):
+    e, f = _long_example(datamodule)
+    windows = plan_windows(f.n_tokens, 510, 128)
+    k = evidence_window(f, e.positives.char_ranges, windows)
+    s, t = windows[k]
+    cs, ce = e.positives.char_ranges[0]
+    assert int(f.offsets[s, 0]) <= cs and ce <= int(f.offsets[t - 1, 1])
+    # the chunks of that window resolve the evidence as positives
+    c = crop_features(f, s, t)
+    assert e.positives.resolve(c, [(0, 100), (100, t - s)])
+    assert evidence_window(f, [], windows) == len(windows) // 2
+
+
+def test_windowed_views_encode_windows_with_gradient(datamodule, lora):
+    cfg, enc = lora
+    e, f = _long_example(datamodule)
+    other = next(d for d in datamodule.data.train_doc_ids if d != e.doc_id)
+    batch = TrainBatch([e], [f, datamodule.data.features[other]])
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim)
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=2)
+    cached, adapted = lit.training_views(batch)
+    # gold evidence window, one more window of the gold document, one of the extra document
+    assert [c.doc_id for c in cached] == [f.doc_id, f.doc_id, other]
+    assert all(c.n_tokens <= enc.encoder.window for c in cached)
+    assert all(a.H.requires_grad for a in adapted)
+    windows = enc.plan(f.n_tokens)
+    k = evidence_window(f, e.positives.char_ranges, windows)
+    assert int(cached[0].offsets[0, 0]) == int(f.offsets[windows[k][0], 0])
+    assert not torch.equal(cached[0].offsets, cached[1].offsets)  # another window
+    # inside a window, away from its overlaps, the windowed pass IS the whole-document pass
+    with torch.no_grad():
+        whole = enc.encode_document(f.doc.text)
+    s, t = windows[k]
+    covered = torch.zeros(f.n_tokens, dtype=torch.int)
+    for ws, wt in windows:
+        covered[ws:wt] += 1
+    only = (covered[s:t] == 1).nonzero().flatten()
+    assert len(only) > 0
+    assert torch.allclose(adapted[0].H[only].detach(), whole[s:t][only], atol=1e-5)
+    # a training step backpropagates into the adapters
+    lit.batch_loss(batch)[0].backward()
+    grads = [p.grad for n, p in enc.named_parameters() if "lora_B" in n]
+    assert all(g is not None and g.abs().sum() > 0 for g in grads)
+    # windows_per_doc = 0: whole documents
+    whole_lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=0)
+    cached0, adapted0 = whole_lit.training_views(batch)
+    assert cached0 is batch.docs and adapted0[0].n_tokens == f.n_tokens
+
+
+def test_auto_precision_follows_the_hardware(monkeypatch):
+    import gralc.encoding.precision as precision
+
+    cpu = torch.device("cpu")
+    assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    assert resolve_precision("auto", cpu) == "bf16"
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert resolve_precision("auto", cpu) == "fp32"
+    assert "5x slower" in native_bf16(cpu)[1]
+    with pytest.raises(ValueError, match="precision"):
+        resolve_precision("fp16", cpu)
