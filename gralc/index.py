@@ -23,7 +23,7 @@ from gralc.retrieval.fusion import FusionConfig
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build a GraLC search index.")
-    parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, or ori_pqal.json")
+    parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, ori_pqal.json, or a SQuAD-format JSON of articles")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="pipeline settings, e.g. knowledge.vocabulary=PATH")
     parser.add_argument("--out", required=True, help="index directory to write")

@@ -8,6 +8,7 @@ prepared documents. Training and evaluation share it, so nothing is encoded twic
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,10 +188,12 @@ class Pipeline:
 
 
 def load_documents_from(path: str | Path) -> list[Document]:
-    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, or a
-    PubMedQA JSON file."""
+    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, a
+    PubMedQA JSON file, or a SQuAD-format JSON file of whole articles (COVID-QA: one
+    document per context, as ``eval.py data=squad`` reads them)."""
     from gralc.documents.corpus import load_corpus, parse_document
     from gralc.documents.pubmedqa import load_pqal
+    from gralc.documents.squad import is_squad, load_squad_documents
 
     path = Path(path)
     if path.is_dir():
@@ -203,5 +206,11 @@ def load_documents_from(path: str | Path) -> list[Document]:
             f"{path} does not exist: pass a JATS/.txt/.md article, a directory of them, or ori_pqal.json"
         )
     if path.suffix == ".json":
+        try:
+            squad = is_squad(json.loads(path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            squad = False  # load_pqal names the problem
+        if squad:
+            return load_squad_documents(path, lambda message: logger.warning("%s", message))
         return load_pqal(path).documents
     return [parse_document(path)]

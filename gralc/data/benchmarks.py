@@ -16,7 +16,6 @@ paragraphs (pmc, demo) or the whole gold abstract (pubmedqa).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -174,18 +173,12 @@ def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
     """A SQuAD-format full-text benchmark (module docstring). Bad entries (empty context, an
     answer that cannot be placed, a question without answers) are skipped with one warning
     each naming the file, the entry and the fix; their counts are in ``Benchmark.stats``."""
-    from gralc.documents.plaintext import parse_plain_text
+    from gralc.documents.squad import iter_squad_contexts, read_squad
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data.path={path}: no such SQuAD-format JSON file")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a UTF-8 JSON file ({exc}); give a SQuAD-format file") from exc
-    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
-        raise ValueError(f"{path}: no top-level 'data' list: not a SQuAD-format file "
-                         "({'data': [{'paragraphs': [{'context', 'qas'}]}]})")
+    raw = read_squad(path)
     stats = dict.fromkeys(("n_skipped_contexts", "n_questions_without_answers", "n_repaired_answers",
                            "n_unplaced_answers", "n_unmapped_answers", "n_answers"), 0.0)
     docs: list[Document] = []
@@ -196,53 +189,42 @@ def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
         stats[key] += 1
         logger.warning("%s", message)
 
-    for i, article in enumerate(raw["data"]):
-        paragraphs = article.get("paragraphs", []) if isinstance(article, dict) else []
-        for j, para in enumerate(paragraphs):
-            where = f"{path} data[{i}].paragraphs[{j}]"
-            context = para.get("context") if isinstance(para, dict) else None
-            if not isinstance(context, str) or not context.strip():
-                warn("n_skipped_contexts", f"{where}: empty or missing 'context'; skipped (give "
-                     "the article's full text)")
+    for ctx in iter_squad_contexts(path, raw, lambda m: warn("n_skipped_contexts", m), max_docs):
+        where, para, doc, offsets = ctx.where, ctx.para, ctx.doc, ctx.offsets
+        context, doc_id = para["context"], doc.id
+        docs.append(doc)
+        for n, qa in enumerate(para.get("qas", [])):
+            qwhere = f"{where}.qas[{n}] (id {qa.get('id')!r})"
+            text = str(qa.get("question") or "").strip()
+            answers = qa.get("answers") or []
+            if not text or not answers:
+                warn("n_questions_without_answers", f"{qwhere}: no question text or no "
+                     "answers; skipped (every question needs 'question' and 'answers')")
                 continue
-            base = str(para.get("document_id") or article.get("title") or f"{path.stem}-{i}")
-            doc_id = base if len(paragraphs) == 1 else f"{base}#{j}"
-            doc, offsets = parse_plain_text(context, doc_id, source=str(path))
-            docs.append(doc)
-            for n, qa in enumerate(para.get("qas", [])):
-                qwhere = f"{where}.qas[{n}] (id {qa.get('id')!r})"
-                text = str(qa.get("question") or "").strip()
-                answers = qa.get("answers") or []
-                if not text or not answers:
-                    warn("n_questions_without_answers", f"{qwhere}: no question text or no "
-                         "answers; skipped (every question needs 'question' and 'answers')")
+            spans = []
+            for m, ans in enumerate(answers):
+                stats["n_answers"] += 1
+                placed = _squad_answer(context, ans, f"{qwhere}.answers[{m}]")
+                if isinstance(placed, str):
+                    warn("n_unplaced_answers", placed + "; answer skipped")
                     continue
-                spans = []
-                for m, ans in enumerate(answers):
-                    stats["n_answers"] += 1
-                    placed = _squad_answer(context, ans, f"{qwhere}.answers[{m}]")
-                    if isinstance(placed, str):
-                        warn("n_unplaced_answers", placed + "; answer skipped")
-                        continue
-                    if placed[2]:
-                        warn("n_repaired_answers", f"{qwhere}.answers[{m}]: answer_start "
-                             f"{ans.get('answer_start')} does not match its text; used the nearest "
-                             f"occurrence at {placed[0]}")
-                    mapped = offsets.span(placed[0], placed[1])
-                    if mapped is None:
-                        warn("n_unmapped_answers", f"{qwhere}.answers[{m}]: the answer lies in "
-                             "text the reader drops (metadata lines); not used as evidence")
-                        continue
-                    spans.append(list(mapped))
-                qid = str(qa.get("id", f"{doc_id}-{n}"))
-                while qid in seen_q:
-                    qid += "'"
-                seen_q.add(qid)
-                questions.append(Question(qid, text, doc.id, long_answer=answers[0].get("text", "")
-                                          if isinstance(answers[0], dict) else "",
-                                          evidence_spans=spans, kind="squad"))
-        if max_docs is not None and len(docs) >= max_docs:
-            break
+                if placed[2]:
+                    warn("n_repaired_answers", f"{qwhere}.answers[{m}]: answer_start "
+                         f"{ans.get('answer_start')} does not match its text; used the nearest "
+                         f"occurrence at {placed[0]}")
+                mapped = offsets.span(placed[0], placed[1])
+                if mapped is None:
+                    warn("n_unmapped_answers", f"{qwhere}.answers[{m}]: the answer lies in "
+                         "text the reader drops (metadata lines); not used as evidence")
+                    continue
+                spans.append(list(mapped))
+            qid = str(qa.get("id", f"{doc_id}-{n}"))
+            while qid in seen_q:
+                qid += "'"
+            seen_q.add(qid)
+            questions.append(Question(qid, text, doc.id, long_answer=answers[0].get("text", "")
+                                      if isinstance(answers[0], dict) else "",
+                                      evidence_spans=spans, kind="squad"))
     if not docs:
         raise ValueError(f"{path}: no usable context; every entry was skipped (see the warnings)")
     logger.info("squad %s: %d documents, %d questions, %s", path.name, len(docs), len(questions),
