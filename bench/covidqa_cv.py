@@ -61,6 +61,8 @@ VARIANTS = {
     "lexical": ["model.use_lexical=true"],
     "lexical_small": ["model.use_lexical=true", "pipeline.chunking.boundary.min_tokens=32",
                       "pipeline.chunking.boundary.max_tokens=256"],
+    # boundaries learned from evidence too (the boundary loss of optim.evidence_cut_weight)
+    "evidence_cuts": ["model.use_lexical=true", "optim.evidence_cut_weight=1.0"],
     # LoRA on the encoder (trained on evidence windows, lora.windows_per_doc) with the lexical term
     "lora_lexical": ["lora.enabled=true", "model.use_lexical=true"],
     "lora_lexical_small": ["lora.enabled=true", "model.use_lexical=true",

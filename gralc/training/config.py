@@ -49,13 +49,19 @@ class OptimConfig:
     """AdamW. Scalars (alpha, gamma, tau, beta, lambda) get ``lr * scalar_lr_scale`` and no
     weight decay (decay would pull the boundary weights to 0). ``scalar_anchor``: weight of an
     L2 penalty ``sum (p - p_init)^2`` pulling the scalars (as parameterised: beta as its logit)
-    toward their initial values instead (0: off). ``temperature`` scales the InfoNCE logits."""
+    toward their initial values instead (0: off). ``temperature`` scales the InfoNCE logits.
+    ``evidence_cut_weight``: weight of the boundary loss from evidence (0: off; see
+    :meth:`gralc.training.lit_module.GraLCLitModule.evidence_cut_loss`): the mean soft-cut
+    probability at cuts that would split a question's evidence span, minus the mean over its
+    document, so alpha, gamma and tau learn to keep evidence inside one chunk without simply
+    cutting less everywhere."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
     scalar_lr_scale: float = 10.0
     scalar_anchor: float = 0.0
     temperature: float = 0.05
+    evidence_cut_weight: float = 0.0
 
 
 @dataclass
@@ -240,6 +246,10 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     if cfg.pairs.positives not in ("evidence", "document"):
         raise ConfigError(
             f"pairs.positives must be 'evidence' or 'document', got {cfg.pairs.positives!r}"
+        )
+    if cfg.optim.evidence_cut_weight < 0:
+        raise ConfigError(
+            f"optim.evidence_cut_weight must be >= 0, got {cfg.optim.evidence_cut_weight}"
         )
     if cfg.optim.temperature <= 0:
         raise ConfigError(f"optim.temperature must be > 0, got {cfg.optim.temperature}")

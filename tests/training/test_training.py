@@ -9,9 +9,11 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
+from gralc.config import ConfigError
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import export, load_model
 from gralc.model.soft_pooling import soft_chunk_pool
+from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError
 from gralc.training.run import train
@@ -320,3 +322,31 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, request, tmp_p
     graph = next(r for r in rows if r.method == "gralc_graph")
     evaluated = [q["top"] for q in graph.per_query]
     assert searched == evaluated and all(len(s) == 10 for s in searched)
+
+
+def test_evidence_cut_loss_teaches_boundaries_to_keep_evidence_whole(datamodule, make_cfg, tmp_path):
+    """optim.evidence_cut_weight: the boundary loss from evidence reaches alpha and tau, and a
+    few steps on it make cuts inside evidence rarer relative to the rest of the document."""
+    cfg = make_cfg(tmp_path, "optim.evidence_cut_weight=1.0")
+    model = _model(datamodule, cfg)
+    lit = GraLCLitModule(model, cfg.optim)
+    examples = [e for e in datamodule.data.train if e.positives.char_ranges][:6]
+    assert examples
+    docs = [datamodule.data.features[e.doc_id] for e in examples]
+    start = lit.evidence_cut_loss(examples, docs)
+    start.backward()
+    b = model.boundary
+    assert b.alpha.grad.abs().sum() > 0 and b.tau.grad.abs() > 0
+    opt = torch.optim.Adam([b.alpha, b.gamma, b.tau], lr=0.05)
+    for _ in range(20):
+        opt.zero_grad()
+        loss = lit.evidence_cut_loss(examples, docs)
+        loss.backward()
+        opt.step()
+    assert float(lit.evidence_cut_loss(examples, docs)) < float(start) - 0.01
+    batch = next(iter(datamodule.train_dataloader()))  # and it is part of the training loss
+    with_term = lit.batch_loss(batch)[0]
+    lit.optim = cfg.optim.__class__(**{**vars(cfg.optim), "evidence_cut_weight": 0.0})
+    assert not torch.equal(with_term, lit.batch_loss(batch)[0])
+    with pytest.raises(ConfigError, match="evidence_cut_weight"):
+        validate(make_cfg(tmp_path, "optim.evidence_cut_weight=-1"))

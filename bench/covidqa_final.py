@@ -1,0 +1,97 @@
+"""The final COVID-QA model: trained on all 49 dev articles, exported, and run through the
+three entry points a user has, which must rank alike:
+
+1. ``python -m gralc.index covidqa_dev.json --model EXPORT`` then ``python -m gralc.search``
+   (the CLI for ``--cli-questions`` questions; ``Retriever.load(...).search``, the code it
+   runs, for every question);
+2. ``python eval.py data=squad models=[EXPORT]`` (its ``gralc_graph`` row's top 20).
+
+Prints the learned values, the eval row's evidence metrics and how many questions rank
+identically (top 20 chunk ids) through the index and through eval.py.
+
+    python -m bench.covidqa_final --variant lora_lexical_small --epochs 2 --out results/covidqa_final
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS
+from gralc.config import load_config
+from gralc.data.benchmarks import squad_benchmark
+from gralc.model.persistence import export
+from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.training.config import TrainConfig
+from gralc.training.run import train
+
+
+def sh(*cmd: str) -> str:
+    """Run a CLI of this repository; its stdout (stderr passes through)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, *cmd], cwd=REPO, env=env, check=True,
+                          stdout=subprocess.PIPE, text=True).stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--variant", default="full", choices=list(VARIANTS))
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--set", nargs="*", default=[], help="extra train.py key=value overrides")
+    ap.add_argument("--cli-questions", type=int, default=10)
+    ap.add_argument("--cache-dir", default="data/cache")
+    ap.add_argument("--out", default="results/covidqa_final")
+    args = ap.parse_args(argv)
+    out = Path(args.out).resolve()
+    t0 = time.perf_counter()
+    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
+        "data=squad", f"data.path={args.data}", f"paths.output_dir={out / 'train'}",
+        f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
+        "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
+        *VARIANTS[args.variant], *args.set])
+    result = train(cfg)
+    t_train = time.perf_counter() - t0
+    exp = export(Path(result["best_checkpoint"]), out / "export", force=True)
+    index = out / "index"
+    sh("-m", "gralc.index", args.data, "--model", str(exp), "--out", str(index), "--force",
+       f"encoder.cache_dir={args.cache_dir}/encodings")
+    sh("eval.py", "data=squad", f"data.path={args.data}", f"models=[{exp}]", "methods=[bm25]",
+       f"paths.output_dir={out / 'eval'}", "paths.force=true", f"paths.cache_dir={args.cache_dir}")
+    rows = [json.loads(line) for line in (out / "eval" / "per_query.jsonl").open()]
+    evaluated = {r["question_id"]: r["top"] for r in rows if r["method"] == "gralc_graph"}
+    payload = json.loads((out / "eval" / "metrics.json").read_text())
+    metrics = next(rows["gralc_graph"] for name, rows in payload.items() if name != "run")
+    from gralc.inference import Retriever
+
+    bench = squad_benchmark(args.data)
+    retriever = Retriever.load(index)
+    same_api = sum(
+        [h.chunk.chunk_id for h in retriever.search(q.text, k=20)] == evaluated[q.id]
+        for q in bench.questions)
+    same_cli = 0
+    for q in bench.questions[: args.cli_questions]:
+        hits = [json.loads(line) for line in
+                sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
+        same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
+    print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
+          f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
+    print(f"selected: {result['selected']}; learned values: "
+          + ", ".join(f"{k}={v:.4f}" for k, v in result["learned_values"].items()))
+    print("eval.py gralc_graph: " + ", ".join(
+        f"{k} {metrics[k]:.4f}" for k in ("ev_mrr", "ev_recall@5", "ev_recall@512wp", "wa_ndcg@10", "mrr")))
+    print(f"identical top-20 through gralc.index + Retriever.search: {same_api}/{len(bench.questions)}; "
+          f"through the gralc.search CLI: {same_cli}/{min(args.cli_questions, len(bench.questions))}")
+    write_json_atomic(out / "final.json", run_metadata({
+        "args": vars(args), "train": result, "metrics": metrics, "same_api": same_api,
+        "same_cli": same_cli, "n_questions": len(bench.questions)}))
+    return 0 if same_api == len(bench.questions) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
