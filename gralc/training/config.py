@@ -12,7 +12,7 @@ from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
 
 #: Validation metrics a checkpoint / early stopping may monitor (GraLCLitModule.validation_step).
-MONITORS = ("val/mrr", "val/mrr_cos", "val/mrr_min", "val/nll")
+MONITORS = ("val/mrr", "val/mrr_cos", "val/mrr_min", "val/nll", "val/ev_mrr")
 
 
 @dataclass
@@ -111,8 +111,9 @@ class CheckpointConfig:
     """The metric that selects the best checkpoint (and the initial model, see
     ``trainer.validate_before_fit``): ``val/mrr`` (max; the hybrid score), ``val/mrr_cos``
     (max; cosine alone, the KG row), ``val/mrr_min`` (max; the lower of the two, so neither
-    row may get worse) or ``val/nll`` (min; document-level InfoNCE over the dev
-    corpus, for dev sets where the MRR saturates at 1). ``min_improvement``: None keeps the
+    row may get worse), ``val/nll`` (min; document-level InfoNCE over the dev
+    corpus, for dev sets where the MRR saturates at 1) or ``val/ev_mrr`` (max; MRR of the
+    first chunk holding the question's evidence: the evidence level the evaluation judges). ``min_improvement``: None keeps the
     best trained epoch unless the initial model is strictly better; a number >= 0 keeps the
     initial model unless a trained epoch beats it by MORE than that (ties keep the initial
     model: training must earn every deviation from the initial values)."""

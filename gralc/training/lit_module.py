@@ -295,15 +295,30 @@ class GraLCLitModule(pl.LightningModule):
     ) -> tuple[torch.Tensor, list[str]] | tuple[torch.Tensor, list[str], torch.Tensor]:
         """(Q, K) hybrid scores of every question against every corpus chunk, and each
         chunk's document id (``with_cosine``: also the (Q, K) cosine alone, the KG row)."""
+        scores, cos, doc_of, _ = self._validation_pass(batch)
+        if not with_cosine:
+            return scores, doc_of
+        return scores, doc_of, cos
+
+    def _validation_pass(
+        self, batch: ValBatch
+    ) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[int]]]:
+        """``(scores (Q, K), cos (Q, K), doc id of each chunk, positive chunk rows of each
+        question)``: every dev question against every chunk of the validation corpus; the
+        positives resolved as in training (evidence spans, else the whole gold document)."""
         docs = self.features(batch.docs)
         chunks = self.model(docs, soft=False)
         q, q_ent, q_mask = self.queries(batch.examples)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
         lexical = self.lexical_scores(batch.examples, docs, chunks)
         scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical)
-        if not with_cosine:
-            return scores, doc_of
-        return scores, doc_of, cos
+        where = {f.doc_id: i for i, f in enumerate(batch.docs)}
+        positives = []
+        for e in batch.examples:
+            i = where.get(e.doc_id)
+            local = [] if i is None else e.positives.resolve(batch.docs[i], chunks.spans[i])
+            positives.append([chunks.starts[i] + k for k in local] if local else [])
+        return scores, cos, doc_of, positives
 
     @staticmethod
     def mean_reciprocal_rank(
@@ -318,14 +333,28 @@ class GraLCLitModule(pl.LightningModule):
             rr.append(1.0 / first if first else 0.0)
         return sum(rr) / len(rr)
 
+    @staticmethod
+    def evidence_reciprocal_rank(
+        scores: torch.Tensor, doc_of: list[str], positives: list[list[int]]
+    ) -> float:
+        """MRR of the first positive (evidence-holding) chunk in each row's ranking."""
+        order = rank_matrix(scores, [(d, j) for j, d in enumerate(doc_of)])
+        rr = []
+        for row, pos in zip(order.tolist(), positives):
+            hits = set(pos)
+            first = next((r for r, j in enumerate(row, start=1) if j in hits), None)
+            rr.append(1.0 / first if first else 0.0)
+        return sum(rr) / len(rr)
+
     def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:
         """``mrr``: MRR of the gold documents when every corpus chunk is ranked by the model's
         score; ``mrr_cos``: the same ranked by the cosine alone (the KG row); ``mrr_min``: the
         lower of the two (one checkpoint serves both rows); ``nll``: the document-level InfoNCE over the whole corpus (every chunk of the
         gold document positive, temperature :data:`NLL_TEMPERATURE`, fixed so runs with
         different ``optim.temperature`` compare), which keeps ranking models when the MRR
-        saturates at 1 on an easy dev set."""
-        scores, doc_of, cos = self.retrieval_scores(batch, with_cosine=True)
+        saturates at 1 on an easy dev set; ``ev_mrr``: MRR of the first chunk holding the
+        question's evidence (the positives of training; the evaluation's evidence level)."""
+        scores, cos, doc_of, positives = self._validation_pass(batch)
         gold = torch.tensor(
             [[d == e.doc_id for d in doc_of] for e in batch.examples], device=scores.device
         )
@@ -333,7 +362,9 @@ class GraLCLitModule(pl.LightningModule):
         nll = torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~gold, -torch.inf), 1)
         mrr = self.mean_reciprocal_rank(scores, doc_of, batch.examples)
         mrr_cos = self.mean_reciprocal_rank(cos, doc_of, batch.examples)
-        return {"mrr": mrr, "mrr_cos": mrr_cos, "mrr_min": min(mrr, mrr_cos), "nll": float(nll.mean())}
+        ev_mrr = self.evidence_reciprocal_rank(scores, doc_of, positives)
+        return {"mrr": mrr, "mrr_cos": mrr_cos, "mrr_min": min(mrr, mrr_cos),
+                "nll": float(nll.mean()), "ev_mrr": ev_mrr}
 
     def retrieval_mrr(self, batch: ValBatch) -> float:
         return self.retrieval_metrics(batch)["mrr"]
@@ -345,6 +376,7 @@ class GraLCLitModule(pl.LightningModule):
         self.log("val/mrr_cos", m["mrr_cos"], batch_size=n)
         self.log("val/mrr_min", m["mrr_min"], batch_size=n)
         self.log("val/nll", m["nll"], batch_size=n)
+        self.log("val/ev_mrr", m["ev_mrr"], batch_size=n)
 
     # ----- optimiser, checkpoints -----------------------------------------------------------
     def configure_optimizers(self) -> torch.optim.Optimizer:

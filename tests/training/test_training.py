@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,23 @@ def test_evidence_cut_loss_teaches_boundaries_to_keep_evidence_whole(datamodule,
     assert not torch.equal(with_term, lit.batch_loss(batch)[0])
     with pytest.raises(ConfigError, match="evidence_cut_weight"):
         validate(make_cfg(tmp_path, "optim.evidence_cut_weight=-1"))
+
+
+def test_validation_reports_the_evidence_level_mrr(datamodule, make_cfg, tmp_path):
+    """val/ev_mrr ranks the chunks holding the evidence; with every chunk of the gold
+    document positive (pairs.positives=document) it is the document-level val/mrr."""
+    ranked = torch.tensor([[0.9, 0.8, 0.7, 0.1], [0.2, 0.9, 0.3, 0.4]])
+    doc_of = ["a", "a", "b", "b"]
+    assert GraLCLitModule.evidence_reciprocal_rank(ranked, doc_of, [[2], [3]]) == pytest.approx(
+        (1 / 3 + 1 / 2) / 2)
+    assert GraLCLitModule.evidence_reciprocal_rank(ranked, doc_of, [[], [1]]) == 0.5
+    cfg = make_cfg(tmp_path)
+    lit = GraLCLitModule(_model(datamodule, cfg).eval(), cfg.optim)
+    batch = datamodule.val_batch()
+    m = lit.retrieval_metrics(batch)
+    assert 0 < m["ev_mrr"] <= m["mrr"] + 1e-9  # a gold document's chunk ranks first, at best
+    from gralc.training.pairs import Positives
+
+    whole = [replace(e, positives=Positives()) for e in batch.examples]
+    m_doc = lit.retrieval_metrics(type(batch)(whole, batch.docs))
+    assert m_doc["ev_mrr"] == pytest.approx(m_doc["mrr"])
