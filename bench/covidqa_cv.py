@@ -27,9 +27,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gralc.config import load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
+from gralc.encoding.precision import native_bf16
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
 from gralc.evaluation.trained_rows import evaluate_trained
@@ -170,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             table[name] = {"folds": folds, "s_per_epoch": statistics.fmean(epochs) if epochs else None}
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, BLAS {blas_kernel()}\n")
+          f"{os.cpu_count()} cores, BLAS {blas_kernel()}; LoRA passes with lora.precision=auto: "
+          f"{'bf16' if native_bf16(torch.device('cpu'))[0] else 'fp32'} "
+          f"({native_bf16(torch.device('cpu'))[1]})\n")
     print("| row | " + " | ".join(METRICS) + " | s/epoch |")
     print("|---|" + "---|" * (len(METRICS) + 1))
     for row in table.values():  # untrained rows: the folds the trained rows cover
