@@ -13,7 +13,9 @@ row; ``--variants`` adds ablations (each learned part switched off).
     python -m bench.covidqa_cv --train --variants full no_kg fixed_boundaries
     python -m bench.covidqa_cv --train --epochs 2 --variants lexical lexical_small
 
-Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values.
+Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values;
+``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows: each fold's
+trained model with that part switched off after training (no retraining).
 """
 
 from __future__ import annotations
@@ -74,6 +76,35 @@ VARIANTS = {
 }
 
 
+#: learned parts switched off in an already trained model (``--ablate``), without retraining
+ABLATIONS = ("lexical", "kg_fusion", "kg_prox", "boundaries")
+
+
+def ablated(model, part: str):
+    """A copy of a trained GraLCModel with one learned part switched off: ``lexical`` (no BM25
+    term), ``kg_fusion`` (H' = H: no GAT / MLP / lambda on the tokens), ``kg_prox`` (cosine
+    instead of beta cos + (1 - beta) kg_prox) or ``boundaries`` (alpha, gamma, tau back at
+    their initial values)."""
+    import copy
+
+    m = copy.deepcopy(model)
+    if part == "lexical":
+        m.lexical = None
+    elif part == "kg_fusion":
+        m.fusion = None
+    elif part == "kg_prox":
+        m.hybrid = None
+    elif part == "boundaries":
+        bc = m.boundary_config
+        with torch.no_grad():
+            m.boundary.alpha.copy_(torch.tensor([bc.alpha_struct, bc.alpha_sem, bc.alpha_entity]))
+            m.boundary.gamma.fill_(bc.gamma)
+            m.boundary.tau.fill_(bc.tau)
+    else:
+        raise ValueError(f"unknown ablation {part!r}; known: {ABLATIONS}")
+    return m.eval()
+
+
 def fold_means(per_query: list[dict], questions: list, fold_of: dict[str, int], n: int) -> list[dict]:
     """Per fold: the mean of every metric over its questions with resolved evidence."""
     out = []
@@ -91,7 +122,14 @@ def summary(folds: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, list[float]]:
-    """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch)."""
+    """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch).
+    ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
+    done = Path(args.out) / variant / f"fold{fold}" / "result.json"
+    if args.reuse and done.is_file():
+        import json
+
+        logger.warning("%s fold %d: reusing %s", variant, fold, done)
+        return json.loads(done.read_text())["best_checkpoint"], []
     overrides = [
         "data=squad", f"data.path={args.data}", f"data.cv_folds={args.folds}",
         f"data.cv_fold={fold}", f"data.cv_seed={args.seed}",
@@ -114,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", nargs="+", default=ROWS, help="untrained rows (eval.py names)")
     ap.add_argument("--train", action="store_true", help="train GraLC on each fold")
     ap.add_argument("--variants", nargs="+", default=["full"], choices=list(VARIANTS))
+    ap.add_argument("--ablate", nargs="*", default=[], choices=ABLATIONS,
+                    help="also score each trained fold model with this part switched off")
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse each fold's selected checkpoint of an earlier run in --out")
     ap.add_argument("--train-folds", type=int, nargs="+", default=None,
                     help="train only these folds (quick runs; the table then covers them only)")
     ap.add_argument("--threads", type=int, default=2)
@@ -164,10 +206,19 @@ def main(argv: list[str] | None = None) -> int:
             ckpt, seconds = train_fold(args, k, variant)
             epochs.extend(seconds)
             test = cv_side(bench, args.folds, k, args.seed, "test")
-            for r in evaluate_trained(ckpt, test, prepared, base_pipe, settings):
-                rows = [q for q in r.per_query if "ev_mrr" in q]
-                per_fold.setdefault(f"{variant}:{r.method}", []).append(
-                    {m: statistics.fmean(q[m] for q in rows) for m in METRICS})
+            from gralc.retrieval.trained_scorer import TrainedScorer
+
+            trained = TrainedScorer.load(ckpt)
+            scorers = {"": trained}
+            for part in args.ablate:
+                scorers[f"-{part}"] = TrainedScorer(
+                    ablated(trained.model, part), trained.pipeline_config, ckpt,
+                    concept_encoder=trained.concept_encoder)
+            for tag, scorer in scorers.items():
+                for r in evaluate_trained(ckpt, test, prepared, base_pipe, settings, scorer=scorer):
+                    rows = [q for q in r.per_query if "ev_mrr" in q]
+                    per_fold.setdefault(f"{variant}{tag}:{r.method}", []).append(
+                        {m: statistics.fmean(q[m] for q in rows) for m in METRICS})
             logger.warning("%s fold %d done (%.0f s)", variant, k, time.perf_counter() - t0)
         for name, folds in per_fold.items():
             table[name] = {"folds": folds, "s_per_epoch": statistics.fmean(epochs) if epochs else None}
