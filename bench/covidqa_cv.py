@@ -14,8 +14,8 @@ row; ``--variants`` adds ablations (each learned part switched off).
     python -m bench.covidqa_cv --train --epochs 2 --variants lexical lexical_small
 
 Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values;
-``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows: each fold's
-trained model with that part switched off after training (no retraining).
+``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows for the first
+variant: each fold's trained model with that part switched off after training (no retraining).
 """
 
 from __future__ import annotations
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train", action="store_true", help="train GraLC on each fold")
     ap.add_argument("--variants", nargs="+", default=["full"], choices=list(VARIANTS))
     ap.add_argument("--ablate", nargs="*", default=[], choices=ABLATIONS,
-                    help="also score each trained fold model with this part switched off")
+                    help="also score each trained fold model of the first --variants entry "
+                         "with this part switched off")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse each fold's selected checkpoint of an earlier run in --out")
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
             trained = TrainedScorer.load(ckpt)
             scorers = {"": trained}
-            for part in args.ablate:
+            for part in args.ablate if variant == args.variants[0] else []:
                 scorers[f"-{part}"] = TrainedScorer(
                     ablated(trained.model, part), trained.pipeline_config, ckpt,
                     concept_encoder=trained.concept_encoder)
