@@ -26,7 +26,7 @@ def test_old_checkpoint_settings_move_to_the_boundary_config():
                  "temperature": 0.1, "decoder": "dp", "min_tokens": 64, "max_tokens": 512,
                  "dp_target_tokens": 300, "dp_length_weight": 2.0, "dp_cohesion_weight": 0.5}
     model, pipe = upgrade_settings(old_model, {"chunking": {"boundary": {"window": 8}}})
-    assert model == {"use_kg": True, "cut_temperature": 0.1}
+    assert model == {"use_kg": True, "cut_temperature": 0.1, "use_lexical": False}  # none then
     b = _typed(PipelineConfig, pipe).chunking.boundary
     assert (b.alpha_struct, b.alpha_sem, b.alpha_entity, b.gamma, b.tau) == (0.4, 0.2, 0.9, 0.6, 0.25)
     assert (b.decoder, b.min_tokens, b.max_tokens, b.window, b.dp_target_tokens) == ("dp", 64, 512, 8, 300)
