@@ -133,7 +133,7 @@ def test_dev_metrics_rank_by_hybrid_and_by_cosine(datamodule, make_cfg, tmp_path
     lit = GraLCLitModule(model, cfg.optim)
     batch = datamodule.val_batch()
     m = lit.retrieval_metrics(batch)
-    assert set(m) == {"mrr", "mrr_cos", "mrr_min", "nll"}
+    assert set(m) == {"mrr", "mrr_cos", "mrr_min", "nll", "ev_mrr"}
     assert m["mrr_min"] == min(m["mrr"], m["mrr_cos"])
     scores, doc_of, cos = lit.retrieval_scores(batch, with_cosine=True)
     assert m["mrr_cos"] == pytest.approx(lit.mean_reciprocal_rank(cos, doc_of, batch.examples))
