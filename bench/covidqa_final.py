@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--set", nargs="*", default=[], help="extra train.py key=value overrides")
     ap.add_argument("--cli-questions", type=int, default=10)
+    ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_final")
     args = ap.parse_args(argv)
@@ -55,12 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
-    result = train(cfg)
+    done = out / "train" / "result.json"
+    if args.reuse and done.is_file() and (out / "export" / "inference.yaml").is_file():
+        result, exp = json.loads(done.read_text()), out / "export"
+    else:
+        result = train(cfg)
+        exp = export(Path(result["best_checkpoint"]), out / "export", force=True)
     t_train = time.perf_counter() - t0
-    exp = export(Path(result["best_checkpoint"]), out / "export", force=True)
     index = out / "index"
-    sh("-m", "gralc.index", args.data, "--model", str(exp), "--out", str(index), "--force",
-       f"encoder.cache_dir={args.cache_dir}/encodings")
+    sh("-m", "gralc.index", args.data, f"encoder.cache_dir={args.cache_dir}/encodings",
+       "--model", str(exp), "--out", str(index), "--force")
     sh("eval.py", "data=squad", f"data.path={args.data}", f"models=[{exp}]", "methods=[bm25]",
        f"paths.output_dir={out / 'eval'}", "paths.force=true", f"paths.cache_dir={args.cache_dir}")
     rows = [json.loads(line) for line in (out / "eval" / "per_query.jsonl").open()]
