@@ -24,6 +24,8 @@ class Hit:
     ``score``: the value the list is ranked by (higher first). ``components``: named numbers
     explaining it (e.g. ``retrieval``, ``probability``, ``chunk_link``). ``via``: chunk_id of
     the hit that pulled this one in (Chunk-Link expansion), None for retrieved hits.
+    ``path``: the graph path that brought it in (graph search: concept ids, seed first, or a
+    community id; ``("dense",)`` for the cosine fill), empty for other searchers.
     Components never mutate the :class:`Chunk`.
     """
 
@@ -31,6 +33,7 @@ class Hit:
     score: float
     components: dict[str, float] = field(default_factory=dict)
     via: str | None = None
+    path: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[Chunk | float]:
         """Unpack as ``(chunk, score)``."""
@@ -50,7 +53,7 @@ def as_hits(ranked: Iterable[Candidate]) -> list[Hit]:
     hits: list[Hit] = []
     for i, item in enumerate(ranked):
         if isinstance(item, Hit):
-            hit = Hit(item.chunk, float(item.score), dict(item.components), item.via)
+            hit = Hit(item.chunk, float(item.score), dict(item.components), item.via, tuple(item.path))
         elif isinstance(item, tuple) and len(item) == 2:
             hit = Hit(item[0], float(item[1]))
         else:
