@@ -6,6 +6,9 @@
 
 Indexes a JATS / plain-text / Markdown file, a directory of them, or a PubMedQA JSON file.
 ``--searcher hybrid`` adds BM25 over the same chunks, fused with the dense ranking.
+``--graph`` (implied by ``--searcher graph_local|graph_global``) grows SemRAG's corpus knowledge
+graph with each indexed batch and saves it, with its communities and reports, in ``graph/``
+(``python -m gralc.graph INDEX_DIR`` shows it).
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="structure_aware", help="baseline strategy when no --model")
     parser.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
     parser.add_argument("--searcher", default="dense", choices=SEARCHERS,
-                        help="hybrid: BM25 over the same chunks fused with the dense ranking")
+                        help="hybrid: BM25 over the same chunks fused with the dense ranking; "
+                             "graph_local / graph_global: SemRAG's search of the corpus graph")
+    parser.add_argument("--graph", action="store_true",
+                        help="build the corpus knowledge graph (communities, reports) into the index")
     parser.add_argument("--fusion", default="weighted", choices=["weighted", "rrf"])
     parser.add_argument("--lexical-weight", type=float, default=FusionConfig.lexical_weight,
                         help="weight of the normalised BM25 score in weighted fusion")
@@ -45,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                     index_config=IndexConfig(kind=args.index),
                                     searcher=args.searcher, fusion=fusion,
-                                    overrides=pipeline_overrides(args.overrides))
+                                    overrides=pipeline_overrides(args.overrides),
+                                    graph=True if args.graph else None)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

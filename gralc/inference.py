@@ -31,12 +31,14 @@ from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_document
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
+from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
 from gralc.retrieval.hits import Hit
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
-SEARCHERS = ("dense", "hybrid")
+GRAPH_DIR = "graph"
+SEARCHERS = ("dense", "hybrid", *GRAPH_SEARCHERS)
 
 
 @dataclass
@@ -45,7 +47,9 @@ class RetrieverSpec:
     trained model), ``model`` (export dir / checkpoint for ``gralc``); a trained model
     scores every chunk with its hybrid score (``candidates`` is kept for approximate use).
     ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
-    of :class:`~gralc.retrieval.fusion.FusionConfig`)."""
+    of :class:`~gralc.retrieval.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
+    search of the corpus graph saved in ``graph/``). ``graph``: the
+    :class:`~gralc.retrieval.graph_search.GraphConfig` it was built with (None: no graph)."""
 
     strategy: str = "structure_aware"
     model: str | None = None
@@ -55,6 +59,7 @@ class RetrieverSpec:
     fusion: dict[str, Any] = field(default_factory=dict)
     #: SHA-256 of the model's weights when the index was built (``load`` refuses another model)
     model_sha256: str | None = None
+    graph: dict[str, Any] | None = None
 
 
 def model_digest(model: str | Path) -> str:
@@ -73,10 +78,11 @@ class Retriever:
     """A searchable index plus the encoder (and trained scorer) that built it."""
 
     def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None,
-                 lexical: BM25Index | None = None):
+                 lexical: BM25Index | None = None, graph: GraphIndex | None = None):
         self.spec, self.index, self.pipeline, self.scorer = spec, index, pipeline, scorer
-        self.lexical = lexical
+        self.lexical, self.graph = lexical, graph
         self.fusion = FusionConfig(**spec.fusion)
+        self._graph_searcher = None
 
     # ----- building ----------------------------------------------------------------------
     @classmethod
@@ -92,6 +98,7 @@ class Retriever:
         searcher: str = "dense",
         fusion: FusionConfig | None = None,
         overrides: Sequence[str] = (),
+        graph: GraphConfig | bool | None = None,
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
@@ -101,9 +108,16 @@ class Retriever:
         ``overrides``: ``key=value`` pipeline settings (``knowledge.vocabulary=...``) applied
         to ``pipeline_config`` (a trained model's own config with ``model``: only runtime keys
         may change there, anything else is an error naming both values).
+        ``graph`` (a :class:`GraphConfig`, or True for the defaults; implied by a graph
+        searcher): grow the corpus knowledge graph batch by batch and save it with the index.
         """
         if searcher not in SEARCHERS:
             raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
+        if graph is True or (graph is None and searcher in GRAPH_SEARCHERS):
+            graph = GraphConfig()
+        if graph and model is not None:
+            raise ValueError("the corpus graph and graph searchers run over a baseline strategy's "
+                             "chunks: use --strategy (e.g. semantic) instead of --model")
         if overrides and model is None:  # validated before any parsing or encoding
             pipeline_config = load_config(PipelineConfig, None, overrides, base=pipeline_config)
         if model is None:  # before any parsing or encoding
@@ -112,7 +126,7 @@ class Retriever:
             if strategy not in registered():
                 raise ValueError(f"unknown strategy {strategy!r}; available: "
                                  f"{', '.join(sorted(registered()))}")
-        docs = load_documents_from(corpus) if files is None else _read_files(files)
+        docs = load_documents_from(corpus) if files is None else read_files(files)
         if not docs:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
         scorer = None
@@ -138,14 +152,26 @@ class Retriever:
             check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, corpus)
         pipeline = Pipeline(pipeline_config or PipelineConfig())
         chunks = []
+        corpus_graph, linked = None, []
+        if graph:
+            from gralc.knowledge.corpus_graph import CorpusGraph
+
+            corpus_graph = CorpusGraph(graph.corpus)
         # documents stream through encode -> chunk in batches: only chunks are kept, never
         # every document's token vectors at once (that would need ~36 GB for 2,359 articles)
         for start in range(0, len(docs), batch_docs):
             prepared = pipeline.prepare(docs[start : start + batch_docs], progress=False)
             if scorer is not None:
-                chunks.extend(scorer.chunk(pipeline, prepared, reset=start == 0))
+                batch = scorer.chunk(pipeline, prepared, reset=start == 0)
             else:
-                chunks.extend(pipeline.chunk(prepared, strategy, progress=False))
+                batch = pipeline.chunk(prepared, strategy, progress=False)
+            chunks.extend(batch)
+            if corpus_graph is not None:  # the graph grows with each indexed batch
+                linked.extend((p.doc, p.mentions) for p in prepared)
+                corpus_graph.add([(p.doc, p.mentions) for p in prepared], batch)
+        graph_index = None
+        if corpus_graph is not None:
+            graph_index = finish_index_graph(corpus_graph, linked, pipeline, graph)
         index = ChunkIndex(pipeline.encoder.dim, index_config)
         index.add(chunks)
         lexical = None
@@ -155,9 +181,10 @@ class Retriever:
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
                              fusion=to_dict(fusion or FusionConfig()),
-                             model_sha256=None if model is None else model_digest(model))
+                             model_sha256=None if model is None else model_digest(model),
+                             graph=to_dict(graph) if graph else None)
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
-        return cls(spec, index, pipeline, scorer, lexical)
+        return cls(spec, index, pipeline, scorer, lexical, graph_index)
 
     def save(self, directory: str | Path, force: bool = False, inputs: Sequence[str | Path] = (),
              extra: dict[str, Any] | None = None) -> Path:
@@ -174,6 +201,8 @@ class Retriever:
             (tmp / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
+            if self.graph is not None:
+                self.graph.save(tmp / GRAPH_DIR)
             for name, payload in (extra or {}).items():
                 (tmp / name).write_text(json.dumps(payload, indent=2))
         return Path(directory)
@@ -217,13 +246,22 @@ class Retriever:
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
-        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical)
+        graph = None
+        if (directory / GRAPH_DIR).is_dir():
+            graph = GraphIndex.load(directory / GRAPH_DIR)
+        elif spec.searcher in GRAPH_SEARCHERS:
+            raise FileNotFoundError(f"{directory / GRAPH_DIR} missing: the index's searcher is "
+                                    f"{spec.searcher}; rebuild it with --searcher {spec.searcher}")
+        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph)
 
     # ----- searching ---------------------------------------------------------------------
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
         ``dense``, ``lexical``, ``fused`` for a hybrid index)."""
         q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
+        if self.spec.searcher in GRAPH_SEARCHERS:
+            concepts = [m.concept_id for m in self.pipeline.linker.link(question)]
+            return self.graph_searcher().query(q[0], concepts, k)
         depth = k if self.spec.searcher != "hybrid" else max(k, self.fusion.candidates)
         if self.scorer is None:
             dense = [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, depth)[0]]
@@ -239,7 +277,39 @@ class Retriever:
         return fuse(dense, self.lexical.search([question], depth)[0], self.fusion, k)
 
 
-def _read_files(files: Sequence[Path]) -> list:
+    def graph_searcher(self):
+        """The :class:`~gralc.retrieval.graph_search.GraphSearcher` of this index (built once)."""
+        if self._graph_searcher is None:
+            from gralc.config import config_from_dict
+            from gralc.retrieval.graph_search import GraphSearcher
+
+            if self.graph is None:
+                raise ValueError("this index has no corpus graph: rebuild it with --graph")
+            cfg = config_from_dict(GraphConfig, self.spec.graph or {}, "retriever.json (graph)")
+            tok = self.pipeline.encoder.tokenizer
+            kind = self.spec.searcher if self.spec.searcher in GRAPH_SEARCHERS else "graph_local"
+            self._graph_searcher = GraphSearcher(
+                kind, self.index.chunks, self.graph, config=cfg.search, vectors=self.index.vectors,
+                pieces=lambda c: len(tok(c.text, add_special_tokens=False)["input_ids"]))
+        return self._graph_searcher
+
+
+def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphConfig) -> GraphIndex:
+    """Relations, communities, reports and vectors of a graph grown while indexing."""
+    from gralc.knowledge.concept_embeddings import ConceptEmbedder
+    from gralc.retrieval.graph_search import finish_graph_index
+
+    corpus_graph.add_relations(pipeline.knowledge_base)
+    embedder = ConceptEmbedder(pipeline.encoder.encode_texts, k=config.concept_synonyms)
+    index = finish_graph_index(corpus_graph, linked, lambda t: pipeline.encoder.encode_texts(t).numpy(),
+                               config, pipeline.vocabulary,
+                               concept_vectors=lambda cs: embedder.embed(cs).numpy())
+    logger.info("corpus graph: %d concepts, %d edges, %d communities, %d reports",
+                len(corpus_graph.nodes), len(corpus_graph.edges), len(index.communities), len(index.reports))
+    return index
+
+
+def read_files(files: Sequence[Path]) -> list:
     """Documents of each file in order; unreadable files are logged and skipped."""
     docs = []
     for path in files:

@@ -1,7 +1,7 @@
 """Sharded indexing of a large corpus: build one index per shard, then merge them.
 
     python -m gralc.shard_index build --corpus DIR --shard I --num-shards N --out OUT/shard_I
-        [--strategy NAME] [--index flat|hnsw|ivf]
+        [--strategy NAME] [--index flat|hnsw|ivf] [--graph]
     python -m gralc.shard_index merge --shards OUT/shard_* --out OUT/merged
 
 Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
@@ -9,6 +9,9 @@ Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
 chunks, in the same order, of a single-process ``python -m gralc.index DIR`` (the test checks
 it). Each shard directory is a normal :class:`~gralc.inference.Retriever` index plus
 ``shard.json``; the merged directory is a normal index (``Retriever.load`` / ``gralc.search``).
+With ``--graph`` each shard grows its part of the corpus knowledge graph; the merge adds the
+shards' graphs (nodes, edges, weights, chunk ids) and computes communities, reports and
+vectors once over the whole (re-reading the shards' files, no encoding of documents).
 On SLURM, ``slurm/index.sbatch`` runs one build per task (``--shard $SLURM_PROCID``) and the
 merge once they have all finished.
 """
@@ -26,7 +29,7 @@ from typing import Any
 from gralc.artefacts import check_output_dir, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
-from gralc.inference import RETRIEVER_FILE, Retriever
+from gralc.inference import GRAPH_DIR, RETRIEVER_FILE, Retriever
 from gralc.retrieval.faiss_index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
 
 SHARD_FILE = "shard.json"
@@ -56,6 +59,7 @@ def build_shard(
     index_config: IndexConfig | None = None,
     force: bool = False,
     overrides: list[str] | tuple[str, ...] = (),
+    graph: bool = False,
 ) -> Retriever:
     """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``);
     ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`); ``overrides``:
@@ -63,7 +67,7 @@ def build_shard(
     check_output_dir(out, "index", force, [corpus])  # before any encoding
     files = shard_files(corpus, shard, num_shards)
     retriever = Retriever.build(corpus, strategy, index_config=index_config, files=files,
-                                overrides=overrides)
+                                overrides=overrides, graph=True if graph else None)
     manifest = {
         "corpus": str(Path(corpus).resolve()),
         "shard": shard,
@@ -107,11 +111,40 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool 
     if first["spec"].get("model") is not None:
         raise NotImplementedError("merging shards of a trained-model index is not supported")
     merged = ChunkIndex.merge([ChunkIndex.load(m["dir"]) for m in shards])
+    graph = _merge_graphs(shards)
     meta = read_json(first["dir"] / CONFIG_FILE)
     with write_artefact(out, "index", force, shard_dirs) as tmp:
         merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
         (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
+        if graph is not None:
+            graph.save(tmp / GRAPH_DIR)
     return merged
+
+
+def _merge_graphs(shards: list[dict[str, Any]]):
+    """The shards' corpus graphs added into one, with communities, reports and vectors
+    computed over the whole; None when no shard has a graph."""
+    has = [(m["dir"] / GRAPH_DIR).is_dir() for m in shards]
+    if not any(has):
+        return None
+    if not all(has):
+        missing = [str(m["dir"]) for m, h in zip(shards, has) if not h]
+        raise ValueError(f"shards {missing} have no corpus graph but others do: rebuild them with --graph")
+    from gralc.config import config_from_dict
+    from gralc.inference import finish_index_graph, read_files
+    from gralc.knowledge.corpus_graph import CorpusGraph
+    from gralc.pipeline import Pipeline, PipelineConfig
+    from gralc.retrieval.graph_search import GraphConfig
+
+    graph = CorpusGraph.load(shards[0]["dir"] / GRAPH_DIR / "graph.json")
+    for m in shards[1:]:
+        graph.merge(CorpusGraph.load(m["dir"] / GRAPH_DIR / "graph.json"))
+    spec = shards[0]["spec"]
+    cfg = config_from_dict(GraphConfig, spec.get("graph") or {}, f"{shards[0]['dir']}/{RETRIEVER_FILE} (graph)")
+    pipeline = Pipeline(config_from_dict(PipelineConfig, spec["pipeline"], f"{RETRIEVER_FILE} (pipeline)"))
+    corpus = Path(shards[0]["corpus"])
+    docs = read_files([corpus / f for m in shards for f in m["files"]])
+    return finish_index_graph(graph, [(d, pipeline.linker.link(d.text)) for d in docs], pipeline, cfg)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--strategy", default="structure_aware", help="chunking strategy")
     b.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
     b.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
+    b.add_argument("--graph", action="store_true", help="grow this shard's corpus knowledge graph")
     m = sub.add_parser("merge", help="merge shard indexes into one")
     m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
     m.add_argument("--out", required=True, help="merged index directory to write")
@@ -137,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
                             IndexConfig(kind=args.index), force=args.force,
-                            overrides=pipeline_overrides(args.overrides))
+                            overrides=pipeline_overrides(args.overrides), graph=args.graph)
             print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
         else:
             merged = merge_shards(args.shards, args.out, force=args.force)

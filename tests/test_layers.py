@@ -22,7 +22,7 @@ LAYERS: dict[str, float] = {
     "retrieval": 3,
     "data": 4,
     **dict.fromkeys(("training", "evaluation", "inference"), 5),
-    **dict.fromkeys(("cli", "index", "search", "export", "shard_index", "sweep", "demo"), 6),
+    **dict.fromkeys(("cli", "index", "search", "export", "shard_index", "sweep", "demo", "graph"), 6),
 }
 CLI = 6
 

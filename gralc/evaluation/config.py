@@ -10,6 +10,7 @@ from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
 from gralc.pipeline import PipelineConfig
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
+from gralc.retrieval.graph_search import GraphConfig
 
 
 @dataclass
@@ -43,6 +44,8 @@ class EvalConfig:
     fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets;
     ``generation``: with ``enabled`` and an OpenAI-compatible endpoint, every row's top
     chunks answer the questions that carry a gold long answer (``gen_f1``, Table 6);
+    ``graph``: SemRAG's corpus graph, communities, reports and graph search (the
+    ``graph_local`` / ``graph_global`` rows);
     ``resume``: reuse the rows a killed run with the same settings already wrote."""
 
     seed: int = 0
@@ -56,6 +59,7 @@ class EvalConfig:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     progress: bool = True

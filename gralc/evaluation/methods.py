@@ -1,7 +1,8 @@
 """Evaluate retrieval methods on benchmarks: chunk, index, search, re-rank, score.
 
 A *method* is a row of the paper's tables: a chunking strategy, a searcher (dense FAISS,
-BM25, or the two fused: ``hybrid``) and an optional re-ranker (Chunk-Link expansion, MAL-RAG
+BM25, the two fused: ``hybrid``, or SemRAG's graph search over a corpus knowledge graph:
+``graph_local`` / ``graph_global``, :mod:`gralc.retrieval.graph_search`) and an optional re-ranker (Chunk-Link expansion, MAL-RAG
 selection, section-diverse re-ranking). Every row's ranking is cut to the same depth
 (``max(ks)``) after re-ranking, and ordered by the one tie-break rule
 (:mod:`gralc.retrieval.ranking`). Questions with evidence spans are also scored at the
@@ -36,6 +37,13 @@ from gralc.pipeline import Pipeline, build_chunker
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
 from gralc.retrieval.fusion import FusionConfig, fuse
+from gralc.retrieval.graph_search import (
+    GRAPH_SEARCHERS,
+    GraphConfig,
+    GraphIndex,
+    GraphSearcher,
+    build_graph_index,
+)
 from gralc.retrieval.ranking import rank_order
 
 logger = logging.getLogger(__name__)
@@ -43,7 +51,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class MethodSpec:
-    """One row: ``strategy`` (a registered chunker), ``searcher`` (dense | bm25 | hybrid),
+    """One row: ``strategy`` (a registered chunker), ``searcher`` (dense | bm25 | hybrid |
+    graph_local | graph_global),
     ``rerank`` (none | chunk_link | malrag | diverse), ``boundary`` overrides for
     structure-aware strategies (e.g. ``{decoder: dp}``), ``rerank_options`` keyword
     arguments of the re-ranker."""
@@ -57,6 +66,7 @@ class MethodSpec:
 
 
 SEARCHERS = ("dense", "bm25", "hybrid")
+ALL_SEARCHERS = (*SEARCHERS, *GRAPH_SEARCHERS)
 
 #: The section-diverse re-ranker of the ``*_diverse`` rows (chosen on a dev half of the PMC
 #: cross-section questions; see gralc.retrieval.diversity).
@@ -89,6 +99,9 @@ DEFAULT_METHODS: list[MethodSpec] = [
     MethodSpec("naive_bm25", "fixed", searcher="bm25"),
     *[MethodSpec(f"{m.name}_hybrid", m.strategy, searcher="hybrid", rerank=m.rerank,
                  boundary=m.boundary) for m in _BASE],
+    # SemRAG: its semantic chunks searched through the corpus knowledge graph
+    MethodSpec("semantic_graph_local", "semantic", searcher="graph_local"),
+    MethodSpec("semantic_graph_global", "semantic", searcher="graph_global"),
 ]
 
 
@@ -121,6 +134,8 @@ class RunSettings:
     pieces: PieceCounter | None = None
     #: answer generation scored against the gold long answers (``eval.py generation.*``)
     generation: GenerationConfig | None = None
+    #: the corpus graph of the graph_local / graph_global rows (``eval.py graph.*``)
+    graph: GraphConfig = field(default_factory=GraphConfig)
 
     @property
     def depth(self) -> int:
@@ -242,9 +257,9 @@ def _as_hits(items):
 def check_methods(specs: list[MethodSpec]) -> None:
     """Reject unknown searchers / re-rankers before any expensive work."""
     for spec in specs:
-        if spec.searcher not in SEARCHERS:
+        if spec.searcher not in ALL_SEARCHERS:
             raise ValueError(f"method {spec.name!r}: unknown searcher {spec.searcher!r}; "
-                             f"use one of {', '.join(SEARCHERS)}")
+                             f"use one of {', '.join(ALL_SEARCHERS)}")
         if spec.rerank not in ("none", "malrag", "diverse", "chunk_link"):
             raise ValueError(f"method {spec.name!r}: unknown rerank {spec.rerank!r}")
 
@@ -258,10 +273,12 @@ def evaluate_method(
     chunker: Any = None,
     chunks: list[Chunk] | None = None,
     q_vecs: np.ndarray | None = None,
+    graph_index: GraphIndex | None = None,
 ) -> MethodResult:
     """Chunk every document (unless ``chunks`` are given), search every question (``q_vecs``:
     the questions' encodings when already computed), re-rank, cut every ranking to
-    ``max(ks)`` and score it."""
+    ``max(ks)`` and score it. Graph rows build the corpus graph of ``chunks`` unless
+    ``graph_index`` (built from the same chunks) is given."""
     settings = settings or RunSettings()
     t0 = time.perf_counter()
     if chunks is None:
@@ -270,9 +287,55 @@ def evaluate_method(
     t_chunk = time.perf_counter() - t0
     if not chunks:
         raise ValueError(f"method {spec.name!r} produced no chunks on {bench.name}")
-    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings, q_vecs)
     rerank = _reranker(spec, bench, chunks, settings.depth)
+    if spec.searcher in GRAPH_SEARCHERS:
+        graph_index = graph_index or method_graph(prepared, chunks, pipeline, settings)
+        searcher = graph_searcher(spec.searcher, bench, chunks, graph_index, pipeline, settings, q_vecs)
+        result = score_scorer(spec.name, bench, chunks, searcher, settings,
+                              {"chunk_s": t_chunk, **graph_index.timings}, rerank)
+        result.chunk_stats.update(graph_index.stats(), graph_build_s=graph_index.timings["graph_total_s"])
+        return result
+    searcher = Searcher(spec.searcher, chunks, pipeline, [q.text for q in bench.questions], settings, q_vecs)
     return score_scorer(spec.name, bench, chunks, searcher, settings, {"chunk_s": t_chunk}, rerank)
+
+
+def method_graph(prepared: list[PreparedDocument], chunks: list[Chunk], pipeline: Pipeline,
+                 settings: RunSettings) -> GraphIndex:
+    """The corpus graph (communities, reports, vectors) of ``chunks`` under ``settings.graph``;
+    generative reports through ``settings.generation``'s endpoint when it is enabled."""
+    from gralc.knowledge.concept_embeddings import ConceptEmbedder
+
+    summarize = None
+    if settings.graph.reports.mode == "generative":
+        if settings.generation is None or not settings.generation.enabled:
+            raise ValueError("graph.reports.mode=generative needs generation.enabled=true and an "
+                             "endpoint (generation.base_url, generation.model); or mode=extractive")
+        from gralc.evaluation.generation import ChatClient
+
+        client = ChatClient(settings.generation)
+        summarize = lambda prompt: client.chat([{"role": "user", "content": prompt}])  # noqa: E731
+    embedder = ConceptEmbedder(pipeline.encoder.encode_texts, k=settings.graph.concept_synonyms)
+    index = build_graph_index(
+        [(p.doc, p.mentions) for p in prepared], chunks,
+        lambda texts: pipeline.encoder.encode_texts(texts).numpy(), settings.graph,
+        pipeline.knowledge_base, pipeline.vocabulary, summarize,
+        concept_vectors=lambda cs: embedder.embed(cs).numpy())
+    logger.info("corpus graph: %d concepts, %d edges, %d reports in %.1f s",
+                len(index.graph.nodes), len(index.graph.edges), len(index.reports),
+                index.timings["graph_total_s"])
+    return index
+
+
+def graph_searcher(kind: str, bench: Benchmark, chunks: list[Chunk], index: GraphIndex,
+                   pipeline: Pipeline, settings: RunSettings,
+                   q_vecs: np.ndarray | None = None) -> GraphSearcher:
+    """A :class:`GraphSearcher` of ``bench``'s questions (their concepts linked as documents' are)."""
+    texts = [q.text for q in bench.questions]
+    if q_vecs is None:
+        q_vecs = pipeline.encoder.encode_queries(texts).numpy()
+    q_concepts = [[m.concept_id for m in ms] for ms in pipeline.linker.link_documents(texts)]
+    pieces = (lambda c: len(settings.pieces(c))) if settings.pieces is not None else None
+    return GraphSearcher(kind, chunks, index, q_vecs, q_concepts, settings.graph.search, pieces)
 
 
 class Scorer(Protocol):
@@ -307,9 +370,10 @@ def score_scorer(
     runs = scorer.search(depth if rerank is None else max(depth, settings.candidates))
     if rerank is not None:
         runs = [rerank(run, q.id) for run, q in zip(runs, bench.questions)]
-    runs = [run[:depth] for run in runs]  # every row ranks to the same depth
+    # every row ranks to the same depth; Hits (graph rows) are scored as (chunk, score) pairs
+    runs = [[(c, s) for c, s in run[:depth]] for run in runs]
     t_search = time.perf_counter() - t1 + timings.pop("score_s", 0.0)
-    within = [scorer.within(i, q.gold_doc_id) for i, q in enumerate(bench.questions)]
+    within = [[(c, s) for c, s in scorer.within(i, q.gold_doc_id)] for i, q in enumerate(bench.questions)]
     timings.update(search_s=t_search, ms_per_query=1000 * t_search / max(1, len(bench.questions)))
     return score_runs(name, bench, chunks, runs, settings, timings, within)
 

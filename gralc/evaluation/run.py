@@ -24,8 +24,10 @@ from gralc.evaluation.methods import (
     chunk_key,
     evaluate_method,
     make_chunker,
+    method_graph,
 )
 from gralc.pipeline import Pipeline
+from gralc.retrieval.graph_search import GRAPH_SEARCHERS
 from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     pipeline = Pipeline(cfg.pipeline)
     out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
     settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
-                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation)
+                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph)
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
     prepared_for: dict[int, list] = {}
@@ -76,6 +78,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
         q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
         chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
+        graphs: dict[tuple, object] = {}  # and one corpus graph
         for spec in specs:
             row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
             if cfg.resume and (done := _read_row(row_file, digest)) is not None:
@@ -88,8 +91,10 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
                 chunker = make_chunker(pipeline, spec)
                 chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
             chunks, t_chunk = chunked[ck]
+            if spec.searcher in GRAPH_SEARCHERS and ck not in graphs:
+                graphs[ck] = method_graph(prepared, chunks, pipeline, settings)
             result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
-                                     q_vecs=q_vecs)
+                                     q_vecs=q_vecs, graph_index=graphs.get(ck))
             result.timings["chunk_s"] = t_chunk
             results.append(result)
             write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
