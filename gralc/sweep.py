@@ -6,8 +6,9 @@
 
 The same file works with ``wandb sweep`` / ``wandb agent`` (docs/sweeps.md). Each configuration
 runs as ``python PROGRAM key=value ... paths.output_dir=OUT/run_NNN`` (the values formatted as
-W&B's ``${args_no_hyphens}`` does), logging to ``OUT/run_NNN/log.txt``; a failed run is
-recorded, never fatal. ``OUT/summary.{csv,md,png}``: one row per run (swept parameters, the
+W&B's ``${args_no_hyphens}`` does), logging to ``OUT/sweep_runs/run_NNN.log`` (beside the run's
+folder, which belongs to the program: eval.py and train.py refuse folders holding files they
+did not write); a failed run is recorded, never fatal. ``OUT/summary.{csv,md,png}``: one row per run (swept parameters, the
 sweep metric, key metrics, status, seconds).
 """
 
@@ -36,8 +37,10 @@ METHODS = ("grid", "random", "bayes")
 TOP_KEYS = {"program", "method", "metric", "parameters", "command", "early_terminate", "name",
             "description", "project", "entity", "run_cap"}
 KEY_METRICS = ("mrr", "recall@1", "recall@5", "ndcg@10", "seccov_pairs@5", "cross_section_recall@5",
-               "n_chunks", "tokens_mean", "best_val_mrr", "val/mrr", "train/loss_epoch")
+               "n_chunks", "tokens_mean", "best_val_mrr", "val/mrr", "train/loss_epoch",
+               "ev_mrr", "ev_recall@512wp", "graph_nodes", "graph_edges", "graph_build_s")
 RUN_FILE = "sweep_run.json"  # per run: params, command, status, seconds
+RUNS_DIR = "sweep_runs"  # OUT/sweep_runs/run_NNN.{log,json}: the runner's own files
 
 
 class SweepError(ValueError):
@@ -179,19 +182,21 @@ def _local(config: dict[str, Any]) -> dict[str, Any]:
 def _run_one(index: int, config: dict[str, Any], program: str, out: Path, env: dict[str, str],
              gpus: queue.Queue | None) -> dict[str, Any]:
     run_dir = out / f"run_{index:03d}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    books = out / RUNS_DIR
+    books.mkdir(parents=True, exist_ok=True)
+    log_path = books / f"{run_dir.name}.log"
     command = [sys.executable, program, *to_overrides(_local(config)), f"paths.output_dir={run_dir}"]
     gpu = gpus.get() if gpus is not None else None
     run_env = {**env, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {})}
     started = time.perf_counter()
     try:
-        with (run_dir / "log.txt").open("w") as log:
+        with log_path.open("w") as log:
             log.write(shlex.join(command) + "\n\n")
             log.flush()
             code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=run_env).returncode
     except OSError as exc:  # the program could not start
         code = -1
-        with (run_dir / "log.txt").open("a") as log:
+        with log_path.open("a") as log:
             log.write(f"\n{exc}\n")
     finally:
         if gpus is not None:
@@ -199,7 +204,7 @@ def _run_one(index: int, config: dict[str, Any], program: str, out: Path, env: d
     record = {"index": index, "params": config, "command": command, "returncode": code,
               "status": "ok" if code == 0 else f"failed (exit {code})",
               "seconds": round(time.perf_counter() - started, 1)}
-    (run_dir / RUN_FILE).write_text(json.dumps(record, indent=2, default=str))
+    (books / f"{run_dir.name}.json").write_text(json.dumps(record, indent=2, default=str))
     print(f"[run_{index:03d}] {record['status']} in {record['seconds']} s: {' '.join(to_overrides(config))}",
           flush=True)
     return record
@@ -292,8 +297,13 @@ def aggregate(out_dir: str | Path) -> list[dict[str, Any]]:
     sweep = load_sweep(out / "sweep.yaml")
     metric = (sweep.get("metric") or {}).get("name")
     rows = []
-    for run_dir in sorted(out.glob("run_*")):
-        rec_path = run_dir / RUN_FILE
+    names = {p.name for p in out.glob("run_*") if p.is_dir()}
+    names |= {p.stem for p in (out / RUNS_DIR).glob("run_*.json")}
+    for name in sorted(names):
+        run_dir = out / name
+        rec_path = out / RUNS_DIR / f"{name}.json"
+        if not rec_path.is_file():
+            rec_path = run_dir / RUN_FILE  # sweeps run before the runner kept its files aside
         rec = json.loads(rec_path.read_text()) if rec_path.is_file() else {"params": {}}
         flat = run_metrics(run_dir)
         row: dict[str, Any] = {"run": run_dir.name}

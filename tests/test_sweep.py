@@ -117,8 +117,8 @@ def test_every_run_of_every_sweep_file_is_a_valid_program_config(path):
     assert len(configs) >= 2
     for config in configs:
         cfg = load_config(schema, defaults, to_overrides(config))
-        if "methods" in config:  # a one-method list, parsed by OmegaConf
-            assert cfg.methods == [config["methods"].strip("[]")]
+        if "methods" in config:  # a method list, parsed by OmegaConf
+            assert cfg.methods == config["methods"].strip("[]").split(",")
         for key, value in config.items():
             if key == "methods":
                 continue
@@ -198,4 +198,5 @@ def test_real_decoder_sweep_on_the_demo_corpus(tmp_path):
     assert all(0.5 < m <= 1.0 for m in mrr)
     assert rows[0]["demo/n_chunks"] != rows[1]["demo/n_chunks"]  # the decoders cut differently
     assert (out / "summary.png").stat().st_size > 5000
-    assert (out / "run_001" / "log.txt").read_text().startswith(sys.executable)
+    assert (out / "sweep_runs" / "run_001.log").read_text().startswith(sys.executable)
+    assert json.loads((out / "sweep_runs" / "run_001.json").read_text())["status"] == "ok"
