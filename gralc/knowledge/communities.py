@@ -12,12 +12,11 @@ the concepts and each community names its ``parent``. Deterministic for a ``seed
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gralc.knowledge.corpus_graph import CorpusGraph
+from gralc.knowledge.corpus_graph import CorpusGraph, read_format
 from gralc.runinfo import write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -150,17 +149,12 @@ def save_communities(communities: list[Community], path: str | Path,
 
 
 def load_communities(path: str | Path) -> list[Community]:
-    path = Path(path)
+    d = read_format(path, FORMAT, "communities")
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        if d.get("format") != FORMAT:
-            raise ValueError(f"format != {FORMAT!r}")
         return [Community(str(c["id"]), int(c["level"]), list(c["nodes"]), c["parent"],
                           list(c["children"])) for c in d["communities"]]
-    except FileNotFoundError:
-        raise FileNotFoundError(f"communities not found: {path}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{path}: not GraLC communities ({exc}); rebuild the graph") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: malformed communities ({exc}); rebuild the graph") from exc
 
 
 __all__ = ["Community", "CommunityConfig", "detect_communities", "level_of", "load_communities",

@@ -126,15 +126,7 @@ class CorpusGraph:
 
     def _sentence_edges(self, doc: Document, mentions: Sequence[EntityMention],
                         doc_chunks: list[ChunkSpan]) -> None:
-        i = 0
-        for s in sorted(doc.sentences, key=lambda s: s.start):
-            while i < len(mentions) and mentions[i].start < s.start:
-                i += 1
-            j, ids = i, set()
-            while j < len(mentions) and mentions[j].start < s.end:
-                if mentions[j].end <= s.end:
-                    ids.add(mentions[j].concept_id)
-                j += 1
+        for s, ids in sentence_concepts(doc, mentions):
             if len(ids) < 2:
                 continue
             holders = [c.chunk_id for c in doc_chunks if c.char_start <= s.start and s.end <= c.char_end]
@@ -249,14 +241,38 @@ class CorpusGraph:
 
     @classmethod
     def load(cls, path: str | Path) -> CorpusGraph:
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"corpus graph not found: {path}")
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON ({exc}); rebuild the graph") from exc
-        return cls.from_dict(d, str(path))
+        return cls.from_dict(read_format(path, FORMAT, "corpus graph"), str(path))
+
+
+def sentence_concepts(doc: Document, mentions: Sequence[EntityMention]):
+    """``(sentence, concept ids mentioned wholly inside it)`` for each sentence of ``doc`` that
+    mentions any, in text order; ``mentions`` sorted by start."""
+    i = 0
+    for s in sorted(doc.sentences, key=lambda s: s.start):
+        while i < len(mentions) and mentions[i].start < s.start:
+            i += 1
+        j, ids = i, set()
+        while j < len(mentions) and mentions[j].start < s.end:
+            if mentions[j].end <= s.end:
+                ids.add(mentions[j].concept_id)
+            j += 1
+        if ids:
+            yield s, frozenset(ids)
+
+
+def read_format(path: str | Path, fmt: str, what: str) -> dict:
+    """The JSON object of ``path`` whose ``format`` is ``fmt`` (a GraLC graph artefact);
+    FileNotFoundError / ValueError naming the file and the fix otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc}); rebuild the graph") from exc
+    if not isinstance(d, dict) or d.get("format") != fmt:
+        raise ValueError(f"{path}: not GraLC {what} (format != {fmt!r}); rebuild the graph")
+    return d
 
 
 def _key(a: str, b: str) -> tuple[str, str]:

@@ -13,7 +13,6 @@ the "importance" global search weighs beside relevance.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from gralc.documents.model import Document
 from gralc.knowledge.communities import Community
-from gralc.knowledge.corpus_graph import CorpusGraph
+from gralc.knowledge.corpus_graph import CorpusGraph, read_format, sentence_concepts
 from gralc.knowledge.mention import EntityMention
 from gralc.runinfo import write_json_atomic
 
@@ -84,16 +83,8 @@ def build_reports(
     # sentence -> concepts, and concept -> sentences (document order)
     sentences: list[tuple[str, int, int, str, frozenset[str]]] = []
     for doc, mentions in documents:
-        i = 0
-        for s in sorted(doc.sentences, key=lambda s: s.start):
-            while i < len(mentions) and mentions[i].start < s.start:
-                i += 1
-            j, ids = i, set()
-            while j < len(mentions) and mentions[j].start < s.end:
-                ids.add(mentions[j].concept_id)
-                j += 1
-            if ids:
-                sentences.append((doc.id, s.start, s.end, doc.text[s.start:s.end], frozenset(ids)))
+        for s, ids in sentence_concepts(doc, mentions):
+            sentences.append((doc.id, s.start, s.end, doc.text[s.start:s.end], ids))
     by_concept: dict[str, list[int]] = {}
     for k, (*_, ids) in enumerate(sentences):
         for cid in ids:
@@ -164,16 +155,11 @@ def save_reports(reports: Sequence[CommunityReport], path: str | Path) -> Path:
 
 
 def load_reports(path: str | Path) -> list[CommunityReport]:
-    path = Path(path)
+    d = read_format(path, FORMAT, "community reports")
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        if d.get("format") != FORMAT:
-            raise ValueError(f"format != {FORMAT!r}")
         return [CommunityReport(**r) for r in d["reports"]]
-    except FileNotFoundError:
-        raise FileNotFoundError(f"community reports not found: {path}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{path}: not GraLC community reports ({exc}); rebuild the graph") from exc
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: malformed community reports ({exc}); rebuild the graph") from exc
 
 
 __all__ = ["CommunityReport", "ReportConfig", "build_reports", "load_reports", "save_reports"]
