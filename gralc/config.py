@@ -71,9 +71,13 @@ def _merge(base: DictConfig, other: Any, source: str, schema_obj: Any) -> DictCo
         return OmegaConf.merge(base, other)
     except ConfigKeyError as exc:
         key = getattr(exc, "full_key", None) or str(exc)
-        valid = _valid_keys(schema_obj, str(key))
+        # the schema of the node holding the key (also inside a list: mix=[{...}])
+        node = getattr(exc, "object_type", None)
+        valid = (sorted(f.name for f in fields(node)) if isinstance(node, type) and is_dataclass(node)
+                 else _valid_keys(schema_obj, str(key)))
+        where = f" (a {node.__name__} entry)" if isinstance(node, type) and "." not in str(key) else ""
         raise ConfigError(
-            f"unknown config key {key!r} in {source}; "
+            f"unknown config key {key!r}{where} in {source}; "
             + (f"valid keys here: {', '.join(valid)}" if valid else "check the spelling")
         ) from None
     except ValidationError as exc:

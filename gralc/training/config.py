@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.config import ConfigError, to_dict
@@ -168,6 +169,72 @@ class LoraConfig:
     precision: str = "auto"
 
 
+@dataclass
+class MixSource(DataConfig):
+    """An extra training source mixed into the primary ``data`` source: the fields of
+    :class:`~gralc.data.benchmarks.DataConfig` (``name``, ``path``, ``max_docs``, ...) plus
+    ``weight``. Only its TRAINING questions are used (PubMedQA: the official train split;
+    the others: the training documents of the usual document split, ``loader.dev_fraction``
+    / ``loader.split_seed``); its dev questions are dropped (validation and checkpoint
+    selection stay on the primary source) and its training documents join the training
+    corpus (gold documents and extra negatives). ``weight`` w >= 0: each epoch draws
+    ``round(w * n_primary_train)`` of its questions (seeded by ``seed + epoch``; without
+    replacement while there are enough, beyond that every question equally often plus a
+    draw without replacement of the rest); w = 0 switches the source off. See
+    :mod:`gralc.training.datamodule` ("Mixed sources")."""
+
+    weight: float = 1.0
+
+    def data_config(self) -> DataConfig:
+        """This source as a plain ``DataConfig`` (what ``data=`` would hold to train on it
+        alone: the same feature cache entry)."""
+        return DataConfig(**{f.name: getattr(self, f.name) for f in fields(DataConfig)})
+
+
+#: Sources that read ``path`` (``demo`` is bundled).
+NEEDS_PATH = {"pubmedqa": "ori_pqal.json", "pmc": "a directory of JATS .nxml files",
+              "squad": "a SQuAD-format JSON file"}
+
+
+def validate_mix(cfg: TrainConfig) -> None:
+    """Every ``mix[i]`` entry names a known source with an existing ``path``, a weight >= 0,
+    ``split: all`` and is neither the primary source nor a repeat; raises ConfigError naming
+    ``mix[i].KEY`` and the fix (before any data is loaded)."""
+    from gralc.training.pairs import PAIR_SOURCES
+
+    seen: dict[tuple[str, str | None], int] = {}
+    primary = (cfg.data.name, _norm(cfg.data.path))
+    for i, m in enumerate(cfg.mix):
+        key = f"mix[{i}]"
+        if m.name not in PAIR_SOURCES:
+            raise ConfigError(f"{key}.name={m.name!r} is not a training source; use one of "
+                              f"{', '.join(sorted(PAIR_SOURCES))}")
+        if not m.weight >= 0:  # also NaN
+            raise ConfigError(f"{key}.weight must be >= 0 (0 switches the source off), got {m.weight}")
+        if m.name in NEEDS_PATH:
+            if m.path is None:
+                raise ConfigError(f"{key}.path is missing: {key} (name={m.name}) needs "
+                                  f"path={NEEDS_PATH[m.name]}, e.g. mix=[{{name: {m.name}, "
+                                  "path: PATH, weight: 0.5}]")
+            if not Path(m.path).exists():
+                raise ConfigError(f"{key}.path={m.path} does not exist; give {NEEDS_PATH[m.name]}")
+        if m.split != "all":
+            raise ConfigError(f"{key}.split={m.split!r}: a mix source contributes its training "
+                              "questions by its own split; leave split at 'all'")
+        here = (m.name, _norm(m.path))
+        if here == primary:
+            raise ConfigError(f"{key} is the primary source data (name={m.name}, path={m.path}): "
+                              "its training questions are already used; drop the entry")
+        if here in seen:
+            raise ConfigError(f"{key} repeats mix[{seen[here]}] (name={m.name}, path={m.path}); "
+                              "give one entry a larger weight instead")
+        seen[here] = i
+
+
+def _norm(path: str | None) -> str | None:
+    return None if path is None else str(Path(path).resolve())
+
+
 def training_pipeline() -> PipelineConfig:
     """The pipeline of a training run: as every pipeline, but chunks of 64-512 word-pieces
     (CPU-friendly batches) instead of the baselines' 128-1024."""
@@ -183,11 +250,16 @@ IGNORED_CHUNKING = ("fixed", "semantic", "late", "multilevel")
 @dataclass
 class TrainConfig:
     """``pipeline.chunking.boundary`` is the model's boundary config: the initial alpha /
-    gamma / tau and the hard decoder (as the structure-aware baseline's)."""
+    gamma / tau and the hard decoder (as the structure-aware baseline's). ``data``: the
+    primary source (training questions, dev set, validation corpus); ``mix``: extra sources
+    of training questions only (:class:`MixSource`), e.g.
+    ``'mix=[{name: pubmedqa, path: PATH/ori_pqal.json, weight: 0.5}]'``."""
 
     seed: int = 0
     deterministic: bool = True
     data: DataConfig = field(default_factory=DataConfig)
+    # extra training sources, each with a weight (MixSource; `data` alone is validated on)
+    mix: list[MixSource] = field(default_factory=list)
     pipeline: PipelineConfig = field(default_factory=training_pipeline)
     model: ModelConfig = field(default_factory=ModelConfig)
     loader: LoaderConfig = field(default_factory=LoaderConfig)
@@ -231,6 +303,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             raise ConfigError(
                 f"lora.precision must be one of {', '.join(PRECISIONS)}, got {cfg.lora.precision!r}"
             )
+    validate_mix(cfg)
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if not 0.0 <= cfg.loader.holdout_fraction < 1.0:

@@ -175,6 +175,9 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
         plugins=plugins,
         # the batch sampler shards itself by rank (GraLCDataModule.batch_sampler)
         use_distributed_sampler=False,
+        # a new batch sampler every epoch, built with the epoch: its shuffle and mix draws are
+        # seeded by seed + epoch, and Lightning's set_epoch never reaches a batch sampler
+        reload_dataloaders_every_n_epochs=1,
         precision=t.precision,
         log_every_n_steps=t.log_every_n_steps,
         limit_train_batches=t.limit_train_batches,
@@ -333,6 +336,9 @@ def train(
         "epochs": trainer.current_epoch,
         "n_train_questions": len(dm.data.train),
         "n_dev_questions": len(dm.data.dev),
+        # mixed-in sources: their training questions and how many each epoch draws
+        "mix": [{"source": p.prefix[:-1], "weight": p.weight, "n_train_questions": len(p.examples),
+                 "n_train_docs": len(p.doc_ids), "per_epoch": p.per_epoch} for p in dm.mix],
     }
     if trainer.is_global_zero:
         write_json_atomic(out / "result.json", result)
