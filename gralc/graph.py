@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from gralc.artefacts import check_output_dir, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.config import load_config
 from gralc.retrieval.graph_search import GraphConfig, GraphIndex
@@ -105,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=5, help="reports to print")
     ap.add_argument("--png", help="draw the largest communities into this PNG file")
     ap.add_argument("--out", help="save the graph folder of a corpus here")
+    ap.add_argument("--force", action="store_true",
+                    help="--out holds other files: move them aside to OUT.replaced-<time>")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     source = Path(args.source)
@@ -121,12 +124,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.strategy not in registered():
             raise ValueError(f"unknown strategy {args.strategy!r}; available: {', '.join(sorted(registered()))}")
-        if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
-            raise FileExistsError(f"--out {args.out} exists and is not empty: choose a new folder")
+        if args.out:  # validated before any encoding
+            check_output_dir(args.out, "corpus_graph", args.force, [source])
         rest = pipeline_overrides([o for o in args.overrides if not o.startswith("graph.")])
         index = from_corpus(str(source), args.strategy, rest, graph_cfg)
-        if args.out:
-            index.save(args.out)
+        if args.out:  # written whole into a temporary folder, then swapped in
+            with write_artefact(args.out, "corpus_graph", args.force, [source]) as tmp:
+                index.save(tmp)
             print(f"graph saved to {args.out}")
     print(describe(index, args.top))
     if args.png:

@@ -79,3 +79,17 @@ def test_an_index_without_a_graph_is_named(tmp_path, capsys):
     assert "--graph" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--strategy"):
         Retriever.build(ARTICLES, model=str(tmp_path), searcher="graph_local")
+
+
+def test_graph_cli_saves_a_corpus_graph_and_never_over_someone_s_files(tmp_path, capsys):
+    from gralc.cli import run
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    assert run(graph_cli.main, [str(ARTICLES / "PMC9000001.nxml"), "--strategy", "late",
+                                "--out", str(theirs)]) == 2
+    assert "notes.txt" in capsys.readouterr().err and (theirs / "notes.txt").read_text() == "mine"
+    out = tmp_path / "graph"
+    assert graph_cli.main([str(ARTICLES / "PMC9000001.nxml"), "--strategy", "late", "--out", str(out)]) == 0
+    assert GraphIndex.load(out).graph.nodes
