@@ -156,14 +156,69 @@ class BM25Index:
         return self
 
 
-def bm25_matrix(
-    queries: Sequence[str], texts: Sequence[str], config: BM25Config | None = None
+@dataclass(frozen=True)
+class TermStats:
+    """Corpus term statistics for BM25 over texts that are not the corpus: document frequency
+    of each (stemmed) term, the number of texts and their mean length in terms. Built once
+    from a corpus's chunks (:meth:`from_texts`), they let :func:`bm25_matrix` score a
+    training batch's few chunks as an index of the whole corpus would."""
+
+    df: dict[str, int]
+    n_docs: int
+    avgdl: float
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], config: BM25Config | None = None) -> TermStats:
+        if not texts:
+            raise ValueError("TermStats.from_texts needs at least one text")
+        tokens = BM25Index(config)._tokens(texts, True)
+        df: dict[str, int] = {}
+        for toks in tokens:
+            for t in set(toks):
+                df[t] = df.get(t, 0) + 1
+        return cls(df, len(texts), max(sum(map(len, tokens)) / len(texts), 1e-9))
+
+
+def _stats_matrix(
+    queries: Sequence[str], texts: Sequence[str], config: BM25Config, stats: TermStats
 ) -> np.ndarray:
-    """(Q, K) BM25 of each query against ``texts`` indexed on their own (term statistics from
-    these texts alone): the lexical term of a training batch, whose chunks change with the
-    learned boundaries."""
+    """BM25 (Lucene: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf / (tf + k1 (1 - b + b
+    dl / avgdl)), bm25s's formula, a test checks they agree) of ``queries`` against ``texts``
+    with ``stats``'s df, N and avgdl; a term absent from ``stats`` counts as df = 1."""
+    if config.method != "lucene":
+        raise ValueError(f"corpus term statistics support BM25 method 'lucene', not {config.method!r}")
+    idx = BM25Index(config)
+    docs = idx._tokens(texts, True)
+    query_tokens = idx._tokens(queries, False)
+    norm = config.k1 * ((1 - config.b) + config.b * np.array([len(d) for d in docs]) / stats.avgdl)
+    out = np.zeros((len(queries), len(texts)))
+    tf_of: dict[str, np.ndarray] = {}
+    for qi, q in enumerate(query_tokens):
+        for t in q:
+            if not t:
+                continue
+            tf = tf_of.get(t)
+            if tf is None:
+                tf = tf_of[t] = np.array([d.count(t) for d in docs], dtype=np.float64)
+            if not tf.any():
+                continue
+            df = stats.df.get(t, 1)
+            idf = np.log(1 + (stats.n_docs - df + 0.5) / (df + 0.5))
+            out[qi] += idf * tf / (tf + norm)
+    return out
+
+
+def bm25_matrix(
+    queries: Sequence[str], texts: Sequence[str], config: BM25Config | None = None,
+    stats: TermStats | None = None,
+) -> np.ndarray:
+    """(Q, K) BM25 of each query against ``texts``: the lexical term of a training batch,
+    whose chunks change with the learned boundaries. Term statistics from these texts alone,
+    or with ``stats`` from a whole corpus (:class:`TermStats`), as its index would score them."""
     if not texts:
         return np.zeros((len(queries), 0))
+    if stats is not None:
+        return _stats_matrix(queries, texts, config or BM25Config(), stats)
     idx = BM25Index(config)
     idx._index_texts(texts)
     return np.stack([idx.scores(q) for q in queries]) if queries else np.zeros((0, len(texts)))

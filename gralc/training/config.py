@@ -55,7 +55,11 @@ class OptimConfig:
     :meth:`gralc.training.lit_module.GraLCLitModule.evidence_cut_loss`): the mean soft-cut
     probability at cuts that would split a question's evidence span, minus the mean over its
     document, so alpha, gamma and tau learn to keep evidence inside one chunk without simply
-    cutting less everywhere."""
+    cutting less everywhere. ``lexical_stats``: where the learned lexical term's BM25 takes
+    its term statistics (document frequencies, mean length) in training: ``batch``, the
+    batch's own chunks (a few dozen, or encoder windows of them), or ``corpus``, the chunks
+    of every training-corpus document at the start of training, as an index of the corpus
+    scores them at inference (validation always scores against the whole dev corpus)."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -63,6 +67,7 @@ class OptimConfig:
     scalar_anchor: float = 0.0
     temperature: float = 0.05
     evidence_cut_weight: float = 0.0
+    lexical_stats: str = "batch"
 
 
 @dataclass
@@ -320,6 +325,10 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     if cfg.pairs.positives not in ("evidence", "document"):
         raise ConfigError(
             f"pairs.positives must be 'evidence' or 'document', got {cfg.pairs.positives!r}"
+        )
+    if cfg.optim.lexical_stats not in ("batch", "corpus"):
+        raise ConfigError(
+            f"optim.lexical_stats must be 'batch' or 'corpus', got {cfg.optim.lexical_stats!r}"
         )
     if cfg.optim.evidence_cut_weight < 0:
         raise ConfigError(

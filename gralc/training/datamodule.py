@@ -461,6 +461,12 @@ class GraLCDataModule(pl.LightningDataModule):
             start += len(pool.examples)
         return out
 
+    def corpus_features(self) -> list[DocFeatures]:
+        """Every document training sees: the primary's corpus (training and dev documents of
+        the training folds) and each mix source's documents."""
+        ids = list(self.data.corpus_doc_ids) + [d for pool in self.mix for d in pool.doc_ids]
+        return [self.data.features[d] for d in dict.fromkeys(ids)]
+
     @property
     def token_dim(self) -> int:
         return int(next(iter(self.data.features.values())).H.shape[1])

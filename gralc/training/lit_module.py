@@ -7,7 +7,8 @@ vectors under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau
 entity table.
 Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch (with the
 lexical term: BM25 of each question over the texts of the batch's chunks, term statistics
-from those chunks, since they change with the learned boundaries), so negatives
+from those chunks, or with ``optim.lexical_stats=corpus`` from the chunks of the whole
+training corpus at the start of fitting, :meth:`GraLCLitModule.on_fit_start`), so negatives
 are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
 documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
 
@@ -43,7 +44,7 @@ from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window
 from gralc.model.gralc_model import GraLCModel
-from gralc.retrieval.bm25 import bm25_matrix
+from gralc.retrieval.bm25 import TermStats, bm25_matrix
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -90,6 +91,7 @@ class GraLCLitModule(pl.LightningModule):
         self.encoder, self.sem_window = encoder, sem_window
         self.windows_per_doc = windows_per_doc
         self._token_ids: dict[str, list[int]] = {}  # doc id -> content-token ids (LoRA windows)
+        self.term_stats: TermStats | None = None  # optim.lexical_stats=corpus, on_fit_start
         # the scalars' values at construction (the config's initial values, also on resume:
         # the checkpoint is loaded afterwards), the anchor of optim.scalar_anchor
         self.scalar_init = {
@@ -179,11 +181,32 @@ class GraLCLitModule(pl.LightningModule):
         )
         return q, q_ent, q_mask
 
+    @staticmethod
+    def chunk_texts(docs: list[DocFeatures], chunks: ChunkSet) -> list[str]:
+        """The text of every chunk of ``chunks``, in chunk order."""
+        return [f.doc.text[slice(*f.char_span(s, e))] for f, spans in zip(docs, chunks.spans)
+                for s, e in spans]
+
+    def on_fit_start(self) -> None:
+        """With ``optim.lexical_stats=corpus``: term statistics of the training corpus's chunks
+        (the model's hard chunks of every document the data module trains on, cached
+        features) for the training batches' lexical term."""
+        if self.model.lexical is None or self.optim.lexical_stats != "corpus":
+            return
+        self.term_stats = self.corpus_term_stats(self.trainer.datamodule.corpus_features())
+
+    @torch.no_grad()
+    def corpus_term_stats(self, corpus: list[DocFeatures]) -> TermStats:
+        """BM25 term statistics of the model's current hard chunks of ``corpus``."""
+        docs = [f.to(self.device) for f in corpus]
+        return TermStats.from_texts(self.chunk_texts(docs, self.model(docs, soft=False)))
+
     def lexical_scores(
-        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet
+        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
+        stats: TermStats | None = None,
     ) -> torch.Tensor | None:
         """(B, K) BM25 of each question against the texts of ``chunks`` (term statistics from
-        these chunks), for a model with the lexical term; else None."""
+        these chunks, or ``stats``), for a model with the lexical term; else None."""
         if self.model.lexical is None:
             return None
         if not all(e.text for e in examples):
@@ -191,11 +214,10 @@ class GraLCLitModule(pl.LightningModule):
                 "the lexical term scores question texts but a training example has none: "
                 "rebuild the feature cache (delete paths.cache_dir/train_features)"
             )
-        texts = [
-            f.doc.text[slice(*f.char_span(s, e))] for f, spans in zip(docs, chunks.spans)
-            for s, e in spans
-        ]
-        return torch.from_numpy(bm25_matrix([e.text for e in examples], texts)).to(self.device)
+        texts = self.chunk_texts(docs, chunks)
+        return torch.from_numpy(
+            bm25_matrix([e.text for e in examples], texts, stats=stats)
+        ).to(self.device)
 
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
@@ -205,7 +227,7 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=True)
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
-        lexical = self.lexical_scores(examples, docs, chunks)
+        lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
         scores = self.model.score(q, q_ent, q_mask, chunks, lexical) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.bm25 import BM25Config, BM25Index, TermStats, bm25_matrix
 
 TEXTS = [
     "Patients were treated with aspirin daily for twelve weeks.",
@@ -64,3 +65,24 @@ def test_load_missing_file_names_it(tmp_path: Path, index: BM25Index) -> None:
     (tmp_path / "bm25" / "chunks.jsonl").unlink()
     with pytest.raises(FileNotFoundError, match="chunks.jsonl"):
         BM25Index.load(tmp_path / "bm25")
+
+
+def test_corpus_term_stats_score_a_subset_as_the_corpus_index_does(index: BM25Index) -> None:
+    """bm25_matrix with TermStats of the whole corpus gives a subset of texts the scores the
+    corpus index gives them (the training batch's lexical term, optim.lexical_stats=corpus);
+    without the stats the subset's own statistics give different scores."""
+    queries = ["aspirin for patients", "glucose in diabetes patients", "kidney kidney cohort",
+               "nothing here zzz"]
+    full = index.score_matrix(queries)
+    stats = TermStats.from_texts(TEXTS)
+    assert stats.n_docs == len(TEXTS) and stats.df["patient"] == 1
+    subset = [0, 1, 4]
+    with_stats = bm25_matrix(queries, [TEXTS[i] for i in subset], stats=stats)
+    assert np.allclose(with_stats, full[:, subset], atol=1e-5)
+    own = bm25_matrix(queries, [TEXTS[i] for i in subset])
+    assert not np.allclose(own, full[:, subset], atol=1e-3)
+    assert not with_stats[3].any()
+    with pytest.raises(ValueError, match="lucene"):
+        bm25_matrix(queries, TEXTS, BM25Config(method="bm25+"), stats=stats)
+    with pytest.raises(ValueError, match="at least one text"):
+        TermStats.from_texts([])

@@ -6,6 +6,7 @@ import csv
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -14,6 +15,7 @@ from gralc.config import ConfigError
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import export, load_model
 from gralc.model.soft_pooling import soft_chunk_pool
+from gralc.retrieval.bm25 import BM25Index
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError
@@ -371,3 +373,40 @@ def test_validation_reports_the_evidence_level_mrr(datamodule, make_cfg, tmp_pat
     whole = [replace(e, positives=Positives()) for e in batch.examples]
     m_doc = lit.retrieval_metrics(type(batch)(whole, batch.docs))
     assert m_doc["ev_mrr"] == pytest.approx(m_doc["mrr"])
+
+
+class TermStatsSpy(pl.Callback):
+    """Records the module's term statistics when training starts."""
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.stats = pl_module.term_stats
+
+
+def test_corpus_term_stats_give_the_batch_the_corpus_index_scores(datamodule, make_cfg, tmp_path):
+    """optim.lexical_stats=corpus: fitting starts by taking BM25 term statistics from the
+    model's chunks of every training-corpus document, and a batch's lexical term then equals
+    what a BM25 index of those chunks gives the batch's chunks (not the batch's own BM25)."""
+    cfg = make_cfg(tmp_path, LEXICAL, "optim.lexical_stats=corpus", "trainer.max_epochs=1",
+                   "trainer.limit_train_batches=1", "trainer.validate_before_fit=false")
+    spy = TermStatsSpy()
+    train(cfg, model=_model(datamodule, cfg), callbacks=[spy])
+    assert spy.stats is not None and spy.stats.n_docs > 0
+    model = _model(datamodule, cfg).eval()
+    lit = GraLCLitModule(model, cfg.optim)
+    corpus = datamodule.corpus_features()
+    stats = lit.corpus_term_stats(corpus)
+    texts = lit.chunk_texts(corpus, model(corpus, soft=False))
+    assert stats.n_docs == len(texts)
+    index = BM25Index()
+    index._index_texts(texts)
+    batch = next(iter(datamodule.train_dataloader()))
+    chunks = model(batch.docs, soft=False)
+    questions = [e.text for e in batch.examples]
+    rows = [texts.index(t) for t in lit.chunk_texts(batch.docs, chunks)]
+    corpus_scores = index.score_matrix(questions)[:, rows]
+    got = lit.lexical_scores(batch.examples, batch.docs, chunks, stats).numpy()
+    assert np.allclose(got, corpus_scores, atol=1e-4)
+    assert not np.allclose(lit.lexical_scores(batch.examples, batch.docs, chunks).numpy(),
+                           corpus_scores, atol=1e-2)
+    with pytest.raises(ConfigError, match="lexical_stats"):
+        validate(make_cfg(tmp_path, "optim.lexical_stats=global"))
