@@ -73,6 +73,11 @@ VARIANTS = {
     "lora_lexical_small": ["lora.enabled=true", "model.use_lexical=true",
                            "pipeline.chunking.boundary.min_tokens=32",
                            "pipeline.chunking.boundary.max_tokens=256"],
+    # the same, boundaries also trained to keep evidence inside one chunk (evidence-cut loss)
+    "lora_lexical_small_cuts": ["lora.enabled=true", "model.use_lexical=true",
+                                "optim.evidence_cut_weight=1.0",
+                                "pipeline.chunking.boundary.min_tokens=32",
+                                "pipeline.chunking.boundary.max_tokens=256"],
     # the same, the lexical term's BM25 in training with the training corpus's term statistics
     "lora_lexical_small_corpus": ["lora.enabled=true", "model.use_lexical=true",
                                   "optim.lexical_stats=corpus",
