@@ -16,6 +16,14 @@ row; ``--variants`` adds ablations (each learned part switched off).
 Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values;
 ``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows for the first
 variant: each fold's trained model with that part switched off after training (no retraining).
+``--sentence-evidence W ...`` scores each fold's trained model (first variant) with sentence
+evidence (``model.sentence_evidence=W``, :mod:`gralc.model.sentence_evidence`): a
+``VARIANT+sent=W:gralc_graph`` row per weight, and ``VARIANT+sent=cv:gralc_graph`` with the
+weight chosen per fold by evidence MRR on that fold's dev split (its training folds' dev
+articles, searched against the training folds' articles only).
+
+    python -m bench.covidqa_cv --train --reuse --epochs 2 --variants lora_lexical_small \
+        --rows multilevel_hybrid --sentence-evidence 0 0.2 0.3 0.5 --out results/cv_fix
 """
 
 from __future__ import annotations
@@ -78,6 +86,11 @@ VARIANTS = {
                                 "optim.evidence_cut_weight=1.0",
                                 "pipeline.chunking.boundary.min_tokens=32",
                                 "pipeline.chunking.boundary.max_tokens=256"],
+    # the same, trained with sentence evidence in the chunk scores (model.sentence_evidence)
+    "lora_lexical_small_sent": ["lora.enabled=true", "model.use_lexical=true",
+                                "model.sentence_evidence=0.3",
+                                "pipeline.chunking.boundary.min_tokens=32",
+                                "pipeline.chunking.boundary.max_tokens=256"],
     # the same, the lexical term's BM25 in training with the training corpus's term statistics
     "lora_lexical_small_corpus": ["lora.enabled=true", "model.use_lexical=true",
                                   "optim.lexical_stats=corpus",
@@ -131,6 +144,46 @@ def summary(folds: list[dict]) -> dict[str, tuple[float, float]]:
             for m in METRICS}
 
 
+def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, bench,
+                           prepared, pipeline, settings) -> dict[str, dict]:
+    """Fold means of ``gralc_graph`` with each ``--sentence-evidence`` weight on the held-out
+    fold, plus ``cv``: the weight with the best evidence MRR on the fold's dev split (inside
+    its training folds; ties: the smaller weight)."""
+    from dataclasses import replace
+
+    from gralc.data.benchmarks import Benchmark
+    from gralc.training.pairs import split_questions
+
+    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml",
+                      [*VARIANTS[variant], *args.set])
+    side = cv_side(bench, args.folds, fold, args.seed, "train")
+    _, dev_q = split_questions(side.questions, "squad", cfg.loader.dev_fraction, cfg.loader.split_seed)
+    own = {d.id for d in side.documents}
+    dev = Benchmark(f"{side.name}[dev]", side.documents, dev_q, dict(bench.stats))
+    dev_prepared = [p for p in prepared if p.doc.id in own]
+    test = cv_side(bench, args.folds, fold, args.seed, "test")
+    base_cfg = trained.model.config
+    out, dev_mrr = {}, {}
+    for w in args.sentence_evidence:
+        trained.model.config = replace(base_cfg, sentence_evidence=w)
+        for name, b, prep in (("dev", dev, dev_prepared), ("test", test, prepared)):
+            r = next(r for r in evaluate_trained(ckpt, b, prep, pipeline, settings, scorer=trained)
+                     if r.method.endswith("_graph"))
+            rows = [q for q in r.per_query if "ev_mrr" in q]
+            means = {m: statistics.fmean(q[m] for q in rows) for m in METRICS}
+            if name == "dev":
+                dev_mrr[w] = means["ev_mrr"]
+            else:
+                out[f"{variant}+sent={w:g}:{r.method}"] = means
+    trained.model.config = base_cfg
+    chosen = max(sorted(dev_mrr), key=lambda w: dev_mrr[w])
+    logger.warning("fold %d: sentence evidence chosen on dev: %g (dev ev MRR %s)", fold, chosen,
+                   {f"{w:g}": round(v, 4) for w, v in dev_mrr.items()})
+    out[f"{variant}+sent=cv:gralc_graph"] = {**out[f"{variant}+sent={chosen:g}:gralc_graph"],
+                                             "chosen": chosen}
+    return out
+
+
 def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, list[float]]:
     """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch).
     ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
@@ -165,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablate", nargs="*", default=[], choices=ABLATIONS,
                     help="also score each trained fold model of the first --variants entry "
                          "with this part switched off")
+    ap.add_argument("--sentence-evidence", type=float, nargs="*", default=[],
+                    help="score each trained fold model of the first --variants entry with these "
+                         "model.sentence_evidence weights (and the one chosen on dev per fold)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse each fold's selected checkpoint of an earlier run in --out")
@@ -210,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
         for r in init:
             table[f"init:{variant}:{r.method}"] = {
                 "folds": fold_means(r.per_query, bench.questions, fold_of, args.folds)}
+        # the untrained model with sentence evidence too: an untrained row the trained must beat
+        for w in [w for w in args.sentence_evidence if w > 0] if variant == args.variants[0] else []:
+            from dataclasses import replace
+
+            model.config = replace(model.config, sentence_evidence=w)
+            r = next(r for r in evaluate_trained("", bench, prepared, base_pipe, settings,
+                                                 scorer=TrainedScorer(model, cfg.pipeline))
+                     if r.method.endswith("_graph"))
+            table[f"init:{variant}+sent={w:g}:{r.method}"] = {
+                "folds": fold_means(r.per_query, bench.questions, fold_of, args.folds)}
     for variant in args.variants if args.train else []:
         per_fold: dict[str, list[dict]] = {}
         epochs: list[float] = []
@@ -225,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
                 scorers[f"-{part}"] = TrainedScorer(
                     ablated(trained.model, part), trained.pipeline_config, ckpt,
                     concept_encoder=trained.concept_encoder)
+            if args.sentence_evidence and variant == args.variants[0]:
+                for name, means in sentence_evidence_rows(args, k, variant, trained, ckpt, bench,
+                                                          prepared, base_pipe, settings).items():
+                    per_fold.setdefault(name, []).append(means)
             for tag, scorer in scorers.items():
                 for r in evaluate_trained(ckpt, test, prepared, base_pipe, settings, scorer=scorer):
                     rows = [q for q in r.per_query if "ev_mrr" in q]
@@ -233,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("%s fold %d done (%.0f s)", variant, k, time.perf_counter() - t0)
         for name, folds in per_fold.items():
             table[name] = {"folds": folds, "s_per_epoch": statistics.fmean(epochs) if epochs else None}
+            if name.endswith("+sent=cv:gralc_graph"):
+                print(f"{name}: weights chosen on dev per fold: {[f.pop('chosen') for f in folds]}")
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, BLAS {blas_kernel()}; LoRA passes with lora.precision=auto: "

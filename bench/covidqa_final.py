@@ -10,6 +10,9 @@ Prints the learned values, the eval row's evidence metrics and how many question
 identically (top 20 chunk ids) through the index and through eval.py.
 
     python -m bench.covidqa_final --variant lora_lexical_small --epochs 2 --out results/covidqa_final
+
+``--sentence-evidence W``: export with ``model.sentence_evidence=W`` (with ``--reuse``, the
+model trained earlier is exported again with it).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--set", nargs="*", default=[], help="extra train.py key=value overrides")
     ap.add_argument("--cli-questions", type=int, default=10)
+    ap.add_argument("--sentence-evidence", type=float, default=None, metavar="W",
+                    help="export with model.sentence_evidence=W (default: as trained)")
     ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_final")
@@ -57,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
     done = out / "train" / "result.json"
-    if args.reuse and done.is_file() and (out / "export" / "inference.yaml").is_file():
-        result, exp = json.loads(done.read_text()), out / "export"
+    settings = {} if args.sentence_evidence is None else {"sentence_evidence": args.sentence_evidence}
+    if args.reuse and done.is_file():
+        result = json.loads(done.read_text())
     else:
         result = train(cfg)
-        exp = export(Path(result["best_checkpoint"]), out / "export", force=True)
+    exp = export(Path(result["best_checkpoint"]), out / "export", force=True, settings=settings)
     t_train = time.perf_counter() - t0
     index = out / "index"
     sh("-m", "gralc.index", args.data, f"encoder.cache_dir={args.cache_dir}/encodings",
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
+          f"sentence evidence {args.sentence_evidence or 0.0}, "
           f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
     print(f"selected: {result['selected']}; learned values: "
           + ", ".join(f"{k}={v:.4f}" for k, v in result["learned_values"].items()))

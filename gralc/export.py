@@ -26,14 +26,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--force", action="store_true",
                         help="--out holds other files: move them aside to OUT.replaced-<time>")
+    parser.add_argument("--sentence-evidence", type=float, default=None, metavar="W",
+                        help="score chunks with their best sentence group mixed in at weight W "
+                             "(model.sentence_evidence; 0: chunks alone); default: the checkpoint's")
+    parser.add_argument("--evidence-sentences", type=int, default=None, metavar="K",
+                        help="sentences per group for --sentence-evidence (model.evidence_sentences)")
     args = parser.parse_args(argv)
+    settings = {k: v for k, v in (("sentence_evidence", args.sentence_evidence),
+                                  ("evidence_sentences", args.evidence_sentences)) if v is not None}
     try:
-        out = export(args.checkpoint, args.out, force=args.force)
+        out = export(args.checkpoint, args.out, force=args.force, settings=settings)
     except (FileNotFoundError, ValueError) as exc:  # OutputDirError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     exported = OmegaConf.load(out / INFERENCE_YAML)
     print(OmegaConf.to_yaml(exported.learned_values), end="")
+    m = exported.model_config
+    print(f"sentence evidence: {m.get('sentence_evidence', 0.0)} "
+          f"({m.get('evidence_sentences', 1)} sentence(s) per group)")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
     print(f"exported to {out}")

@@ -17,7 +17,10 @@ class ChunkSet:
     concept vectors u' of every concept with a mention inside a chunk, ``entity_chunk`` (M,)
     int64 the chunk row each belongs to; ``spans``: per document its token spans
     ``[start, end)``; ``boundaries``: per document its boundary scores b (N,), detached.
-    ``spans`` / ``boundaries`` are empty for a set rebuilt from an index.
+    ``spans`` / ``boundaries`` are empty for a set rebuilt from an index. ``units``: the
+    sentence units of :mod:`gralc.model.sentence_evidence` as a ChunkSet of their own, with
+    ``unit_pairs`` (2, P) int64 rows (chunk row, unit row) of every overlapping pair; None when
+    the chunks are scored alone.
     """
 
     vectors: torch.Tensor
@@ -25,6 +28,8 @@ class ChunkSet:
     entity_chunk: torch.Tensor
     spans: list[Spans] = field(default_factory=list)
     boundaries: list[torch.Tensor] = field(default_factory=list)
+    units: ChunkSet | None = None
+    unit_pairs: torch.Tensor | None = None
 
     @property
     def n_chunks(self) -> int:

@@ -25,6 +25,7 @@ from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
 from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm
+from gralc.model.sentence_evidence import overlap_pairs, sentence_unit_spans, with_sentence_evidence
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
 
@@ -49,6 +50,13 @@ class ModelConfig:
     hybrid score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
     ``sigmoid((b - tau) / T)`` in training; ``soft_extend`` how far (tokens) a soft chunk may
     reach past its hard span.
+
+    ``sentence_evidence`` (w in [0, 1), 0 = off) and ``evidence_sentences`` (k >= 1): a
+    chunk's score mixes in the score of its best group of k sentences
+    (:mod:`gralc.model.sentence_evidence`) wherever chunks are made with their units
+    (``model(docs, soft, units=True)``: training, validation, the trained scorer, an index and
+    eval.py alike). The weight is not learned but chosen by cross-validation; an export may
+    change it (``gralc.export --sentence-evidence``).
     """
 
     use_kg: bool = True
@@ -72,8 +80,16 @@ class ModelConfig:
     learn_lexical: bool = True
     cut_temperature: float = 0.05
     soft_extend: int = 64
+    sentence_evidence: float = 0.0
+    evidence_sentences: int = 1
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.sentence_evidence < 1.0:
+            raise ValueError(
+                f"model.sentence_evidence must lie in [0, 1) (0: chunks scored alone), got "
+                f"{self.sentence_evidence}")
+        if self.evidence_sentences < 1:
+            raise ValueError(f"model.evidence_sentences must be >= 1, got {self.evidence_sentences}")
         if self.cut_temperature <= 0:
             raise ValueError(f"model.cut_temperature must be > 0, got {self.cut_temperature}")
         if not 0.0 < self.lexical_init < 1.0:
@@ -182,16 +198,20 @@ class GraLCModel(nn.Module):
             raise ValueError(f"decoder must be 'peak' or 'dp', got {decoder!r}")
         return spans_from_cuts([int(x) for x in cuts], n)
 
-    def forward(self, docs: list[DocFeatures], soft: bool) -> ChunkSet:
+    def forward(self, docs: list[DocFeatures], soft: bool, units: bool = False) -> ChunkSet:
         """Chunk and embed ``docs``: the one path of training (``soft=True``) and inference.
 
         Per document: H', u' (:meth:`enrich`), b (:meth:`boundaries`), hard spans decoded from
         b, chunk vectors pooled from H' over the spans (``soft``: under soft cuts
         ``sigmoid((b - tau) / T)``, so gradients reach alpha, gamma, tau; else plain means,
         the paper's late chunking), and the u' of every concept with a mention entirely
-        inside a chunk (as ``make_chunk`` fills ``Chunk.entity_ids``)."""
+        inside a chunk (as ``make_chunk`` fills ``Chunk.entity_ids``). ``units``: also the
+        sentence units (``evidence_sentences`` per unit, plain means of H') in
+        ``ChunkSet.units`` with their overlap pairs."""
         vecs, ent_vecs, ent_rows, spans_per, bs = [], [], [], [], []
-        k = 0
+        unit_parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, Spans]] = []
+        pairs: list[torch.Tensor] = []
+        k = n_units = 0
         for f in docs:
             h_prime, u_prime = self.enrich(f)
             b = self.boundaries(f)
@@ -207,11 +227,28 @@ class GraLCModel(nn.Module):
             concepts, chunk_of = span_concepts(f.mention_tokens, spans)
             ent_vecs.append(u_prime[concepts.to(u_prime.device)])
             ent_rows.append(chunk_of + k)
+            if units:
+                u_spans = sentence_unit_spans(f.doc, f.offsets, self.config.evidence_sentences)
+                unit_parts.append(self._pooled(h_prime, u_prime, f, u_spans, n_units))
+                p = overlap_pairs(spans, u_spans)
+                pairs.append(torch.stack([p[0] + k, p[1] + n_units]))
+                n_units += len(u_spans)
             spans_per.append(spans)
             bs.append(b.detach())
             k += len(spans)
         device = self.boundary.tau.device
         dim = self.config.concept_out_dim or self.concept_dim
+        unit_set = None
+        if units:
+            empty = ([], [], [], [])
+            u_vecs, u_ent, u_rows, u_spans = zip(*unit_parts) if unit_parts else empty
+            unit_set = ChunkSet(
+                vectors=torch.cat(u_vecs) if u_vecs else torch.zeros(0, self.token_dim, device=device),
+                entity_vectors=torch.cat(u_ent) if u_ent else torch.zeros(0, dim, device=device),
+                entity_chunk=torch.cat(u_rows).to(device) if u_rows
+                else torch.zeros(0, dtype=torch.long, device=device),
+                spans=list(u_spans),
+            )
         return ChunkSet(
             vectors=torch.cat(vecs) if vecs else torch.zeros(0, self.token_dim, device=device),
             entity_vectors=torch.cat(ent_vecs) if ent_vecs else torch.zeros(0, dim, device=device),
@@ -220,7 +257,21 @@ class GraLCModel(nn.Module):
             else torch.zeros(0, dtype=torch.long, device=device),
             spans=spans_per,
             boundaries=bs,
+            units=unit_set,
+            unit_pairs=torch.cat(pairs, dim=1).to(device) if pairs else None,
         )
+
+    @staticmethod
+    def _pooled(h_prime: torch.Tensor, u_prime: torch.Tensor, f: DocFeatures, spans: Spans,
+                first_row: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Spans]:
+        """``(vectors (S, d), entity vectors (M, d'), entity rows (M,), spans)`` of plain-mean
+        pooled ``spans`` of H' (entity rows numbered from ``first_row``)."""
+        if not spans:
+            return (h_prime.new_zeros(0, h_prime.shape[1]), u_prime.new_zeros(0, u_prime.shape[1]),
+                    torch.zeros(0, dtype=torch.long), spans)
+        vecs = torch.stack([h_prime[s:e].mean(0) for s, e in spans])
+        concepts, rows = span_concepts(f.mention_tokens, spans)
+        return vecs, u_prime[concepts.to(u_prime.device)], rows + first_row, spans
 
     def query_entities(
         self, items: list[tuple[torch.Tensor, torch.Tensor]]
@@ -239,12 +290,26 @@ class GraLCModel(nn.Module):
         q_mask: torch.Tensor | None,
         chunks: ChunkSet,
         lexical: torch.Tensor | None = None,
+        unit_lexical: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
         kg_prox (hybrid), else cos (kg_prox then 0); with the lexical term (``use_lexical``)
         score = (1 - w_lex) dense + w_lex lex, ``lexical`` (Q, K) the raw BM25 of each
-        question against each chunk (required then, ignored otherwise)."""
+        question against each chunk (required then, ignored otherwise). With
+        ``sentence_evidence`` > 0 and ``chunks.units``, the score mixes in each chunk's best
+        unit (scored the same way, ``unit_lexical`` (Q, U) their BM25); cos and kg_prox
+        stay the chunks' own."""
+        score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
+        w = self.config.sentence_evidence
+        if w > 0 and chunks.units is not None:
+            unit_score = self._score_parts(q, q_ent, q_mask, chunks.units, unit_lexical,
+                                           "unit_lexical=(Q, U): the units")[0]
+            score = with_sentence_evidence(score, unit_score, chunks.unit_pairs, w)
+        return score, cos, prox
+
+    def _score_parts(self, q, q_ent, q_mask, chunks: ChunkSet, lexical,
+                     what: str = "lexical=(Q, K): the chunks"):
         if self.hybrid is None:
             cos = F.normalize(q, dim=-1) @ F.normalize(chunks.vectors, dim=-1).T
             dense, prox = cos, torch.zeros_like(cos)
@@ -257,7 +322,7 @@ class GraLCModel(nn.Module):
         if lexical is None:
             raise ValueError(
                 "this model scores with a learned lexical term (model.use_lexical=true): pass "
-                "the BM25 scores of the questions against the chunks (lexical=(Q, K))"
+                f"the BM25 scores of the questions against {what.split(': ')[1]} ({what.split(': ')[0]})"
             )
         return self.lexical(dense, lexical.to(dense.device))[0], cos, prox
 
@@ -268,9 +333,10 @@ class GraLCModel(nn.Module):
         q_mask: torch.Tensor | None,
         chunks: ChunkSet,
         lexical: torch.Tensor | None = None,
+        unit_lexical: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(Q, K): the first of :meth:`score_parts`."""
-        return self.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
+        return self.score_parts(q, q_ent, q_mask, chunks, lexical, unit_lexical)[0]
 
     def learned_values(self) -> dict[str, float]:
         """Current alpha (3 entries), gamma, tau, beta, the lexical weight and lambda (mean

@@ -185,21 +185,35 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
     return trained.model, trained.pipeline_config
 
 
-def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False) -> Path:
+#: ModelConfig keys that only change how a trained model scores (never its weights): an
+#: export may set them (``gralc.export --sentence-evidence``)
+INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences")
+
+
+def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
+           settings: dict[str, Any] | None = None) -> Path:
     """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
     (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
-    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). ``settings``:
+    :data:`INFERENCE_SETTINGS` to store instead of the checkpoint's (validated first)."""
     checkpoint = Path(checkpoint)
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(INFERENCE_SETTINGS))
+    if unknown:
+        raise ValueError(f"export settings {unknown}: only {list(INFERENCE_SETTINGS)} may be set "
+                         "at export (everything else is what the model was trained with)")
+    ModelConfig(**settings)  # a bad value fails here, before any file is read or written
     check_output_dir(out_dir, "export", force, [checkpoint])
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
-        _write_export(checkpoint, tmp)
+        _write_export(checkpoint, tmp, settings)
     return Path(out_dir)
 
 
-def _write_export(checkpoint: Path, out: Path) -> None:
+def _write_export(checkpoint: Path, out: Path, settings: dict[str, Any]) -> None:
     from safetensors.torch import save_file
 
     info, state, adapters = _read_checkpoint(checkpoint)
+    info = {**info, "model_config": {**info["model_config"], **settings}}
     model, pipeline_cfg = _build(
         {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
     )

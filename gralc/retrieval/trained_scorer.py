@@ -34,13 +34,18 @@ from gralc.retrieval.ranking import rank_order
 
 logger = logging.getLogger(__name__)
 ENTITY_FILE = "chunk_entities.safetensors"
+UNITS_FILE = "sentence_units.safetensors"
+UNIT_CHUNKS_FILE = "sentence_units.jsonl"
 
 
 class TrainedScorer:
     """Chunking and scoring with a trained :class:`~gralc.model.gralc_model.GraLCModel`.
 
     After :meth:`chunk`, ``entity_vectors`` (M, d') holds the GAT outputs u' of the concepts
-    inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to."""
+    inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to. A model with
+    ``sentence_evidence`` > 0 also keeps its sentence units (:mod:`gralc.model.sentence_evidence`):
+    ``unit_chunks`` (U records, level ``sentences``), their :class:`ChunkSet` ``units`` and
+    ``unit_pairs`` (2, P) rows (chunk row, unit row); their BM25 is built on first use."""
 
     def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
                  concept_embedder: ConceptEmbedder | None = None,
@@ -54,6 +59,18 @@ class TrainedScorer:
         self.entity_chunk: torch.Tensor | None = None
         self.n_chunks = 0
         self._embedder = concept_embedder
+        self._reset_units()
+
+    def _reset_units(self) -> None:
+        self.unit_chunks: list[Chunk] = []
+        self.units: ChunkSet | None = None
+        self.unit_pairs: torch.Tensor | None = None
+        self._unit_bm25 = None
+
+    @property
+    def uses_units(self) -> bool:
+        """The model mixes sentence evidence into chunk scores (``model.sentence_evidence``)."""
+        return self.model.config.sentence_evidence > 0
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
@@ -105,9 +122,10 @@ class TrainedScorer:
         self.check_encoder(pipeline)
         if reset or not hasattr(self, "n_chunks"):
             self.entity_vectors, self.entity_chunk, self.n_chunks = None, None, 0
+            self._reset_units()
         boundary_cfg = pipeline.config.chunking.boundary
         feats = [doc_features(p, pipeline, self.embedder(pipeline), boundary_cfg) for p in prepared]
-        made = self.model(feats, soft=False)
+        made = self.model(feats, soft=False, units=self.uses_units)
         vecs = F.normalize(made.vectors, dim=-1).numpy().astype(np.float32)
         chunks: list[Chunk] = []
         for p, f, spans, b in zip(prepared, feats, made.spans, made.boundaries):
@@ -124,8 +142,40 @@ class TrainedScorer:
             new_vecs = torch.cat([self.entity_vectors, new_vecs])
             new_rows = torch.cat([self.entity_chunk, new_rows])
         self.entity_vectors, self.entity_chunk = new_vecs, new_rows
+        if made.units is not None:
+            self._add_units(prepared, feats, made, strategy)
         self.n_chunks += len(chunks)
         return chunks
+
+    def _add_units(self, prepared, feats, made: ChunkSet, strategy: str) -> None:
+        """Append one batch's sentence units (records, vectors, entity rows, overlap pairs)."""
+        u = made.units
+        for p, f, spans in zip(prepared, feats, u.spans):
+            locator = SectionLocator(p.doc)
+            offsets = f.offsets.numpy()
+            for i, (s, e) in enumerate(spans):
+                self.unit_chunks.append(make_chunk(p, strategy, i, int(offsets[s, 0]),
+                                                   int(offsets[e - 1, 1]), s, e, level="sentences",
+                                                   locator=locator))
+        n_units = 0 if self.units is None else self.units.n_chunks
+        batch = ChunkSet(F.normalize(u.vectors, dim=-1), F.normalize(u.entity_vectors, dim=-1),
+                         u.entity_chunk + n_units)
+        pairs = made.unit_pairs + torch.tensor([[self.n_chunks], [n_units]])
+        if self.units is not None:
+            batch = ChunkSet(*(torch.cat([a, b]) for a, b in zip(
+                (self.units.vectors, self.units.entity_vectors, self.units.entity_chunk),
+                (batch.vectors, batch.entity_vectors, batch.entity_chunk))))
+            pairs = torch.cat([self.unit_pairs, pairs], dim=1)
+        self.units, self.unit_pairs, self._unit_bm25 = batch, pairs, None
+
+    def unit_lexical(self, question: str) -> np.ndarray:
+        """(U,) BM25 of ``question`` against the sentence units (index built on first use)."""
+        if self._unit_bm25 is None:
+            from gralc.retrieval.bm25 import BM25Index
+
+            self._unit_bm25 = BM25Index()
+            self._unit_bm25.index(self.unit_chunks)
+        return self._unit_bm25.scores(question)
 
     # ----- questions ----------------------------------------------------------------------
     @torch.no_grad()
@@ -147,14 +197,28 @@ class TrainedScorer:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
         :meth:`GraLCModel.score_parts`, the scoring of training and validation; ``lexical``
-        (K,): the question's BM25 over the same chunks, required when :attr:`lexical`."""
+        (K,): the question's BM25 over the same chunks, required when :attr:`lexical`. With
+        sentence evidence, every chunk of :meth:`chunk` must be given (the units' overlap
+        pairs index them); the units' BM25 is computed here."""
         chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
         if self.entity_vectors is None:
             chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
+        unit_lex = None
+        if self.uses_units:
+            if self.units is None or chunk_vecs.shape[0] != self.n_chunks:
+                raise ValueError(
+                    f"{self.source or 'this model'} scores chunks with sentence evidence "
+                    f"(model.sentence_evidence={self.model.config.sentence_evidence}): score all "
+                    f"{self.n_chunks} chunks of chunk() (got {chunk_vecs.shape[0]}), or rebuild "
+                    "the index with this model")
+            chunks.units, chunks.unit_pairs = self.units, self.unit_pairs
+            if self.lexical:
+                unit_lex = torch.as_tensor(self.unit_lexical(question), dtype=torch.float32)[None]
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
         lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
-        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex)
+        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex,
+                                                  unit_lex)
         return score[0], cos[0], prox[0]
 
     def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
@@ -181,6 +245,14 @@ class TrainedScorer:
 
         save_file({"vectors": self.entity_vectors.contiguous(), "chunk": self.entity_chunk},
                   str(Path(directory) / ENTITY_FILE))
+        if self.units is not None:
+            from gralc.retrieval.faiss_index import write_chunks
+
+            u = self.units
+            save_file({"vectors": u.vectors.contiguous(), "entity_vectors": u.entity_vectors.contiguous(),
+                       "entity_chunk": u.entity_chunk, "pairs": self.unit_pairs.contiguous()},
+                      str(Path(directory) / UNITS_FILE))
+            write_chunks(Path(directory) / UNIT_CHUNKS_FILE, self.unit_chunks)
 
     def load_index_state(self, directory: Path, chunks: list[Chunk]) -> None:
         from safetensors.torch import load_file
@@ -191,3 +263,18 @@ class TrainedScorer:
         state = load_file(str(path))
         self.entity_vectors, self.entity_chunk = state["vectors"], state["chunk"]
         self.n_chunks = len(chunks)
+        self._reset_units()
+        if self.uses_units:
+            from gralc.retrieval.faiss_index import read_chunks
+
+            upath = Path(directory) / UNITS_FILE
+            if not upath.is_file() or not (Path(directory) / UNIT_CHUNKS_FILE).is_file():
+                raise FileNotFoundError(f"{upath} missing: the model scores with sentence evidence; "
+                                        "rebuild the index with --model")
+            u = load_file(str(upath))
+            self.unit_chunks = read_chunks(Path(directory) / UNIT_CHUNKS_FILE)
+            self.units = ChunkSet(u["vectors"], u["entity_vectors"], u["entity_chunk"])
+            self.unit_pairs = u["pairs"]
+            if self.units.n_chunks != len(self.unit_chunks) or (
+                    self.unit_pairs.numel() and int(self.unit_pairs[0].max()) >= self.n_chunks):
+                raise ValueError(f"{upath} does not match the index's chunks: rebuild the index")

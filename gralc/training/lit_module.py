@@ -219,16 +219,31 @@ class GraLCLitModule(pl.LightningModule):
             bm25_matrix([e.text for e in examples], texts, stats=stats)
         ).to(self.device)
 
+    @property
+    def uses_units(self) -> bool:
+        """Chunks are scored with sentence evidence (``model.sentence_evidence`` > 0), in
+        training and validation as at inference."""
+        return self.model.config.sentence_evidence > 0
+
+    def unit_lexical(self, examples: list[TrainingExample], docs: list[DocFeatures],
+                     chunks: ChunkSet) -> torch.Tensor | None:
+        """(B, U) BM25 of each question against the sentence units of ``chunks`` (their own
+        term statistics, as the units' index at inference), when both are in use; else None."""
+        if chunks.units is None:
+            return None
+        return self.lexical_scores(examples, docs, chunks.units)
+
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
         """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
         examples = batch.examples
         cached, docs = self.training_views(batch)
-        chunks = self.model(docs, soft=True)
+        chunks = self.model(docs, soft=True, units=self.uses_units)
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
         lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
-        scores = self.model.score(q, q_ent, q_mask, chunks, lexical) / self.optim.temperature
+        scores = self.model.score(q, q_ent, q_mask, chunks, lexical,
+                                  self.unit_lexical(examples, docs, chunks)) / self.optim.temperature
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
@@ -329,11 +344,12 @@ class GraLCLitModule(pl.LightningModule):
         question)``: every dev question against every chunk of the validation corpus; the
         positives resolved as in training (evidence spans, else the whole gold document)."""
         docs = self.features(batch.docs)
-        chunks = self.model(docs, soft=False)
+        chunks = self.model(docs, soft=False, units=self.uses_units)
         q, q_ent, q_mask = self.queries(batch.examples)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
         lexical = self.lexical_scores(batch.examples, docs, chunks)
-        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical)
+        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
+                                                self.unit_lexical(batch.examples, docs, chunks))
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:

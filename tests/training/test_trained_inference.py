@@ -84,3 +84,69 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
         assert 0 <= r.metrics["ev_recall@512wp"] <= 1 and 0 <= r.metrics["wa_ndcg@10"] <= 1
     kg, _, kg_hybrid, _ = rows
     assert [q["top"] for q in kg.per_query] != [q["top"] for q in kg_hybrid.per_query]
+
+
+def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cfg, datamodule, tmp_path):
+    """model.sentence_evidence=w: every chunk's score is (1 - w) * its own + w * the best score
+    of the sentence units overlapping it (brute force over the unit records' char spans); the
+    units are late-pooled from the same enriched tokens; chunking in batches changes nothing;
+    scoring a subset of the chunks is refused."""
+    import pytest
+
+    from gralc.model.chunk_set import ChunkSet
+
+    cfg = make_cfg(tmp_path, "model.sentence_evidence=0.4")
+    torch.manual_seed(0)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
+    pipeline = Pipeline(cfg.pipeline)
+    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
+    prepared = pipeline.prepare(docs, progress=False)
+    scorer = TrainedScorer(model, cfg.pipeline)
+    chunks = scorer.chunk(pipeline, prepared)
+    units = scorer.unit_chunks
+    assert units and all(u.level == "sentences" for u in units)
+    assert len({c.chunk_id for c in chunks + units}) == len(chunks) + len(units)
+    vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
+    q = pipeline.encoder.encode_queries([QUESTION])[0]
+    score, cos, prox = scorer.score_all(pipeline, QUESTION, q, vecs)
+
+    alone = TrainedScorer(replace_model(model, sentence_evidence=0.0), cfg.pipeline)
+    alone_chunks = alone.chunk(pipeline, prepared)
+    assert [c.chunk_id for c in alone_chunks] == [c.chunk_id for c in chunks]
+    own, cos0, prox0 = alone.score_all(pipeline, QUESTION, q, vecs)
+    assert torch.equal(cos, cos0) and torch.equal(prox, prox0)
+    q_ent, q_mask = scorer.query_entities(pipeline, QUESTION)
+    unit_score = model.score_parts(q[None].float(), q_ent, q_mask, ChunkSet(
+        scorer.units.vectors, scorer.units.entity_vectors, scorer.units.entity_chunk))[0][0]
+    expected = own.clone()
+    for k, c in enumerate(chunks):
+        hit = [unit_score[j] for j, u in enumerate(units) if u.doc_id == c.doc_id
+               and u.token_start < c.token_end and c.token_start < u.token_end]
+        if hit:
+            expected[k] = 0.6 * own[k] + 0.4 * max(hit)
+    assert torch.allclose(score, expected, atol=1e-6)
+    assert not torch.allclose(score, own)
+
+    # a unit vector is the mean of the enriched token vectors over its span
+    f = datamodule.data.features[units[0].doc_id]
+    h_prime = model.enrich(f)[0]
+    u0 = torch.nn.functional.normalize(h_prime[units[0].token_start:units[0].token_end].mean(0), dim=0)
+    assert torch.allclose(scorer.units.vectors[0], u0, atol=1e-5)
+
+    parts = TrainedScorer(model, cfg.pipeline)
+    parts.chunk(pipeline, prepared[:1])
+    parts.chunk(pipeline, prepared[1:], reset=False)
+    assert torch.equal(parts.unit_pairs, scorer.unit_pairs)
+    assert torch.allclose(parts.score_all(pipeline, QUESTION, q, vecs)[0], score, atol=1e-6)
+    with pytest.raises(ValueError, match="sentence evidence"):
+        scorer.score_all(pipeline, QUESTION, q, vecs[:3])
+
+
+def replace_model(model, **settings):
+    """A copy of ``model`` with other ModelConfig inference settings (same weights)."""
+    import copy
+    from dataclasses import replace
+
+    m = copy.deepcopy(model)
+    m.config = replace(m.config, **settings)
+    return m

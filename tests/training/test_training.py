@@ -296,11 +296,13 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
 
 
-@pytest.mark.parametrize("run", ["short_run", "lexical_run"])
-def test_exported_model_ranks_alike_in_index_search_and_eval(run, request, tmp_path):
+@pytest.mark.parametrize("run, sentences", [("short_run", None), ("lexical_run", None),
+                                            ("lexical_run", 0.3)])
+def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
     models=[...] (its gralc_graph row) return the same ranking for a question (with the
-    lexical term too: BM25 saved with the index)."""
+    lexical term too: BM25 saved with the index; and exported with sentence evidence: the
+    sentence units saved with the index)."""
     from gralc.data.benchmarks import demo_benchmark
     from gralc.data.demo import DEMO_DIR
     from gralc.evaluation.evidence import PieceCounter
@@ -311,8 +313,11 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, request, tmp_p
     from gralc.retrieval.trained_scorer import TrainedScorer
 
     result = request.getfixturevalue(run)[3]
-    out = export(Path(result["last_checkpoint"]), tmp_path / "export")
+    settings = {} if sentences is None else {"sentence_evidence": sentences}
+    out = export(Path(result["last_checkpoint"]), tmp_path / "export", settings=settings)
     Retriever.build(DEMO_DIR / "articles", model=out).save(tmp_path / "index")
+    assert TrainedScorer.load(out).uses_units == (sentences is not None)
+    assert (tmp_path / "index" / "sentence_units.safetensors").is_file() == (sentences is not None)
     bench = demo_benchmark()
     bench.questions = bench.questions[:3]
     searched = [[h.chunk.chunk_id for h in Retriever.load(tmp_path / "index").search(q.text, k=10)]
@@ -410,3 +415,45 @@ def test_corpus_term_stats_give_the_batch_the_corpus_index_scores(datamodule, ma
                            corpus_scores, atol=1e-2)
     with pytest.raises(ConfigError, match="lexical_stats"):
         validate(make_cfg(tmp_path, "optim.lexical_stats=global"))
+
+
+def test_export_sets_only_inference_settings_and_validates_them_first(short_run, tmp_path):
+    """gralc.export --sentence-evidence: stored in the export; any other key, or a bad value,
+    is refused before anything is written."""
+    from gralc.model.persistence import load_trained
+
+    ckpt = Path(short_run[3]["last_checkpoint"])
+    out = export(ckpt, tmp_path / "ok", settings={"sentence_evidence": 0.25, "evidence_sentences": 2})
+    cfg = load_trained(out).model.config
+    assert (cfg.sentence_evidence, cfg.evidence_sentences) == (0.25, 2)
+    assert load_trained(ckpt).model.config.sentence_evidence == 0.0  # the checkpoint's own
+    with pytest.raises(ValueError, match="only"):
+        export(ckpt, tmp_path / "bad_key", settings={"beta_init": 0.1})
+    with pytest.raises(ValueError, match="sentence_evidence"):
+        export(ckpt, tmp_path / "bad_value", settings={"sentence_evidence": 1.5})
+    assert not (tmp_path / "bad_key").exists() and not (tmp_path / "bad_value").exists()
+
+
+def test_training_scores_chunks_with_sentence_evidence_when_set(datamodule, make_cfg, tmp_path):
+    """model.sentence_evidence > 0 in training: the batch loss and the dev metrics score chunks
+    with their best sentence unit mixed in (units pooled from H', their own BM25), and the loss
+    reaches the learned parts through the units."""
+    cfg = make_cfg(tmp_path, LEXICAL, "model.sentence_evidence=0.5")
+    model = _model(datamodule, cfg)
+    lit = GraLCLitModule(model, cfg.optim)
+    assert lit.uses_units
+    batch = next(iter(datamodule.train_dataloader()))
+    loss = lit.batch_loss(batch)[0]
+    loss.backward()
+    assert torch.isfinite(loss) and model.lexical.logit.grad.abs() > 0
+    assert model.fusion.lam.grad.abs().sum() > 0
+    docs = lit.training_views(batch)[1]
+    chunks = model(docs, soft=True, units=True)
+    assert chunks.units is not None and chunks.units.n_chunks > chunks.n_chunks
+    assert lit.unit_lexical(batch.examples, docs, chunks).shape == (len(batch.examples), chunks.units.n_chunks)
+    model.config = replace(model.config, sentence_evidence=0.0)
+    assert not lit.uses_units and not torch.allclose(lit.batch_loss(batch)[0], loss)
+    model.config = replace(model.config, sentence_evidence=0.5)
+    with torch.no_grad():
+        m = lit.retrieval_metrics(datamodule.val_batch())
+    assert 0 < m["ev_mrr"] <= 1
