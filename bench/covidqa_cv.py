@@ -144,41 +144,59 @@ def summary(folds: list[dict]) -> dict[str, tuple[float, float]]:
             for m in METRICS}
 
 
+def dev_side(bench, docs, variant: str, extra: list[str]):
+    """The dev split training makes of ``bench``'s questions (by article, the variant's loader
+    settings), searched against ``docs`` only."""
+    from gralc.data.benchmarks import Benchmark
+    from gralc.training.pairs import split_questions
+
+    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [*VARIANTS[variant], *extra])
+    _, dev_q = split_questions(bench.questions, "squad", cfg.loader.dev_fraction, cfg.loader.split_seed)
+    return Benchmark(f"{bench.name}[dev]", docs, dev_q, dict(bench.stats))
+
+
+def graph_row_means(scorer, ckpt: str, bench, prepared, pipeline, settings, weight: float) -> dict:
+    """Means over ``bench``'s questions of the ``gralc_graph`` row with
+    ``model.sentence_evidence=weight`` (the scorer's model is restored afterwards)."""
+    from dataclasses import replace
+
+    base = scorer.model.config
+    scorer.model.config = replace(base, sentence_evidence=weight)
+    try:
+        r = next(r for r in evaluate_trained(ckpt, bench, prepared, pipeline, settings, scorer=scorer)
+                 if r.method.endswith("_graph"))
+    finally:
+        scorer.model.config = base
+    rows = [q for q in r.per_query if "ev_mrr" in q]
+    return {m: statistics.fmean(q[m] for q in rows) for m in METRICS}
+
+
+def choose_sentence_evidence(scorer, ckpt: str, dev, prepared, pipeline, settings,
+                             weights: list[float]) -> tuple[float, dict[float, float]]:
+    """The weight with the best evidence MRR on ``dev`` (ties: the smaller), and every
+    weight's dev evidence MRR."""
+    own = {d.id for d in dev.documents}
+    prep = [p for p in prepared if p.doc.id in own]
+    mrr = {w: graph_row_means(scorer, ckpt, dev, prep, pipeline, settings, w)["ev_mrr"]
+           for w in weights}
+    return max(sorted(mrr), key=lambda w: mrr[w]), mrr
+
+
 def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, bench,
                            prepared, pipeline, settings) -> dict[str, dict]:
     """Fold means of ``gralc_graph`` with each ``--sentence-evidence`` weight on the held-out
     fold, plus ``cv``: the weight with the best evidence MRR on the fold's dev split (inside
-    its training folds; ties: the smaller weight)."""
-    from dataclasses import replace
-
-    from gralc.data.benchmarks import Benchmark
-    from gralc.training.pairs import split_questions
-
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml",
-                      [*VARIANTS[variant], *args.set])
+    its training folds, searched against the training folds' articles only)."""
     side = cv_side(bench, args.folds, fold, args.seed, "train")
-    _, dev_q = split_questions(side.questions, "squad", cfg.loader.dev_fraction, cfg.loader.split_seed)
-    own = {d.id for d in side.documents}
-    dev = Benchmark(f"{side.name}[dev]", side.documents, dev_q, dict(bench.stats))
-    dev_prepared = [p for p in prepared if p.doc.id in own]
-    test = cv_side(bench, args.folds, fold, args.seed, "test")
-    base_cfg = trained.model.config
-    out, dev_mrr = {}, {}
-    for w in args.sentence_evidence:
-        trained.model.config = replace(base_cfg, sentence_evidence=w)
-        for name, b, prep in (("dev", dev, dev_prepared), ("test", test, prepared)):
-            r = next(r for r in evaluate_trained(ckpt, b, prep, pipeline, settings, scorer=trained)
-                     if r.method.endswith("_graph"))
-            rows = [q for q in r.per_query if "ev_mrr" in q]
-            means = {m: statistics.fmean(q[m] for q in rows) for m in METRICS}
-            if name == "dev":
-                dev_mrr[w] = means["ev_mrr"]
-            else:
-                out[f"{variant}+sent={w:g}:{r.method}"] = means
-    trained.model.config = base_cfg
-    chosen = max(sorted(dev_mrr), key=lambda w: dev_mrr[w])
+    dev = dev_side(side, side.documents, variant, args.set)
+    chosen, dev_mrr = choose_sentence_evidence(trained, ckpt, dev, prepared, pipeline, settings,
+                                               args.sentence_evidence)
     logger.warning("fold %d: sentence evidence chosen on dev: %g (dev ev MRR %s)", fold, chosen,
                    {f"{w:g}": round(v, 4) for w, v in dev_mrr.items()})
+    test = cv_side(bench, args.folds, fold, args.seed, "test")
+    out = {f"{variant}+sent={w:g}:gralc_graph":
+           graph_row_means(trained, ckpt, test, prepared, pipeline, settings, w)
+           for w in args.sentence_evidence}
     out[f"{variant}+sent=cv:gralc_graph"] = {**out[f"{variant}+sent={chosen:g}:gralc_graph"],
                                              "chosen": chosen}
     return out

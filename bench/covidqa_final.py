@@ -11,8 +11,10 @@ identically (top 20 chunk ids) through the index and through eval.py.
 
     python -m bench.covidqa_final --variant lora_lexical_small --epochs 2 --out results/covidqa_final
 
-``--sentence-evidence W``: export with ``model.sentence_evidence=W`` (with ``--reuse``, the
-model trained earlier is exported again with it).
+``--sentence-evidence W``: export with ``model.sentence_evidence=W``; several weights: the one
+with the best evidence MRR on the model's own dev split (the 20% of articles training held out
+for epoch selection), as ``bench.covidqa_cv`` chooses per fold. With ``--reuse`` the model
+trained earlier is exported again.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS
+from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, choose_sentence_evidence, dev_side
 from gralc.config import load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.model.persistence import export
@@ -41,6 +43,25 @@ def sh(*cmd: str) -> str:
                           stdout=subprocess.PIPE, text=True).stdout
 
 
+def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float, float]]:
+    """The export's ``model.sentence_evidence``: None (as trained), the one weight given, or the
+    weight with the best dev evidence MRR (dev split of training, all articles searched)."""
+    if len(args.sentence_evidence) <= 1:
+        return (args.sentence_evidence or [None])[0], {}
+    from gralc.evaluation.evidence import PieceCounter
+    from gralc.evaluation.methods import RunSettings
+    from gralc.pipeline import Pipeline, PipelineConfig
+    from gralc.retrieval.trained_scorer import TrainedScorer
+
+    pipe = Pipeline(load_config(PipelineConfig, None, [
+        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"]))
+    prepared = pipe.prepare(bench.documents, progress=False)
+    settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
+    dev = dev_side(bench, bench.documents, args.variant, args.set)
+    return choose_sentence_evidence(TrainedScorer.load(ckpt), ckpt, dev, prepared, pipe, settings,
+                                    args.sentence_evidence)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA))
@@ -48,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--set", nargs="*", default=[], help="extra train.py key=value overrides")
     ap.add_argument("--cli-questions", type=int, default=10)
-    ap.add_argument("--sentence-evidence", type=float, default=None, metavar="W",
-                    help="export with model.sentence_evidence=W (default: as trained)")
+    ap.add_argument("--sentence-evidence", type=float, nargs="*", default=[], metavar="W",
+                    help="export with model.sentence_evidence=W (several: chosen on the dev "
+                         "split; default: as trained)")
     ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_final")
@@ -62,11 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
     done = out / "train" / "result.json"
-    settings = {} if args.sentence_evidence is None else {"sentence_evidence": args.sentence_evidence}
     if args.reuse and done.is_file():
         result = json.loads(done.read_text())
     else:
         result = train(cfg)
+    bench = squad_benchmark(args.data)
+    chosen, dev_mrr = sentence_evidence(args, result["best_checkpoint"], bench)
+    settings = {} if chosen is None else {"sentence_evidence": chosen}
     exp = export(Path(result["best_checkpoint"]), out / "export", force=True, settings=settings)
     t_train = time.perf_counter() - t0
     index = out / "index"
@@ -80,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     metrics = next(rows["gralc_graph"] for name, rows in payload.items() if name != "run")
     from gralc.inference import Retriever
 
-    bench = squad_benchmark(args.data)
     retriever = Retriever.load(index)
     same_api = sum(
         [h.chunk.chunk_id for h in retriever.search(q.text, k=20)] == evaluated[q.id]
@@ -91,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                 sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
-          f"sentence evidence {args.sentence_evidence or 0.0}, "
+          f"sentence evidence {chosen} (dev ev MRR per weight: "
+          f"{ {f'{w:g}': round(v, 4) for w, v in dev_mrr.items()} }), "
           f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
     print(f"selected: {result['selected']}; learned values: "
           + ", ".join(f"{k}={v:.4f}" for k, v in result["learned_values"].items()))
@@ -100,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"identical top-20 through gralc.index + Retriever.search: {same_api}/{len(bench.questions)}; "
           f"through the gralc.search CLI: {same_cli}/{min(args.cli_questions, len(bench.questions))}")
     write_json_atomic(out / "final.json", run_metadata({
-        "args": vars(args), "train": result, "metrics": metrics, "same_api": same_api,
+        "args": vars(args), "train": result, "metrics": metrics, "sentence_evidence": chosen,
+        "dev_ev_mrr_by_weight": dev_mrr, "same_api": same_api,
         "same_cli": same_cli, "n_questions": len(bench.questions)}))
     return 0 if same_api == len(bench.questions) else 1
 
