@@ -9,6 +9,17 @@ from gralc.model.gralc_model import GraLCModel
 from gralc.pipeline import Pipeline
 from gralc.retrieval.trained_scorer import TrainedScorer
 
+
+def _untrained(cfg, datamodule):
+    """``(model at its initial values (seed 0), pipeline, three prepared corpus documents)``."""
+    torch.manual_seed(0)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim).eval()
+    pipeline = Pipeline(cfg.pipeline)
+    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
+    return model, pipeline, pipeline.prepare(docs, progress=False)
+
+
 QUESTION = "Did metformin titration reduce gastrointestinal adverse events in type 2 diabetes?"
 
 
@@ -46,11 +57,7 @@ def test_hybrid_scores_every_chunk_exactly(make_cfg, datamodule, tmp_path):
 def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
     """gralc.index streams documents in batches; the entity table must not depend on it."""
     cfg = make_cfg(tmp_path)
-    torch.manual_seed(0)
-    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
-    pipeline = Pipeline(cfg.pipeline)
-    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
-    prepared = pipeline.prepare(docs, progress=False)
+    model, pipeline, prepared = _untrained(cfg, datamodule)
     whole = TrainedScorer(model, cfg.pipeline)
     one = whole.chunk(pipeline, prepared)
     parts = TrainedScorer(model, cfg.pipeline)
@@ -96,11 +103,7 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
     from gralc.model.chunk_set import ChunkSet
 
     cfg = make_cfg(tmp_path, "model.sentence_evidence=0.4")
-    torch.manual_seed(0)
-    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim).eval()
-    pipeline = Pipeline(cfg.pipeline)
-    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids[:3]]
-    prepared = pipeline.prepare(docs, progress=False)
+    model, pipeline, prepared = _untrained(cfg, datamodule)
     scorer = TrainedScorer(model, cfg.pipeline)
     chunks = scorer.chunk(pipeline, prepared)
     units = scorer.unit_chunks
