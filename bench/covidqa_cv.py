@@ -91,6 +91,11 @@ VARIANTS = {
                                 "model.sentence_evidence=0.3",
                                 "pipeline.chunking.boundary.min_tokens=32",
                                 "pipeline.chunking.boundary.max_tokens=256"],
+    # the same, plus an InfoNCE on the chunks' cosine alone (optim.dense_weight)
+    "lora_lexical_small_dense": ["lora.enabled=true", "model.use_lexical=true",
+                                 "optim.dense_weight=1.0",
+                                 "pipeline.chunking.boundary.min_tokens=32",
+                                 "pipeline.chunking.boundary.max_tokens=256"],
     # the same, the lexical term's BM25 in training with the training corpus's term statistics
     "lora_lexical_small_corpus": ["lora.enabled=true", "model.use_lexical=true",
                                   "optim.lexical_stats=corpus",

@@ -59,7 +59,10 @@ class OptimConfig:
     its term statistics (document frequencies, mean length) in training: ``batch``, the
     batch's own chunks (a few dozen, or encoder windows of them), or ``corpus``, the chunks
     of every training-corpus document at the start of training, as an index of the corpus
-    scores them at inference (validation always scores against the whole dev corpus)."""
+    scores them at inference (validation always scores against the whole dev corpus).
+    ``dense_weight``: weight of a second InfoNCE on the chunks' cosine alone (0: off), so the
+    dense part is trained to find the evidence on its own, not only where the lexical term
+    leaves it a margin to fill."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -68,6 +71,7 @@ class OptimConfig:
     temperature: float = 0.05
     evidence_cut_weight: float = 0.0
     lexical_stats: str = "batch"
+    dense_weight: float = 0.0
 
 
 @dataclass
@@ -330,6 +334,8 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         raise ConfigError(
             f"optim.lexical_stats must be 'batch' or 'corpus', got {cfg.optim.lexical_stats!r}"
         )
+    if cfg.optim.dense_weight < 0:
+        raise ConfigError(f"optim.dense_weight must be >= 0, got {cfg.optim.dense_weight}")
     if cfg.optim.evidence_cut_weight < 0:
         raise ConfigError(
             f"optim.evidence_cut_weight must be >= 0, got {cfg.optim.evidence_cut_weight}"

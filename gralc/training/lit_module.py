@@ -242,17 +242,16 @@ class GraLCLitModule(pl.LightningModule):
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
         lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
-        scores = self.model.score(q, q_ent, q_mask, chunks, lexical,
-                                  self.unit_lexical(examples, docs, chunks)) / self.optim.temperature
+        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
+                                                self.unit_lexical(examples, docs, chunks))
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
-        loss = (
-            torch.logsumexp(scores, dim=1)
-            - torch.logsumexp(scores.masked_fill(~positive, float("-inf")), dim=1)
-        ).mean()
+        loss = self.info_nce(scores, positive)
+        if self.optim.dense_weight > 0:
+            loss = loss + self.optim.dense_weight * self.info_nce(cos, positive)
         if self.optim.scalar_anchor > 0:
             loss = loss + self.optim.scalar_anchor * self.anchor_penalty()
         if self.optim.evidence_cut_weight > 0:
@@ -260,6 +259,15 @@ class GraLCLitModule(pl.LightningModule):
                 examples, docs[: len(examples)]
             )
         return loss, chunks.n_chunks
+
+    def info_nce(self, scores: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+        """Multi-positive InfoNCE of ``scores`` (Q, K) at ``optim.temperature``, mean over
+        questions; ``positive`` (Q, K) marks each question's positive chunks."""
+        logits = scores / self.optim.temperature
+        return (
+            torch.logsumexp(logits, dim=1)
+            - torch.logsumexp(logits.masked_fill(~positive, float("-inf")), dim=1)
+        ).mean()
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]

@@ -457,3 +457,35 @@ def test_training_scores_chunks_with_sentence_evidence_when_set(datamodule, make
     with torch.no_grad():
         m = lit.retrieval_metrics(datamodule.val_batch())
     assert 0 < m["ev_mrr"] <= 1
+
+
+def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path):
+    """optim.dense_weight: the batch loss adds an InfoNCE over the chunks' cosine alone, which
+    reaches the token fusion but not the lexical weight (the cosine does not depend on it)."""
+    cfg = make_cfg(tmp_path, LEXICAL, "optim.dense_weight=0.5")
+    model = _model(datamodule, cfg).eval()  # no dropout: the three passes below see one model
+    lit = GraLCLitModule(model, cfg.optim)
+    batch = next(iter(datamodule.train_dataloader()))
+    both = lit.batch_loss(batch)[0]
+    lit.optim = replace(cfg.optim, dense_weight=0.0)
+    hybrid = lit.batch_loss(batch)[0]
+    # the added term, by hand: positives as the loss marks them, logits = cos / temperature
+    examples = batch.examples
+    cached, docs = lit.training_views(batch)
+    chunks = model(docs, soft=True)
+    q, q_ent, q_mask = lit.queries(examples)
+    lexical = lit.lexical_scores(examples, docs, chunks, None)
+    cos = model.score_parts(q, q_ent, q_mask, chunks, lexical)[1] / cfg.optim.temperature
+    terms = []
+    for i, (e, f) in enumerate(zip(examples, cached)):
+        pos = [chunks.starts[i] + k for k in e.positives.resolve(f, chunks.spans[i])]
+        terms.append(torch.logsumexp(cos[i], 0) - torch.logsumexp(cos[i, pos], 0))
+    expected = torch.stack(terms).mean()
+    assert float(both - hybrid) == pytest.approx(0.5 * expected.item(), rel=1e-4)
+    model.zero_grad()
+    lit.info_nce(model.score_parts(q, q_ent, q_mask, chunks, lexical)[1],
+                 torch.ones_like(cos, dtype=torch.bool).tril()).backward()
+    assert model.fusion.lam.grad.abs().sum() > 0 and model.fusion.mlp[0].weight.grad.abs().sum() > 0
+    assert model.lexical.logit.grad is None or model.lexical.logit.grad.abs() == 0
+    with pytest.raises(ConfigError, match="dense_weight"):
+        validate(make_cfg(tmp_path, "optim.dense_weight=-1"))
