@@ -92,6 +92,7 @@ class GraLCLitModule(pl.LightningModule):
         self.windows_per_doc = windows_per_doc
         self._token_ids: dict[str, list[int]] = {}  # doc id -> content-token ids (LoRA windows)
         self.term_stats: TermStats | None = None  # optim.lexical_stats=corpus, on_fit_start
+        self.loss_parts: dict[str, float] = {}  # the last batch loss's weighted terms
         # the scalars' values at construction (the config's initial values, also on resume:
         # the checkpoint is loaded afterwards), the anchor of optim.scalar_anchor
         self.scalar_init = {
@@ -235,7 +236,9 @@ class GraLCLitModule(pl.LightningModule):
 
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
-        """Multi-positive InfoNCE over the batch (mean over questions), and the chunk count."""
+        """Multi-positive InfoNCE over the batch (mean over questions) plus the optional terms
+        (``optim.dense_weight``, ``scalar_anchor``, ``evidence_cut_weight``), and the chunk
+        count; the weighted terms are kept in ``loss_parts`` for the logger."""
         examples = batch.examples
         cached, docs = self.training_views(batch)
         chunks = self.model(docs, soft=True, units=self.uses_units)
@@ -249,16 +252,18 @@ class GraLCLitModule(pl.LightningModule):
         for i, (e, f) in enumerate(zip(examples, cached)):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
-        loss = self.info_nce(scores, positive)
+        parts = {"hybrid": self.info_nce(scores, positive)}
         if self.optim.dense_weight > 0:
-            loss = loss + self.optim.dense_weight * self.info_nce(cos, positive)
+            parts["dense"] = self.optim.dense_weight * self.info_nce(cos, positive)
         if self.optim.scalar_anchor > 0:
-            loss = loss + self.optim.scalar_anchor * self.anchor_penalty()
+            parts["anchor"] = self.optim.scalar_anchor * self.anchor_penalty()
         if self.optim.evidence_cut_weight > 0:
-            loss = loss + self.optim.evidence_cut_weight * self.evidence_cut_loss(
+            parts["evidence_cut"] = self.optim.evidence_cut_weight * self.evidence_cut_loss(
                 examples, docs[: len(examples)]
             )
-        return loss, chunks.n_chunks
+        # the weighted terms, for the logger (train/loss_<term>) when there are several
+        self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
+        return sum(parts.values()), chunks.n_chunks
 
     def info_nce(self, scores: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
         """Multi-positive InfoNCE of ``scores`` (Q, K) at ``optim.temperature``, mean over
@@ -314,6 +319,8 @@ class GraLCLitModule(pl.LightningModule):
         n = len(batch.examples)
         self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=n, prog_bar=True)
         self.log("train/chunks_per_batch", float(n_chunks), batch_size=n)
+        for name, value in self.loss_parts.items():
+            self.log(f"train/loss_{name}", value, on_step=True, on_epoch=True, batch_size=n)
         return loss
 
     def on_before_optimizer_step(self, optimizer) -> None:
