@@ -252,9 +252,10 @@ class GraLCLitModule(pl.LightningModule):
         for i, (e, f) in enumerate(zip(examples, cached)):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
-        parts = {"hybrid": self.info_nce(scores, positive)}
+        temperature = self.optim.temperature
+        parts = {"hybrid": info_nce(scores, positive, temperature)}
         if self.optim.dense_weight > 0:
-            parts["dense"] = self.optim.dense_weight * self.info_nce(cos, positive)
+            parts["dense"] = self.optim.dense_weight * info_nce(cos, positive, temperature)
         if self.optim.scalar_anchor > 0:
             parts["anchor"] = self.optim.scalar_anchor * self.anchor_penalty()
         if self.optim.evidence_cut_weight > 0:
@@ -264,15 +265,6 @@ class GraLCLitModule(pl.LightningModule):
         # the weighted terms, for the logger (train/loss_<term>) when there are several
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
-
-    def info_nce(self, scores: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
-        """Multi-positive InfoNCE of ``scores`` (Q, K) at ``optim.temperature``, mean over
-        questions; ``positive`` (Q, K) marks each question's positive chunks."""
-        logits = scores / self.optim.temperature
-        return (
-            torch.logsumexp(logits, dim=1)
-            - torch.logsumexp(logits.masked_fill(~positive, float("-inf")), dim=1)
-        ).mean()
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]
@@ -411,13 +403,12 @@ class GraLCLitModule(pl.LightningModule):
         gold = torch.tensor(
             [[d == e.doc_id for d in doc_of] for e in batch.examples], device=scores.device
         )
-        logits = scores / NLL_TEMPERATURE
-        nll = torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~gold, -torch.inf), 1)
+        nll = info_nce(scores, gold, NLL_TEMPERATURE)
         mrr = self.mean_reciprocal_rank(scores, doc_of, batch.examples)
         mrr_cos = self.mean_reciprocal_rank(cos, doc_of, batch.examples)
         ev_mrr = self.evidence_reciprocal_rank(scores, doc_of, positives)
         return {"mrr": mrr, "mrr_cos": mrr_cos, "mrr_min": min(mrr, mrr_cos),
-                "nll": float(nll.mean()), "ev_mrr": ev_mrr}
+                "nll": float(nll), "ev_mrr": ev_mrr}
 
     def retrieval_mrr(self, batch: ValBatch) -> float:
         return self.retrieval_metrics(batch)["mrr"]
@@ -459,6 +450,16 @@ class GraLCLitModule(pl.LightningModule):
             "concept_dim": self.model.concept_dim,
             "learned_values": self.model.learned_values(),
         }
+
+
+def info_nce(scores: torch.Tensor, positive: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Multi-positive InfoNCE of ``scores`` (Q, K) at ``temperature``, mean over questions;
+    ``positive`` (Q, K) bool marks each question's positive chunks."""
+    logits = scores / temperature
+    return (
+        torch.logsumexp(logits, dim=1)
+        - torch.logsumexp(logits.masked_fill(~positive, float("-inf")), dim=1)
+    ).mean()
 
 
 def _asdict(cfg) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.retrieval.bm25 import BM25Index
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
-from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError
+from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError, info_nce
 from gralc.training.run import train
 
 #: Every learnable group of the model, by parameter-name prefix.
@@ -486,8 +486,8 @@ def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path)
     expected = torch.stack(terms).mean()
     assert float(both - hybrid) == pytest.approx(0.5 * expected.item(), rel=1e-4)
     model.zero_grad()
-    lit.info_nce(model.score_parts(q, q_ent, q_mask, chunks, lexical)[1],
-                 torch.ones_like(cos, dtype=torch.bool).tril()).backward()
+    info_nce(model.score_parts(q, q_ent, q_mask, chunks, lexical)[1],
+             torch.ones_like(cos, dtype=torch.bool).tril(), 0.05).backward()
     assert model.fusion.lam.grad.abs().sum() > 0 and model.fusion.mlp[0].weight.grad.abs().sum() > 0
     assert model.lexical.logit.grad is None or model.lexical.logit.grad.abs() == 0
     with pytest.raises(ConfigError, match="dense_weight"):
