@@ -24,6 +24,18 @@ articles, searched against the training folds' articles only).
 
     python -m bench.covidqa_cv --train --reuse --epochs 2 --variants lora_lexical_small \
         --rows multilevel_hybrid --sentence-evidence 0 0.2 0.3 0.5 --out results/cv_fix
+
+``--wise T ...`` scores each fold's model (first variant, with its dev-chosen sentence
+evidence) interpolated in weight space between its initial and selected checkpoints (WiSE-FT):
+a ``VARIANT+wise=T:gralc_graph`` row per T and ``+wise=cv`` with T chosen on the dev split.
+
+``--extend-from DIR`` continues each fold's run of an earlier ``--out DIR`` up to ``--epochs``
+(copied first: DIR stays as it was; the earlier epochs still compete for the checkpoint):
+
+    python -m bench.covidqa_cv --train --epochs 4 --extend-from results/cv_fix \
+        --variants lora_lexical_small --rows multilevel_hybrid bm25 \
+        --sentence-evidence 0 0.2 0.3 0.5 --set callbacks.checkpoint.monitor=val/ev_mrr \
+        --out results/cv_ep4
 """
 
 from __future__ import annotations
@@ -50,7 +62,7 @@ from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.runinfo import blas_kernel, run_metadata, seed_everything, write_json_atomic
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
-from gralc.training.run import train
+from gralc.training.run import copy_run, train
 
 logger = logging.getLogger("bench.covidqa_cv")
 REPO = Path(__file__).resolve().parents[1]
@@ -207,6 +219,53 @@ def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, be
     return out
 
 
+def interpolated_checkpoint(initial: str, trained: str, t: float, out: Path) -> str:
+    """A checkpoint whose every floating weight is ``(1 - t) * initial + t * trained`` (weight-
+    space interpolation between the untrained and the trained model, WiSE-FT; LoRA adapters
+    and scalars alike), the rest as in ``trained``; written to ``out`` (atomically)."""
+    from gralc.safe_load import load_torch
+
+    a = load_torch(initial, what="training checkpoint (.ckpt)")
+    b = load_torch(trained, what="training checkpoint (.ckpt)")
+    sa, sb = a["state_dict"], b["state_dict"]
+    if set(sa) != set(sb):
+        raise ValueError(f"{initial} and {trained} hold different weights: not one run's models")
+    b["state_dict"] = {k: torch.lerp(sa[k], v, t) if v.is_floating_point() else v
+                       for k, v in sb.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    torch.save(b, tmp)
+    tmp.replace(out)
+    return str(out)
+
+
+def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, prepared,
+              pipeline, settings) -> dict[str, dict]:
+    """Fold means of ``gralc_graph`` (sentence evidence ``weight``) for the models interpolated
+    between the fold's initial and selected checkpoints at each ``--wise`` t, plus ``cv``: the t
+    with the best evidence MRR on the fold's dev split."""
+    from gralc.retrieval.trained_scorer import TrainedScorer
+
+    run = Path(args.out) / variant / f"fold{fold}"
+    side = cv_side(bench, args.folds, fold, args.seed, "train")
+    dev = dev_side(side, side.documents, variant, args.set)
+    test = cv_side(bench, args.folds, fold, args.seed, "test")
+    dev_mrr, out = {}, {}
+    for t in args.wise:
+        path = interpolated_checkpoint(str(run / "initial.ckpt"), ckpt, t, run / f"wise-{t:g}.ckpt")
+        scorer = TrainedScorer.load(path)
+        _, mrr = choose_sentence_evidence(scorer, path, dev, prepared, pipeline, settings, [weight])
+        dev_mrr[t] = mrr[weight]
+        out[f"{variant}+wise={t:g}:gralc_graph"] = graph_row_means(
+            scorer, path, test, prepared, pipeline, settings, weight)
+    chosen = max(sorted(dev_mrr), key=lambda t: dev_mrr[t])
+    logger.warning("fold %d: interpolation t chosen on dev: %g (dev ev MRR %s)", fold, chosen,
+                   {f"{t:g}": round(v, 4) for t, v in dev_mrr.items()})
+    out[f"{variant}+wise=cv:gralc_graph"] = {**out[f"{variant}+wise={chosen:g}:gralc_graph"],
+                                             "chosen": chosen}
+    return out
+
+
 def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, list[float]]:
     """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch).
     ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
@@ -216,13 +275,19 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
 
         logger.warning("%s fold %d: reusing %s", variant, fold, done)
         return json.loads(done.read_text())["best_checkpoint"], []
+    run_dir = Path(args.out) / variant / f"fold{fold}"
+    resume = []
+    if args.extend_from:  # continue that run's fold for more epochs, in --out
+        if not run_dir.exists():
+            copy_run(Path(args.extend_from) / variant / f"fold{fold}", run_dir)
+        resume = ["resume=last"]
     overrides = [
         "data=squad", f"data.path={args.data}", f"data.cv_folds={args.folds}",
         f"data.cv_fold={fold}", f"data.cv_seed={args.seed}",
-        f"paths.output_dir={Path(args.out) / variant / f'fold{fold}'}",
+        f"paths.output_dir={run_dir}",
         f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
-        f"trainer.num_threads={args.threads}", *VARIANTS[variant], *args.set,
+        f"trainer.num_threads={args.threads}", *VARIANTS[variant], *args.set, *resume,
     ]
     cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
     timer = EpochTimer()
@@ -244,9 +309,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentence-evidence", type=float, nargs="*", default=[],
                     help="score each trained fold model of the first --variants entry with these "
                          "model.sentence_evidence weights (and the one chosen on dev per fold)")
+    ap.add_argument("--wise", type=float, nargs="*", default=[],
+                    help="score each fold's model (first --variants entry, its dev-chosen "
+                         "sentence evidence) interpolated in weight space between its initial "
+                         "and selected checkpoints at these t in [0, 1] (and the t chosen on dev)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse each fold's selected checkpoint of an earlier run in --out")
+    ap.add_argument("--extend-from", default=None,
+                    help="continue each fold's run of an earlier --out (copied into --out, "
+                         "the original untouched) up to --epochs instead of training afresh")
     ap.add_argument("--train-folds", type=int, nargs="+", default=None,
                     help="train only these folds (quick runs; the table then covers them only)")
     ap.add_argument("--threads", type=int, default=2)
@@ -255,6 +327,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/covidqa_cv")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    missing = [str(p) for v in args.variants for k in args.train_folds or range(args.folds)
+               if args.extend_from and not (p := Path(args.extend_from) / v / f"fold{k}"
+                                            / "checkpoints" / "last.ckpt").is_file()]
+    if any(not 0 <= t <= 1 for t in args.wise):
+        ap.error(f"--wise {args.wise}: interpolation weights must lie in [0, 1]")
+    if missing:  # before the untrained rows' minutes
+        ap.error(f"--extend-from {args.extend_from}: no run to continue at {', '.join(missing)}")
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
     t0 = time.perf_counter()
@@ -314,9 +393,15 @@ def main(argv: list[str] | None = None) -> int:
                 scorers[f"-{part}"] = TrainedScorer(
                     ablated(trained.model, part), trained.pipeline_config, ckpt,
                     concept_encoder=trained.concept_encoder)
+            weight = 0.0
             if args.sentence_evidence and variant == args.variants[0]:
                 for name, means in sentence_evidence_rows(args, k, variant, trained, ckpt, bench,
                                                           prepared, base_pipe, settings).items():
+                    per_fold.setdefault(name, []).append(means)
+                weight = per_fold[f"{variant}+sent=cv:gralc_graph"][-1]["chosen"]
+            if args.wise and variant == args.variants[0]:
+                for name, means in wise_rows(args, k, variant, ckpt, weight, bench, prepared,
+                                             base_pipe, settings).items():
                     per_fold.setdefault(name, []).append(means)
             for tag, scorer in scorers.items():
                 for r in evaluate_trained(ckpt, test, prepared, base_pipe, settings, scorer=scorer):
@@ -326,8 +411,8 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("%s fold %d done (%.0f s)", variant, k, time.perf_counter() - t0)
         for name, folds in per_fold.items():
             table[name] = {"folds": folds, "s_per_epoch": statistics.fmean(epochs) if epochs else None}
-            if name.endswith("+sent=cv:gralc_graph"):
-                print(f"{name}: weights chosen on dev per fold: {[f.pop('chosen') for f in folds]}")
+            if name.endswith(("+sent=cv:gralc_graph", "+wise=cv:gralc_graph")):
+                print(f"{name}: chosen on dev per fold: {[f.pop('chosen') for f in folds]}")
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, BLAS {blas_kernel()}; LoRA passes with lora.precision=auto: "

@@ -19,6 +19,9 @@ then the better of it and the best trained epoch by val/mrr (a trained epoch win
 run whose training only hurts the dev score returns its initial model
 (:func:`select_checkpoint`). ``learned_values`` are those of that selected model.
 
+``copy_run(src, dst)`` copies a finished run so that it can be continued for more epochs in a
+new directory (``resume=last`` there) without touching the original.
+
 ``resume="last"`` resolves ``checkpoints/last.ckpt`` explicitly and fails if it is missing
 (Lightning's ``ckpt_path="last"`` silently starts fresh, Lightning#14466). ``resume="auto"``
 (SLURM jobs, which may be requeued) takes the newest of ``last.ckpt`` and ``hpc_ckpt_*.ckpt``,
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import signal
 import uuid
 import warnings
@@ -96,6 +100,55 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
             f"(resume=PATH, e.g. one of {path.parent}/*.ckpt)"
         ) from None
     return str(path.resolve())
+
+
+#: what :func:`copy_run` takes from a run: the state a resume needs and the run's records
+_RUN_FILES = ("checkpoints", "initial.ckpt", "initial.json", "config.yaml", "run.json", "csv")
+
+
+def copy_run(src: str | Path, dst: str | Path) -> Path:
+    """Copy the finished training run ``src`` to the new directory ``dst`` so that
+    ``paths.output_dir=DST resume=last trainer.max_epochs=N`` continues it for more epochs
+    while ``src`` stays as it was. Its checkpoints, initial model and logs are copied (not its
+    result.json, W&B files or SLURM checkpoints); the checkpoint callbacks' paths inside
+    ``last.ckpt`` and initial.json's path are rewritten to ``dst``, so the epochs already
+    trained still compete for the best checkpoint (Lightning restores a callback's best score
+    only when its directory is unchanged). Refuses an existing ``dst``; nothing is written to
+    ``src``."""
+    src, dst = Path(src).resolve(), Path(dst).resolve()
+    last = src / "checkpoints" / "last.ckpt"
+    if not last.is_file():
+        raise FileNotFoundError(f"copy_run: {last} does not exist; {src} is not a training run "
+                                "with a checkpoint to continue (paths.output_dir of train.py)")
+    if dst.exists():
+        raise FileExistsError(f"copy_run: {dst} exists; give a new directory (nothing is "
+                              "overwritten)")
+    state = load_torch(last, what="training checkpoint (.ckpt)")  # checked before any copy
+
+    def rebase(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(str(src), str(dst))
+        if isinstance(value, dict):
+            return {rebase(k): rebase(v) for k, v in value.items()}
+        return value
+
+    tmp = dst.with_name(dst.name + ".partial")
+    if tmp.exists():
+        raise FileExistsError(f"copy_run: {tmp} exists (an interrupted copy?); remove it first")
+    tmp.mkdir(parents=True)
+    for name in _RUN_FILES:
+        if (src / name).is_dir():
+            shutil.copytree(src / name, tmp / name)
+        elif (src / name).is_file():
+            shutil.copy2(src / name, tmp / name)
+    state["callbacks"] = {k: rebase(v) for k, v in state["callbacks"].items()}
+    torch.save(state, tmp / "checkpoints" / "last.ckpt")
+    if (tmp / "initial.json").is_file():
+        info = json.loads((tmp / "initial.json").read_text())
+        info["path"] = str(dst / "initial.ckpt")
+        write_json_atomic(tmp / "initial.json", info)
+    tmp.replace(dst)  # the whole run appears at once
+    return dst
 
 
 def wandb_run_id(out: Path) -> str:

@@ -3,14 +3,16 @@ the W&B run id survives a restart; the DDP batch sampler gives each rank its own
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
+import pytest
 import pytorch_lightning as pl
 import torch
 
 from gralc.training.datamodule import NoDuplicateDocBatchSampler
-from gralc.training.run import resolve_resume, train, wandb_run_id
+from gralc.training.run import copy_run, resolve_resume, train, wandb_run_id
 
 
 def test_auto_without_checkpoints_starts_fresh(make_cfg, tmp_path):
@@ -67,3 +69,27 @@ def test_ddp_ranks_get_disjoint_equal_shares_of_the_batches():
     flat = [b for pair in zip(*shares) for b in pair]
     assert flat[: len(whole)] == whole  # interleaved shares = the single-process batches
     assert flat[len(whole) :] == whole[: len(flat) - len(whole)]  # padding repeats the first
+
+
+def test_copy_run_continues_a_finished_run_elsewhere(datamodule, make_cfg, tmp_path):
+    """A copied run resumes for more epochs in its new directory: the step count goes on,
+    the checkpoint callbacks point at the copy (so epoch 0 still competes for the best), and
+    the original's files are untouched."""
+    args = ("trainer.limit_train_batches=2", "callbacks.early_stopping.enabled=false")
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    train(make_cfg(src, "trainer.max_epochs=1", *args))
+    before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
+    with pytest.raises(FileExistsError, match="nothing is overwritten"):
+        copy_run(src, src)
+    with pytest.raises(FileNotFoundError, match="not a training run"):
+        copy_run(tmp_path / "missing", tmp_path / "new")
+    assert copy_run(src, dst) == dst.resolve()
+    state = torch.load(dst / "checkpoints" / "last.ckpt", weights_only=True)
+    paths = [v["best_model_path"] for v in state["callbacks"].values() if v.get("best_model_path")]
+    assert paths and all(p.startswith(str(dst.resolve())) for p in paths)
+    assert json.loads((dst / "initial.json").read_text())["path"] == str(dst.resolve() / "initial.ckpt")
+    first = FirstStep()
+    resumed = train(make_cfg(dst, "trainer.max_epochs=2", "resume=last", *args), callbacks=[first])
+    assert first.first == 2 and resumed["global_step"] == 4
+    assert resumed["trained_best_checkpoint"].startswith(str(dst.resolve()))
+    assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
