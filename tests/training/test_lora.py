@@ -76,7 +76,7 @@ def runs(make_cfg, tmp_path_factory):
     first, second = Record(), Record()
     result1 = train(make_cfg(out, *LORA, "trainer.max_epochs=1"), callbacks=[first])
     last = out / "checkpoints" / "last.ckpt"
-    ckpt1 = torch.load(last, weights_only=False)
+    ckpt1 = torch.load(last, weights_only=True)
     result2 = train(
         make_cfg(out, *LORA, "trainer.max_epochs=2", "resume=last"), callbacks=[second]
     )
@@ -99,7 +99,7 @@ def test_adapters_change_and_are_checkpointed(runs):
     assert all(not v.any() for k, v in start.items() if "lora_B" in k)  # B = 0 at the start
     assert all(v.abs().min() > 0 for k, v in end.items() if "lora_B" in k)  # every entry moved
     assert all(not torch.equal(start[k], end[k]) for k in start)  # A moved too
-    state = torch.load(runs["last"], weights_only=False)["state_dict"]
+    state = torch.load(runs["last"], weights_only=True)["state_dict"]
     saved = {k.removeprefix("encoder."): v for k, v in state.items() if k.startswith("encoder.")}
     assert saved.keys() == end.keys() and all(torch.equal(saved[k], end[k]) for k in end)
     assert all(".lora_" in k for k in saved)  # no frozen base weights in the checkpoint

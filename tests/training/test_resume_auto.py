@@ -55,7 +55,7 @@ def test_auto_resume_continues_the_step_count(datamodule, make_cfg, tmp_path):
     args = ("trainer.limit_train_batches=2", "callbacks.early_stopping.enabled=false", "resume=auto")
     fresh = train(make_cfg(tmp_path, "trainer.max_epochs=1", *args))
     assert fresh["global_step"] == 2
-    assert torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 2
+    assert torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 2
     first = FirstStep()
     resumed = train(make_cfg(tmp_path, "trainer.max_epochs=2", *args), callbacks=[first])
     assert first.first == 2 and resumed["global_step"] == 4

@@ -164,7 +164,7 @@ def test_checkpoint_export_reload_give_identical_scores(short_run, datamodule, t
     cfg, model, _, result, _ = short_run
     last = Path(result["last_checkpoint"])
     assert last.is_file() and not last.is_symlink()
-    ckpt = torch.load(last, weights_only=False)
+    ckpt = torch.load(last, weights_only=True)
     assert ckpt["global_step"] == result["global_step"]
     assert ckpt["gralc"]["run"]["git_hash"] and ckpt["gralc"]["train_config"]["seed"] == cfg.seed
     export(last, tmp_path / "export")
@@ -246,7 +246,7 @@ def test_killed_run_resumes_with_its_global_step(datamodule, make_cfg, tmp_path)
     with pytest.raises(Kill):
         train(make_cfg(tmp_path, "trainer.max_epochs=3", *args), callbacks=[KillAt(epoch=1)])
     last = tmp_path / "checkpoints" / "last.ckpt"
-    assert torch.load(last, weights_only=False)["global_step"] == 3  # epoch 0 done
+    assert torch.load(last, weights_only=True)["global_step"] == 3  # epoch 0 done
     first = FirstStep()
     result = train(
         make_cfg(tmp_path, "trainer.max_epochs=2", "resume=last", *args), callbacks=[first]
@@ -265,7 +265,7 @@ def test_nan_loss_stops_training_without_a_broken_checkpoint(datamodule, make_cf
     for path in (
         (tmp_path / "checkpoints").glob("*.ckpt") if (tmp_path / "checkpoints").exists() else []
     ):
-        state = torch.load(path, weights_only=False)["state_dict"]
+        state = torch.load(path, weights_only=True)["state_dict"]
         assert all(torch.isfinite(v).all() for v in state.values()), path
     lit = GraLCLitModule(model, cfg.optim)
     with pytest.raises(NonFiniteLossError, match="refusing to checkpoint"):
