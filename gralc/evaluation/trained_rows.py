@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -71,21 +72,35 @@ class TrainedSearcher:
         return _pairs(fuse(own_dense, _ranked(own, self.lexical[qi][idx]), self.fusion))
 
 
-def evaluate_trained(
-    model_path: str | Path,
+@dataclass
+class TrainedScores:
+    """A trained model's scores of one benchmark: its ``chunks`` (K), per question the
+    ``cosine`` (K,) of the KG-infused chunk vectors, the model's learned score ``graph``
+    (K,) and the ``lexical`` BM25 (K,) over the same chunks; the questions' vectors
+    ``queries`` (Q, d) from the encoder the model runs with; seconds spent chunking and
+    scoring."""
+
+    chunks: list[Chunk]
+    queries: torch.Tensor
+    cosine: list[torch.Tensor]
+    graph: list[torch.Tensor]
+    lexical: list[np.ndarray]
+    timings: dict[str, float]
+
+
+def trained_scores(
+    scorer: TrainedScorer,
     bench: Benchmark,
     prepared: list[PreparedDocument],
     pipeline: Pipeline,
-    settings: RunSettings | None = None,
-    scorer: TrainedScorer | None = None,
     prefix: str = "gralc",
-) -> list[MethodResult]:
-    """The trained rows on one benchmark (``scorer`` reuses an already loaded model). The
-    model runs with the pipeline settings saved in it (encoder, LoRA-adapted or not,
-    knowledge base, boundary window): where ``pipeline`` differs in any of them the documents
-    and questions are prepared again with the model's (``pipeline``'s runtime settings, e.g.
-    its encoder cache, are kept) and a warning names the differences."""
-    scorer = scorer or TrainedScorer.load(model_path)
+    model_path: str | Path = "",
+) -> TrainedScores:
+    """Chunk ``bench``'s documents with the trained model and score every question against
+    every chunk. The model runs with the pipeline settings saved in it (encoder, LoRA-adapted
+    or not, knowledge base, boundary window): where ``pipeline`` differs in any of them the
+    documents and questions are prepared again with the model's (``pipeline``'s runtime
+    settings, e.g. its encoder cache, are kept) and a warning names the differences."""
     own = with_runtime(scorer.pipeline_config, pipeline.config)
     differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
     if differ:  # a trained model always runs with the settings saved in it
@@ -97,7 +112,6 @@ def evaluate_trained(
     chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
     t_chunk = time.perf_counter() - t0
     vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
-    settings = settings or RunSettings()
     t1 = time.perf_counter()
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions])
     bm25 = BM25Index()
@@ -109,17 +123,40 @@ def evaluate_trained(
                                          lex if scorer.lexical else None)
         cosine.append(cos)
         graph.append(score)
-    t_score = time.perf_counter() - t1
+    return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, lexical,
+                         {"chunk_s": t_chunk, "score_s": time.perf_counter() - t1})
+
+
+def trained_rows(scores: TrainedScores, bench: Benchmark, settings: RunSettings,
+                 scorer: TrainedScorer, prefix: str = "gralc") -> list[MethodResult]:
+    """The four rows (:data:`ROWS`) of ``scores``, each scored like every baseline row."""
     out = []
     for name in ROWS:
-        searcher = TrainedSearcher(chunks, cosine if name.startswith("kg") else graph,
-                                   lexical if name.endswith("_hybrid") else None,
+        searcher = TrainedSearcher(scores.chunks,
+                                   scores.cosine if name.startswith("kg") else scores.graph,
+                                   scores.lexical if name.endswith("_hybrid") else None,
                                    settings.fusion, settings.fusion.candidates)
-        r = score_scorer(f"{prefix}_{name}", bench, chunks, searcher, settings,
-                         {"chunk_s": t_chunk, "score_s": t_score})
+        r = score_scorer(f"{prefix}_{name}", bench, scores.chunks, searcher, settings,
+                         scores.timings)
         r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
         out.append(r)
     return out
+
+
+def evaluate_trained(
+    model_path: str | Path,
+    bench: Benchmark,
+    prepared: list[PreparedDocument],
+    pipeline: Pipeline,
+    settings: RunSettings | None = None,
+    scorer: TrainedScorer | None = None,
+    prefix: str = "gralc",
+) -> list[MethodResult]:
+    """The trained rows on one benchmark (``scorer`` reuses an already loaded model; see
+    :func:`trained_scores` for the pipeline the model runs with)."""
+    scorer = scorer or TrainedScorer.load(model_path)
+    scores = trained_scores(scorer, bench, prepared, pipeline, prefix, model_path)
+    return trained_rows(scores, bench, settings or RunSettings(), scorer, prefix)
 
 
 def _ranked(chunks, scores) -> list:

@@ -72,7 +72,7 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
     from gralc.data.benchmarks import demo_benchmark
     from gralc.evaluation.evidence import PieceCounter
     from gralc.evaluation.methods import RunSettings
-    from gralc.evaluation.trained_rows import evaluate_trained
+    from gralc.evaluation.trained_rows import evaluate_trained, trained_rows, trained_scores
 
     cfg = make_cfg(tmp_path)
     torch.manual_seed(0)
@@ -91,6 +91,13 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
         assert 0 <= r.metrics["ev_recall@512wp"] <= 1 and 0 <= r.metrics["wa_ndcg@10"] <= 1
     kg, _, kg_hybrid, _ = rows
     assert [q["top"] for q in kg.per_query] != [q["top"] for q in kg_hybrid.per_query]
+    # the two halves of evaluate_trained: every question scored against every chunk, its
+    # vector kept (probes re-rank from these), and the same rows built from them
+    scores = trained_scores(scorer, bench, prepared, pipeline)
+    assert scores.queries.shape == (6, pipeline.encoder.dim)
+    assert all(s.shape == (len(scores.chunks),) for s in scores.graph + scores.cosine)
+    again = trained_rows(scores, bench, settings, scorer)
+    assert [q["top"] for r in again for q in r.per_query] == [q["top"] for r in rows for q in r.per_query]
 
 
 def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cfg, datamodule, tmp_path):
