@@ -161,6 +161,17 @@ def summary(folds: list[dict]) -> dict[str, tuple[float, float]]:
             for m in METRICS}
 
 
+def covidqa_setup(data: str, cache_dir: str):
+    """``(bench, pipeline, prepared documents, run settings)`` for the COVID-QA rows: the
+    SQuAD-format ``data``, eval.py's pipeline defaults (as the README's COVID-QA table, CPU,
+    encodings cached under ``cache_dir``), the metrics' cut-offs and word-piece counter."""
+    bench = squad_benchmark(data)
+    pipe = Pipeline(load_config(PipelineConfig, None, [
+        f"encoder.cache_dir={cache_dir}/encodings", "encoder.device=cpu"]))
+    prepared = pipe.prepare(bench.documents, progress=False)
+    return bench, pipe, prepared, RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
+
+
 def dev_side(bench, docs, variant: str, extra: list[str]):
     """The dev split training makes of ``bench``'s questions (by article, the variant's loader
     settings), searched against ``docs`` only."""
@@ -337,12 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
     t0 = time.perf_counter()
-    bench = squad_benchmark(args.data)
-    # the untrained rows with eval.py's pipeline defaults, as the README's COVID-QA table
-    base_pipe = Pipeline(load_config(PipelineConfig, None, [
-        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"]))
-    prepared = base_pipe.prepare(bench.documents, progress=False)
-    settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(base_pipe.encoder.tokenizer))
+    bench, base_pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir)
     fold_of = article_folds([d.id for d in bench.documents], args.folds, args.seed)
     specs = {m.name: m for m in DEFAULT_METHODS}
     table: dict[str, dict[str, Any]] = {}

@@ -29,16 +29,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.covidqa_cv import DEFAULT_DATA, METRICS, dev_side, summary
+from bench.covidqa_cv import DEFAULT_DATA, METRICS, covidqa_setup, dev_side, summary
 from gralc.chunking.chunk import Chunk
-from gralc.config import load_config
-from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import cv_side
-from gralc.evaluation.evidence import PieceCounter
-from gralc.evaluation.methods import RunSettings
 from gralc.evaluation.trained_rows import TrainedScores, trained_rows, trained_scores
 from gralc.model.hybrid_scorer import normalise_lexical
-from gralc.pipeline import Pipeline, PipelineConfig
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
@@ -104,11 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--run {args.run}: no fold result at {', '.join(missing)}")
     seed_everything(args.seed)
     t0 = time.perf_counter()
-    bench = squad_benchmark(args.data)
-    pipe = Pipeline(load_config(PipelineConfig, None, [
-        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"]))
-    prepared = pipe.prepare(bench.documents, progress=False)
-    settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
+    bench, pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir)
     rows: dict[str, list[dict]] = {}
     for k, path in enumerate(results):
         ckpt = json.loads(path.read_text())["best_checkpoint"]
