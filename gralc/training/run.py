@@ -255,7 +255,8 @@ def validate_initial(trainer: pl.Trainer, lit: GraLCLitModule, dm: GraLCDataModu
     ``trainer.validate`` before ``trainer.fit`` (checkpoint callbacks skip outside fitting)."""
     metrics = {k: float(v) for k, v in trainer.validate(lit, datamodule=dm, verbose=False)[0].items()}
     path = out / "initial.ckpt"
-    trainer.save_checkpoint(path)
+    # the untrained weights only: no optimiser exists before fit (and Lightning then says so)
+    trainer.save_checkpoint(path, weights_only=True)
     if trainer.is_global_zero:
         write_json_atomic(out / "initial.json", {"metrics": metrics, "path": str(path)})
     logger.info("initial model: %s (%s)", metrics, path)

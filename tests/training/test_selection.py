@@ -13,6 +13,7 @@ from pytorch_lightning.callbacks import Callback
 from gralc.config import ConfigError
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import load_model
+from gralc.safe_load import load_torch
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.run import select_checkpoint, train
@@ -61,6 +62,9 @@ def test_training_that_only_hurts_returns_the_initial_model(datamodule, make_cfg
     assert _same_parameters(loaded, initial)
     assert result["learned_values"] == pytest.approx(initial.learned_values())
     assert not _same_parameters(loaded, model)  # the final, scrambled model was not exported
+    # initial.ckpt holds the weights only (no optimiser existed yet) and loads without unpickling
+    state = load_torch(result["best_checkpoint"], what="checkpoint")
+    assert "state_dict" in state and "optimizer_states" not in state and "callbacks" not in state
 
 
 def test_useless_training_keeps_the_initial_values(datamodule, make_cfg, tmp_path):
