@@ -93,6 +93,12 @@ VARIANTS = {
     "lora_lexical_small": ["lora.enabled=true", "model.use_lexical=true",
                            "pipeline.chunking.boundary.min_tokens=32",
                            "pipeline.chunking.boundary.max_tokens=256"],
+    # the same, wider adapters: rank 16 on every attention and feed-forward Linear
+    "lora_lexical_small_wide": ["lora.enabled=true", "model.use_lexical=true",
+                                "lora.r=16", "lora.alpha=32",
+                                "lora.target_modules=[query,key,value,dense]",
+                                "pipeline.chunking.boundary.min_tokens=32",
+                                "pipeline.chunking.boundary.max_tokens=256"],
     # the same, boundaries also trained to keep evidence inside one chunk (evidence-cut loss)
     "lora_lexical_small_cuts": ["lora.enabled=true", "model.use_lexical=true",
                                 "optim.evidence_cut_weight=1.0",
