@@ -16,6 +16,7 @@ Directory layout::
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -37,6 +38,10 @@ from gralc.retrieval.faiss_index import (
     write_chunks,
 )
 from gralc.retrieval.ranking import rank_chunks
+
+# bm25s sets its own logger to DEBUG on import, so every index build logs "Building index
+# from tokens" whatever the application configured; NOTSET makes it follow the application.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 VOCAB_FILE = "vocab.tokenizer.json"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -86,3 +87,14 @@ def test_corpus_term_stats_score_a_subset_as_the_corpus_index_does(index: BM25In
         bm25_matrix(queries, TEXTS, BM25Config(method="bm25+"), stats=stats)
     with pytest.raises(ValueError, match="at least one text"):
         TermStats.from_texts([])
+
+
+def test_building_an_index_logs_nothing_below_the_application_level(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """bm25s forces its logger to DEBUG on import; ours makes it follow the application's
+    level, so a bench run at WARNING is not flooded with one line per index build."""
+    caplog.set_level(logging.WARNING)  # the root level, as the CLIs' basicConfig sets it
+    caplog.handler.setLevel(logging.NOTSET)  # the handler itself lets every record through
+    BM25Index().index([Chunk(doc_id="d", chunk_id="d::0", text=TEXTS[0], char_start=0,
+                             char_end=len(TEXTS[0]))])
+    assert not [r for r in caplog.records if r.name.startswith("bm25s")]
