@@ -31,9 +31,14 @@ def main(argv: list[str] | None = None) -> int:
                              "(model.sentence_evidence; 0: chunks alone); default: the checkpoint's")
     parser.add_argument("--evidence-sentences", type=int, default=None, metavar="K",
                         help="sentences per group for --sentence-evidence (model.evidence_sentences)")
+    parser.add_argument("--late-interaction", type=float, default=None, metavar="M",
+                        help="mix the MaxSim of the question's word-pieces with each chunk's "
+                             "token vectors into the score at weight M (model.late_interaction; "
+                             "0: off); default: the checkpoint's")
     args = parser.parse_args(argv)
     settings = {k: v for k, v in (("sentence_evidence", args.sentence_evidence),
-                                  ("evidence_sentences", args.evidence_sentences)) if v is not None}
+                                  ("evidence_sentences", args.evidence_sentences),
+                                  ("late_interaction", args.late_interaction)) if v is not None}
     try:
         out = export(args.checkpoint, args.out, force=args.force, settings=settings)
     except (FileNotFoundError, ValueError) as exc:  # OutputDirError included
@@ -43,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     print(OmegaConf.to_yaml(exported.learned_values), end="")
     m = exported.model_config
     print(f"sentence evidence: {m.get('sentence_evidence', 0.0)} "
-          f"({m.get('evidence_sentences', 1)} sentence(s) per group)")
+          f"({m.get('evidence_sentences', 1)} sentence(s) per group); "
+          f"late interaction: {m.get('late_interaction', 0.0)}")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
     print(f"exported to {out}")

@@ -307,6 +307,30 @@ class DocumentEncoder:
                            len(long), long[0], len(lengths[long[0]]), limit, self.model_id)
         return self.encode_texts(texts)
 
+    @torch.inference_mode()
+    def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The questions' word-piece vectors for late interaction: ``(vectors (Q, L, d)
+        float32, mask (Q, L) bool)``, special tokens and padding masked out, each question
+        read as :meth:`encode_queries` reads it (its first ``query_max_length`` word-pieces)."""
+        blank = [i for i, t in enumerate(texts) if not t or not t.strip()]
+        if blank:
+            raise ValueError(f"question(s) {blank[:5]} are blank: a search needs words to match")
+        if not texts:
+            return torch.zeros(0, 0, self.dim), torch.zeros(0, 0, dtype=torch.bool)
+        special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
+        parts: list[torch.Tensor] = []
+        for text in texts:  # one at a time, unpadded: a question's vectors never depend on its batch
+            ids = torch.tensor([self.tokenizer(text, truncation=True,
+                                               max_length=self.query_max_length)["input_ids"]])
+            hidden = self._forward(ids, torch.ones_like(ids))[0]
+            parts.append(hidden[~torch.isin(ids[0], special)])
+        width = max(p.shape[0] for p in parts)
+        vectors = torch.zeros(len(parts), width, self.dim)
+        mask = torch.zeros(len(parts), width, dtype=torch.bool)
+        for i, p in enumerate(parts):
+            vectors[i, : p.shape[0]], mask[i, : p.shape[0]] = p, True
+        return vectors, mask
+
     @staticmethod
     def pool_spans(
         tokens: TokenEmbeddings, spans: list[tuple[int, int]], normalize: bool = False

@@ -20,7 +20,9 @@ class ChunkSet:
     ``spans`` / ``boundaries`` are empty for a set rebuilt from an index. ``units``: the
     sentence units of :mod:`gralc.model.sentence_evidence` as a ChunkSet of their own, with
     ``unit_pairs`` (2, P) int64 rows (chunk row, unit row) of every overlapping pair; None when
-    the chunks are scored alone.
+    the chunks are scored alone. ``token_vectors`` (T, d) / ``token_chunk`` (T,) int64: the
+    chunks' unit-length token vectors and the chunk row of each, for late interaction
+    (:mod:`gralc.model.late_interaction`); None when not kept.
     """
 
     vectors: torch.Tensor
@@ -30,6 +32,8 @@ class ChunkSet:
     boundaries: list[torch.Tensor] = field(default_factory=list)
     units: ChunkSet | None = None
     unit_pairs: torch.Tensor | None = None
+    token_vectors: torch.Tensor | None = None
+    token_chunk: torch.Tensor | None = None
 
     @property
     def n_chunks(self) -> int:

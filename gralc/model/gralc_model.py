@@ -25,6 +25,7 @@ from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
 from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm
+from gralc.model.late_interaction import chunk_tokens, maxsim, with_late_interaction
 from gralc.model.sentence_evidence import overlap_pairs, sentence_unit_spans, with_sentence_evidence
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
@@ -57,6 +58,12 @@ class ModelConfig:
     (``model(docs, soft, units=True)``: training, validation, the trained scorer, an index and
     eval.py alike). The weight is not learned but chosen by cross-validation; an export may
     change it (``gralc.export --sentence-evidence``).
+
+    ``late_interaction`` (m in [0, 1), 0 = off): the score then mixes in the MaxSim of the
+    question's word-piece vectors with the chunk's token vectors
+    (:mod:`gralc.model.late_interaction`), at inference only (chunks made with
+    ``model(docs, soft=False, tokens=True)``); chosen by cross-validation, set at export
+    (``gralc.export --late-interaction``).
     """
 
     use_kg: bool = True
@@ -82,8 +89,13 @@ class ModelConfig:
     soft_extend: int = 64
     sentence_evidence: float = 0.0
     evidence_sentences: int = 1
+    late_interaction: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.late_interaction < 1.0:
+            raise ValueError(
+                f"model.late_interaction must lie in [0, 1) (0: no token-level MaxSim), got "
+                f"{self.late_interaction}")
         if not 0.0 <= self.sentence_evidence < 1.0:
             raise ValueError(
                 f"model.sentence_evidence must lie in [0, 1) (0: chunks scored alone), got "
@@ -198,7 +210,8 @@ class GraLCModel(nn.Module):
             raise ValueError(f"decoder must be 'peak' or 'dp', got {decoder!r}")
         return spans_from_cuts([int(x) for x in cuts], n)
 
-    def forward(self, docs: list[DocFeatures], soft: bool, units: bool = False) -> ChunkSet:
+    def forward(self, docs: list[DocFeatures], soft: bool, units: bool = False,
+                tokens: bool = False) -> ChunkSet:
         """Chunk and embed ``docs``: the one path of training (``soft=True``) and inference.
 
         Per document: H', u' (:meth:`enrich`), b (:meth:`boundaries`), hard spans decoded from
@@ -207,8 +220,11 @@ class GraLCModel(nn.Module):
         the paper's late chunking), and the u' of every concept with a mention entirely
         inside a chunk (as ``make_chunk`` fills ``Chunk.entity_ids``). ``units``: also the
         sentence units (``evidence_sentences`` per unit, plain means of H') in
-        ``ChunkSet.units`` with their overlap pairs."""
+        ``ChunkSet.units`` with their overlap pairs. ``tokens``: also the chunks' token
+        vectors for late interaction (:func:`~gralc.model.late_interaction.chunk_tokens`)."""
         vecs, ent_vecs, ent_rows, spans_per, bs = [], [], [], [], []
+        tok_vecs: list[torch.Tensor] = []
+        tok_rows: list[torch.Tensor] = []
         unit_parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, Spans]] = []
         pairs: list[torch.Tensor] = []
         k = n_units = 0
@@ -224,6 +240,10 @@ class GraLCModel(nn.Module):
                 vecs.append(soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend))
             else:
                 vecs.append(torch.stack([h_prime[s:e].mean(0) for s, e in spans]))
+            if tokens:
+                tv, tr = chunk_tokens(h_prime, spans, k)
+                tok_vecs.append(tv)
+                tok_rows.append(tr)
             concepts, chunk_of = span_concepts(f.mention_tokens, spans)
             ent_vecs.append(u_prime[concepts.to(u_prime.device)])
             ent_rows.append(chunk_of + k)
@@ -259,6 +279,10 @@ class GraLCModel(nn.Module):
             boundaries=bs,
             units=unit_set,
             unit_pairs=torch.cat(pairs, dim=1).to(device) if pairs else None,
+            token_vectors=(torch.cat(tok_vecs) if tok_vecs else torch.zeros(0, self.token_dim))
+            if tokens else None,
+            token_chunk=(torch.cat(tok_rows) if tok_rows else torch.zeros(0, dtype=torch.long))
+            if tokens else None,
         )
 
     @staticmethod
@@ -291,6 +315,7 @@ class GraLCModel(nn.Module):
         chunks: ChunkSet,
         lexical: torch.Tensor | None = None,
         unit_lexical: torch.Tensor | None = None,
+        q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
@@ -299,13 +324,23 @@ class GraLCModel(nn.Module):
         question against each chunk (required then, ignored otherwise). With
         ``sentence_evidence`` > 0 and ``chunks.units``, the score mixes in each chunk's best
         unit (scored the same way, ``unit_lexical`` (Q, U) their BM25); cos and kg_prox
-        stay the chunks' own."""
+        stay the chunks' own. With ``late_interaction`` > 0 and ``chunks.token_vectors``,
+        the score then mixes in the MaxSim of ``q_tokens`` (``(Q, L, d)`` word-piece vectors,
+        ``(Q, L)`` bool mask; required then) with each chunk's tokens."""
         score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
         w = self.config.sentence_evidence
         if w > 0 and chunks.units is not None:
             unit_score = self._score_parts(q, q_ent, q_mask, chunks.units, unit_lexical,
                                            "unit_lexical=(Q, U): the units")[0]
             score = with_sentence_evidence(score, unit_score, chunks.unit_pairs, w)
+        m = self.config.late_interaction
+        if m > 0 and chunks.token_vectors is not None:
+            if q_tokens is None:
+                raise ValueError(
+                    f"this model scores with late interaction (model.late_interaction={m}): pass "
+                    "the questions' word-piece vectors (q_tokens=(Q, L, d), (Q, L) mask)")
+            late = maxsim(*q_tokens, chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
+            score = with_late_interaction(score, late.to(score.dtype), m)
         return score, cos, prox
 
     def _score_parts(self, q, q_ent, q_mask, chunks: ChunkSet, lexical,

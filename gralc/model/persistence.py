@@ -186,8 +186,8 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 
 
 #: ModelConfig keys that only change how a trained model scores (never its weights): an
-#: export may set them (``gralc.export --sentence-evidence``)
-INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences")
+#: export may set them (``gralc.export --sentence-evidence``, ``--late-interaction``)
+INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction")
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 ENTITY_FILE = "chunk_entities.safetensors"
 UNITS_FILE = "sentence_units.safetensors"
 UNIT_CHUNKS_FILE = "sentence_units.jsonl"
+TOKENS_FILE = "chunk_tokens.safetensors"
 
 
 class TrainedScorer:
@@ -45,7 +46,10 @@ class TrainedScorer:
     inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to. A model with
     ``sentence_evidence`` > 0 also keeps its sentence units (:mod:`gralc.model.sentence_evidence`):
     ``unit_chunks`` (U records, level ``sentences``), their :class:`ChunkSet` ``units`` and
-    ``unit_pairs`` (2, P) rows (chunk row, unit row); their BM25 is built on first use."""
+    ``unit_pairs`` (2, P) rows (chunk row, unit row); their BM25 is built on first use. A
+    model with ``late_interaction`` > 0 also keeps the chunks' token vectors
+    ``token_vectors`` (T, d) and their chunk rows ``token_chunk`` (T,)
+    (:mod:`gralc.model.late_interaction`; 4 bytes x d per token in memory, 2 in an index)."""
 
     def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
                  concept_embedder: ConceptEmbedder | None = None,
@@ -62,6 +66,8 @@ class TrainedScorer:
         self._reset_units()
 
     def _reset_units(self) -> None:
+        self.token_vectors: torch.Tensor | None = None
+        self.token_chunk: torch.Tensor | None = None
         self.unit_chunks: list[Chunk] = []
         self.units: ChunkSet | None = None
         self.unit_pairs: torch.Tensor | None = None
@@ -71,6 +77,11 @@ class TrainedScorer:
     def uses_units(self) -> bool:
         """The model mixes sentence evidence into chunk scores (``model.sentence_evidence``)."""
         return self.model.config.sentence_evidence > 0
+
+    @property
+    def uses_tokens(self) -> bool:
+        """The model mixes late interaction into chunk scores (``model.late_interaction``)."""
+        return self.model.config.late_interaction > 0
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
@@ -125,7 +136,7 @@ class TrainedScorer:
             self._reset_units()
         boundary_cfg = pipeline.config.chunking.boundary
         feats = [doc_features(p, pipeline, self.embedder(pipeline), boundary_cfg) for p in prepared]
-        made = self.model(feats, soft=False, units=self.uses_units)
+        made = self.model(feats, soft=False, units=self.uses_units, tokens=self.uses_tokens)
         vecs = F.normalize(made.vectors, dim=-1).numpy().astype(np.float32)
         chunks: list[Chunk] = []
         for p, f, spans, b in zip(prepared, feats, made.spans, made.boundaries):
@@ -144,6 +155,12 @@ class TrainedScorer:
         self.entity_vectors, self.entity_chunk = new_vecs, new_rows
         if made.units is not None:
             self._add_units(prepared, feats, made, strategy)
+        if made.token_vectors is not None:
+            rows = made.token_chunk + self.n_chunks
+            if self.token_vectors is not None:
+                made.token_vectors = torch.cat([self.token_vectors, made.token_vectors])
+                rows = torch.cat([self.token_chunk, rows])
+            self.token_vectors, self.token_chunk = made.token_vectors, rows
         self.n_chunks += len(chunks)
         return chunks
 
@@ -193,33 +210,46 @@ class TrainedScorer:
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
                   chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
+                  q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
         :meth:`GraLCModel.score_parts`, the scoring of training and validation; ``lexical``
         (K,): the question's BM25 over the same chunks, required when :attr:`lexical`. With
         sentence evidence, every chunk of :meth:`chunk` must be given (the units' overlap
-        pairs index them); the units' BM25 is computed here."""
+        pairs index them); the units' BM25 is computed here. With late interaction, likewise
+        (the token rows index them); ``q_tokens``: the question's word-piece vectors
+        (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
+        None."""
         chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
         if self.entity_vectors is None:
             chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
         unit_lex = None
         if self.uses_units:
-            if self.units is None or chunk_vecs.shape[0] != self.n_chunks:
-                raise ValueError(
-                    f"{self.source or 'this model'} scores chunks with sentence evidence "
-                    f"(model.sentence_evidence={self.model.config.sentence_evidence}): score all "
-                    f"{self.n_chunks} chunks of chunk() (got {chunk_vecs.shape[0]}), or rebuild "
-                    "the index with this model")
+            self._require_all(chunk_vecs, self.units, "sentence evidence", "sentence_evidence")
             chunks.units, chunks.unit_pairs = self.units, self.unit_pairs
             if self.lexical:
                 unit_lex = torch.as_tensor(self.unit_lexical(question), dtype=torch.float32)[None]
+        if self.uses_tokens:
+            self._require_all(chunk_vecs, self.token_vectors, "late interaction", "late_interaction")
+            chunks.token_vectors, chunks.token_chunk = self.token_vectors, self.token_chunk
+            if q_tokens is None:
+                q_tokens = pipeline.encoder.encode_query_tokens([question])
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
         lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
         score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex,
-                                                  unit_lex)
+                                                  unit_lex, q_tokens)
         return score[0], cos[0], prox[0]
+
+    def _require_all(self, chunk_vecs: torch.Tensor, state, what: str, key: str) -> None:
+        """Raise unless ``chunk_vecs`` are all the chunks of :meth:`chunk` and ``state`` (the
+        per-chunk data of ``what``, indexed by chunk row) was kept for them."""
+        if state is None or chunk_vecs.shape[0] != self.n_chunks:
+            raise ValueError(
+                f"{self.source or 'this model'} scores chunks with {what} "
+                f"(model.{key}={getattr(self.model.config, key)}): score all {self.n_chunks} "
+                f"chunks of chunk() (got {chunk_vecs.shape[0]}), or rebuild the index with this model")
 
     def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
                dense: list[tuple[Chunk, float]], chunk_vecs: torch.Tensor | None = None,
@@ -245,6 +275,9 @@ class TrainedScorer:
 
         save_file({"vectors": self.entity_vectors.contiguous(), "chunk": self.entity_chunk},
                   str(Path(directory) / ENTITY_FILE))
+        if self.token_vectors is not None:  # float16 holds them exactly (chunk_tokens rounds)
+            save_file({"vectors": self.token_vectors.half().contiguous(),
+                       "chunk": self.token_chunk.contiguous()}, str(Path(directory) / TOKENS_FILE))
         if self.units is not None:
             from gralc.retrieval.faiss_index import write_chunks
 
@@ -264,6 +297,16 @@ class TrainedScorer:
         self.entity_vectors, self.entity_chunk = state["vectors"], state["chunk"]
         self.n_chunks = len(chunks)
         self._reset_units()
+        if self.uses_tokens:
+            tpath = Path(directory) / TOKENS_FILE
+            if not tpath.is_file():
+                raise FileNotFoundError(f"{tpath} missing: the model scores with late interaction; "
+                                        "rebuild the index with --model")
+            t = load_file(str(tpath))
+            self.token_vectors, self.token_chunk = t["vectors"].float(), t["chunk"]
+            if self.token_vectors.shape[0] != self.token_chunk.shape[0] or (
+                    self.token_chunk.numel() and int(self.token_chunk.max()) >= self.n_chunks):
+                raise ValueError(f"{tpath} does not match the index's chunks: rebuild the index")
         if self.uses_units:
             from gralc.retrieval.faiss_index import read_chunks
 

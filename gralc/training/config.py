@@ -313,6 +313,11 @@ def validate(cfg: TrainConfig) -> TrainConfig:
                 f"lora.precision must be one of {', '.join(PRECISIONS)}, got {cfg.lora.precision!r}"
             )
     validate_mix(cfg)
+    if cfg.model.late_interaction > 0:
+        raise ConfigError(
+            f"model.late_interaction={cfg.model.late_interaction}: late interaction is applied at "
+            "inference only (training would ignore it); train with 0 and set it on the trained "
+            "model: `python -m gralc.export CKPT --out DIR --late-interaction M`")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if not 0.0 <= cfg.loader.holdout_fraction < 1.0:

@@ -160,3 +160,44 @@ def replace_model(model, **settings):
     m = copy.deepcopy(model)
     m.config = replace(m.config, **settings)
     return m
+
+
+def test_late_interaction_mixes_each_chunk_maxsim_into_its_score(make_cfg, datamodule, tmp_path):
+    """model.late_interaction=m: every chunk's score is (1 - m) * its score without it + m *
+    the mean over the question's word-pieces of their best cosine with the chunk's enriched
+    token vectors (brute force); chunking in batches changes nothing; a subset is refused."""
+    import pytest
+
+    cfg = make_cfg(tmp_path)
+    model, pipeline, prepared = _untrained(cfg, datamodule)
+    scorer = TrainedScorer(replace_model(model, late_interaction=0.3), cfg.pipeline)
+    chunks = scorer.chunk(pipeline, prepared)
+    vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
+    q = pipeline.encoder.encode_queries([QUESTION])[0]
+    score = scorer.score_all(pipeline, QUESTION, q, vecs)[0]
+    alone = TrainedScorer(model, cfg.pipeline)
+    assert [c.chunk_id for c in alone.chunk(pipeline, prepared)] == [c.chunk_id for c in chunks]
+    own = alone.score_all(pipeline, QUESTION, q, vecs)[0]
+
+    q_tok, q_mask = pipeline.encoder.encode_query_tokens([QUESTION])
+    pieces = torch.nn.functional.normalize(q_tok[0, q_mask[0]], dim=-1)
+    n_special = len(pipeline.encoder.tokenizer(QUESTION)["input_ids"]) - int(q_mask.sum())
+    assert n_special == 2  # [CLS] and [SEP] are not matched
+    expected = own.clone()
+    for k, c in enumerate(chunks):
+        h_prime = model.enrich(datamodule.data.features[c.doc_id])[0][c.token_start:c.token_end]
+        h = torch.nn.functional.normalize(h_prime, dim=-1)
+        expected[k] = 0.7 * own[k] + 0.3 * (pieces @ h.T).max(1).values.mean()
+    assert torch.allclose(score, expected, atol=2e-3)  # token vectors kept in float16 precision
+    assert not torch.allclose(score, own, atol=1e-3)
+
+    parts = TrainedScorer(scorer.model, cfg.pipeline)
+    parts.chunk(pipeline, prepared[:1])
+    parts.chunk(pipeline, prepared[1:], reset=False)
+    assert torch.equal(parts.token_chunk, scorer.token_chunk)
+    assert torch.equal(parts.score_all(pipeline, QUESTION, q, vecs)[0], score)
+    with pytest.raises(ValueError, match="late interaction"):
+        scorer.score_all(pipeline, QUESTION, q, vecs[:3])
+    # a question's word-piece vectors do not depend on the other questions asked with it
+    both, mask2 = pipeline.encoder.encode_query_tokens([QUESTION, "Why?"])
+    assert torch.equal(both[0][mask2[0]], q_tok[0][q_mask[0]])

@@ -296,13 +296,15 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
 
 
-@pytest.mark.parametrize("run, sentences", [("short_run", None), ("lexical_run", None),
-                                            ("lexical_run", 0.3)])
-def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, request, tmp_path):
+@pytest.mark.parametrize("run, sentences, late", [("short_run", None, None),
+                                                  ("lexical_run", None, None),
+                                                  ("lexical_run", 0.3, None),
+                                                  ("lexical_run", 0.3, 0.4)])
+def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, late, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
     models=[...] (its gralc_graph row) return the same ranking for a question (with the
-    lexical term too: BM25 saved with the index; and exported with sentence evidence: the
-    sentence units saved with the index)."""
+    lexical term too: BM25 saved with the index; exported with sentence evidence: the
+    sentence units saved with the index; and with late interaction: the token vectors)."""
     from gralc.data.benchmarks import demo_benchmark
     from gralc.data.demo import DEMO_DIR
     from gralc.evaluation.evidence import PieceCounter
@@ -313,11 +315,13 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, req
     from gralc.retrieval.trained_scorer import TrainedScorer
 
     result = request.getfixturevalue(run)[3]
-    settings = {} if sentences is None else {"sentence_evidence": sentences}
+    settings = {k: v for k, v in (("sentence_evidence", sentences), ("late_interaction", late))
+                if v is not None}
     out = export(Path(result["last_checkpoint"]), tmp_path / "export", settings=settings)
     Retriever.build(DEMO_DIR / "articles", model=out).save(tmp_path / "index")
     assert TrainedScorer.load(out).uses_units == (sentences is not None)
     assert (tmp_path / "index" / "sentence_units.safetensors").is_file() == (sentences is not None)
+    assert (tmp_path / "index" / "chunk_tokens.safetensors").is_file() == (late is not None)
     bench = demo_benchmark()
     bench.questions = bench.questions[:3]
     searched = [[h.chunk.chunk_id for h in Retriever.load(tmp_path / "index").search(q.text, k=10)]
@@ -417,7 +421,7 @@ def test_corpus_term_stats_give_the_batch_the_corpus_index_scores(datamodule, ma
         validate(make_cfg(tmp_path, "optim.lexical_stats=global"))
 
 
-def test_export_sets_only_inference_settings_and_validates_them_first(short_run, tmp_path):
+def test_export_sets_only_inference_settings_and_validates_them_first(short_run, make_cfg, tmp_path):
     """gralc.export --sentence-evidence: stored in the export; any other key, or a bad value,
     is refused before anything is written."""
     from gralc.model.persistence import load_trained
@@ -431,7 +435,14 @@ def test_export_sets_only_inference_settings_and_validates_them_first(short_run,
         export(ckpt, tmp_path / "bad_key", settings={"beta_init": 0.1})
     with pytest.raises(ValueError, match="sentence_evidence"):
         export(ckpt, tmp_path / "bad_value", settings={"sentence_evidence": 1.5})
-    assert not (tmp_path / "bad_key").exists() and not (tmp_path / "bad_value").exists()
+    with pytest.raises(ValueError, match="late_interaction"):
+        export(ckpt, tmp_path / "bad_late", settings={"late_interaction": 1.0})
+    assert not any((tmp_path / d).exists() for d in ("bad_key", "bad_value", "bad_late"))
+    late = export(ckpt, tmp_path / "late", settings={"late_interaction": 0.4})
+    assert load_trained(late).model.config.late_interaction == 0.4
+    # training never applies it: refused at load, with the command that sets it
+    with pytest.raises(ConfigError, match="gralc.export"):
+        validate(make_cfg(tmp_path, "model.late_interaction=0.4"))
 
 
 def test_training_scores_chunks_with_sentence_evidence_when_set(datamodule, make_cfg, tmp_path):
