@@ -14,7 +14,8 @@ identically (top 20 chunk ids) through the index and through eval.py.
 ``--sentence-evidence W``: export with ``model.sentence_evidence=W``; several weights: the one
 with the best evidence MRR on the model's own dev split (the 20% of articles training held out
 for epoch selection), as ``bench.covidqa_cv`` chooses per fold. With ``--reuse`` the model
-trained earlier is exported again.
+trained earlier is exported again. ``--late-interaction M``: export with
+``model.late_interaction=M`` (the index then stores the chunks' token vectors).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentence-evidence", type=float, nargs="*", default=[], metavar="W",
                     help="export with model.sentence_evidence=W (several: chosen on the dev "
                          "split; default: as trained)")
+    ap.add_argument("--late-interaction", type=float, default=None, metavar="M",
+                    help="export with model.late_interaction=M (chosen by bench.late_interaction_cv; "
+                         "default: as trained, off)")
     ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_final")
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         result = train(cfg)
     bench = squad_benchmark(args.data)
     chosen, dev_mrr = sentence_evidence(args, result["best_checkpoint"], bench)
-    settings = {} if chosen is None else {"sentence_evidence": chosen}
+    settings = {k: v for k, v in (("sentence_evidence", chosen),
+                                  ("late_interaction", args.late_interaction)) if v is not None}
     exp = export(Path(result["best_checkpoint"]), out / "export", force=True, settings=settings)
     t_train = time.perf_counter() - t0
     index = out / "index"
@@ -114,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
-          f"sentence evidence {chosen} (dev ev MRR per weight: "
+          f"late interaction {args.late_interaction}, sentence evidence {chosen} (dev ev MRR per weight: "
           f"{ {f'{w:g}': round(v, 4) for w, v in dev_mrr.items()} }), "
           f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
     print(f"selected: {result['selected']}; learned values: "

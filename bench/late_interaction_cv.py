@@ -1,0 +1,140 @@
+"""Late interaction (``model.late_interaction``) on COVID-QA, by cross-validation by article.
+
+For each fold of an earlier ``bench.covidqa_cv`` run (``--run``, e.g.
+``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
+(``best-*.ckpt``) models score every chunk as the ``gralc_graph`` row does, with sentence
+evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
+``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; the product's own
+chunk tokens, question word-pieces and MaxSim; a check asserts the model's ``score_all``
+gives the same scores). ``m`` is chosen per fold on the fold's dev split (its training
+articles only, searched among them), then scored on the held-out fold (searched among all 49
+articles): the ``m=cv`` rows.
+
+    python -m bench.late_interaction_cv --run results/cv_rec01/lora_lexical_small \
+        --train-folds 0 1 --sentence-evidence 0.3
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
+from gralc.data.folds import cv_side
+from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
+from gralc.evaluation.metrics import reciprocal_rank
+from gralc.evaluation.trained_rows import trained_scores
+from gralc.model.late_interaction import maxsim
+from gralc.pipeline import Pipeline, with_runtime
+from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.runinfo import run_metadata, write_json_atomic
+
+METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
+           "wa_ndcg@10", "mrr")
+
+
+def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float):
+    """``(chunks, model scores (Q, K) without late interaction, MaxSim (Q, K))`` of every
+    question of ``bench`` against its documents, sentence evidence ``weight``."""
+    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
+    pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
+    prepared = pipe.prepare(bench.documents, progress=False)
+    s = trained_scores(scorer, bench, prepared, pipe)
+    graph = torch.stack(s.graph)
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.5)
+    scorer.chunk(pipe, prepared)  # the same chunks, now with their token vectors
+    q_tok, q_mask = pipe.encoder.encode_query_tokens([q.text for q in bench.questions])
+    late = maxsim(q_tok, q_mask, scorer.token_vectors, scorer.token_chunk, len(s.chunks))
+    vecs = torch.from_numpy(np.stack([c.embedding for c in s.chunks]))
+    for i in range(min(3, len(bench.questions))):  # the product's score is this mix
+        lex = s.lexical[i] if scorer.lexical else None
+        got = scorer.score_all(pipe, bench.questions[i].text, s.queries[i], vecs, lex)[0]
+        assert torch.allclose(got, 0.5 * graph[i] + 0.5 * late[i], atol=1e-5), "mix differs"
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.0)
+    return s.chunks, graph.numpy(), late.numpy()
+
+
+def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
+    """Evidence metrics of the ranking by ``score`` (Q, K), averaged over the questions."""
+    docs = {d.id: d for d in bench.documents}
+    doc_of = np.array([c.doc_id for c in chunks])
+    rows = []
+    for i, q in enumerate(bench.questions):
+        run = [chunks[j] for j in rank_order(chunks, score[i], settings.depth)]
+        own = np.flatnonzero(doc_of == q.gold_doc_id)
+        within = [chunks[own[j]] for j in rank_order([chunks[j] for j in own], score[i][own], 10)]
+        m = evidence_metrics(run, q.gold_doc_id, resolve_evidence(q, docs[q.gold_doc_id]),
+                             ks=(5,), budgets=(256, 512, 1024), piece_ends=settings.pieces,
+                             within_article=within)
+        m["mrr"] = reciprocal_rank([c.doc_id for c in run], q.gold_doc_id)
+        rows.append(m)
+    return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="a bench.covidqa_cv variant folder (fold0, ...)")
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--sentence-evidence", type=float, default=0.3)
+    ap.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8])
+    ap.add_argument("--cache-dir", default="data/cache")
+    ap.add_argument("--out", default=None, help="folder for late_interaction.json (default: --run)")
+    args = ap.parse_args(argv)
+    if 0.0 not in args.weights or any(not 0 <= m < 1 for m in args.weights):
+        ap.error(f"--weights {args.weights}: each in [0, 1), 0 included (the row without it)")
+    missing = [str(p) for k in args.train_folds for p in [Path(args.run) / f"fold{k}" / "initial.ckpt"]
+               if not p.is_file() or not list((p.parent / "checkpoints").glob("best-*.ckpt"))]
+    if missing:
+        ap.error(f"--run {args.run}: no finished fold at {', '.join(missing)} (initial.ckpt and "
+                 "checkpoints/best-*.ckpt): run bench.covidqa_cv --train first")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    t0 = time.perf_counter()
+    bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
+    table: dict[str, list[dict]] = {}
+    for k in args.train_folds:
+        folder = Path(args.run) / f"fold{k}"
+        best = sorted((folder / "checkpoints").glob("best-*.ckpt"))[-1]
+        side = cv_side(bench, args.folds, k, args.seed, "train")
+        dev = dev_side(side, side.documents, "lora_lexical_small", [])
+        test = cv_side(bench, args.folds, k, args.seed, "test")
+        for tag, ckpt in (("untrained", folder / "initial.ckpt"), ("trained", best)):
+            scorer = TrainedScorer.load(ckpt)
+            chunks, graph, late = scored(scorer, dev, base_pipe, args.sentence_evidence)
+            dev_mrr = {m: means(dev, chunks, (1 - m) * graph + m * late, settings)["ev_mrr"]
+                       for m in args.weights}
+            chosen = max(sorted(dev_mrr), key=lambda m: dev_mrr[m])  # ties: the smaller
+            chunks, graph, late = scored(scorer, test, base_pipe, args.sentence_evidence)
+            for m in args.weights:
+                table.setdefault(f"{tag} m={m:g}", []).append(
+                    means(test, chunks, (1 - m) * graph + m * late, settings))
+            table.setdefault(f"{tag} m=cv", []).append(
+                {**table[f"{tag} m={chosen:g}"][-1], "chosen": chosen})
+            print(f"fold {k} {tag}: dev ev MRR {({f'{m:g}': round(v, 4) for m, v in dev_mrr.items()})}"
+                  f", chosen m={chosen:g} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article (seed {args.seed}); "
+          f"sentence evidence W={args.sentence_evidence:g}; models: {args.run}\n")
+    print("| row | " + " | ".join(METRICS) + " | m chosen on dev |")
+    print("|---|" + "---|" * (len(METRICS) + 1))
+    for name, folds in table.items():
+        cells = [f"{statistics.fmean(f[m] for f in folds):.4f}" for m in METRICS]
+        chosen = [f["chosen"] for f in folds if "chosen" in f]
+        print(f"| {name} | " + " | ".join(cells) + f" | {chosen or ''} |")
+    write_json_atomic(Path(args.out or args.run) / "late_interaction.json",
+                      run_metadata({"args": vars(args), "rows": table,
+                                    "seconds": time.perf_counter() - t0}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
