@@ -114,6 +114,11 @@ VARIANTS = {
                                  "optim.dense_weight=1.0",
                                  "pipeline.chunking.boundary.min_tokens=32",
                                  "pipeline.chunking.boundary.max_tokens=256"],
+    # the same, trained with late interaction in the score (ColBERT-style MaxSim, weight 0.6)
+    "lora_lexical_small_late": ["lora.enabled=true", "model.use_lexical=true",
+                                "optim.late_interaction=0.6",
+                                "pipeline.chunking.boundary.min_tokens=32",
+                                "pipeline.chunking.boundary.max_tokens=256"],
     # the same, the lexical term's BM25 in training with the training corpus's term statistics
     "lora_lexical_small_corpus": ["lora.enabled=true", "model.use_lexical=true",
                                   "optim.lexical_stats=corpus",

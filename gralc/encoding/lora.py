@@ -225,6 +225,26 @@ class LoraEncoder(nn.Module):
             pooled.append((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9))
         return F.normalize(torch.cat(pooled), p=2, dim=1)
 
+    def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The questions' word-piece vectors ``(vectors (Q, L, d) float32 on CPU, mask (Q, L)
+        bool)``, special tokens and padding masked out, truncated as
+        ``DocumentEncoder.encode_query_tokens`` reads them; with gradient (padded batches of
+        ``batch_size``: equal to the one-at-a-time inference path up to float rounding)."""
+        enc = self.encoder
+        special = torch.tensor(sorted(set(enc.tokenizer.all_special_ids)))
+        vectors, masks = [], []
+        for b in range(0, len(texts), enc.config.batch_size):
+            batch = enc.tokenizer(texts[b : b + enc.config.batch_size], padding=True,
+                                  truncation=True, max_length=enc.query_max_length,
+                                  return_tensors="pt")
+            vectors.append(self._hidden(batch["input_ids"], batch["attention_mask"]).cpu())
+            masks.append(batch["attention_mask"].bool() & ~torch.isin(batch["input_ids"], special))
+        if not vectors:
+            return torch.zeros(0, 0, enc.dim), torch.zeros(0, 0, dtype=torch.bool)
+        width = max(v.shape[1] for v in vectors)
+        return (torch.cat([F.pad(v, (0, 0, 0, width - v.shape[1])) for v in vectors]),
+                torch.cat([F.pad(m, (0, width - m.shape[1])) for m in masks]))
+
     # ----- saving ---------------------------------------------------------------------------
     def digest(self) -> str:
         """:func:`adapter_digest` of the current adapters."""

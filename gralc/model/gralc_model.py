@@ -211,7 +211,7 @@ class GraLCModel(nn.Module):
         return spans_from_cuts([int(x) for x in cuts], n)
 
     def forward(self, docs: list[DocFeatures], soft: bool, units: bool = False,
-                tokens: bool = False) -> ChunkSet:
+                tokens: bool = False, token_grad: bool = False) -> ChunkSet:
         """Chunk and embed ``docs``: the one path of training (``soft=True``) and inference.
 
         Per document: H', u' (:meth:`enrich`), b (:meth:`boundaries`), hard spans decoded from
@@ -221,7 +221,8 @@ class GraLCModel(nn.Module):
         inside a chunk (as ``make_chunk`` fills ``Chunk.entity_ids``). ``units``: also the
         sentence units (``evidence_sentences`` per unit, plain means of H') in
         ``ChunkSet.units`` with their overlap pairs. ``tokens``: also the chunks' token
-        vectors for late interaction (:func:`~gralc.model.late_interaction.chunk_tokens`)."""
+        vectors for late interaction (:func:`~gralc.model.late_interaction.chunk_tokens`;
+        ``token_grad``: exact, with their gradient, for a training loss)."""
         vecs, ent_vecs, ent_rows, spans_per, bs = [], [], [], [], []
         tok_vecs: list[torch.Tensor] = []
         tok_rows: list[torch.Tensor] = []
@@ -241,7 +242,7 @@ class GraLCModel(nn.Module):
             else:
                 vecs.append(torch.stack([h_prime[s:e].mean(0) for s, e in spans]))
             if tokens:
-                tv, tr = chunk_tokens(h_prime, spans, k)
+                tv, tr = chunk_tokens(h_prime, spans, k, exact=token_grad)
                 tok_vecs.append(tv)
                 tok_rows.append(tr)
             concepts, chunk_of = span_concepts(f.mention_tokens, spans)

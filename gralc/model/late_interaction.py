@@ -8,6 +8,8 @@ enriched H' the chunk was pooled from), and a chunk's score becomes
 (``model.late_interaction``) is chosen by cross-validation, not learned, and is applied at
 inference only (an export may set it: ``gralc.export --late-interaction``); token vectors are
 kept in float16 precision, so an index stores them at half size and every path scores alike.
+Training may put the same mix in its loss (``optim.late_interaction``): token vectors then
+keep their gradient and full precision (``exact=True``).
 (Khattab & Zaharia, SIGIR 2020, "ColBERT": late interaction over BERT token vectors.)
 """
 
@@ -17,17 +19,19 @@ import torch
 import torch.nn.functional as F
 
 
-def chunk_tokens(h_prime: torch.Tensor, spans: list[tuple[int, int]], first_row: int
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def chunk_tokens(h_prime: torch.Tensor, spans: list[tuple[int, int]], first_row: int,
+                 exact: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(token vectors (T, d), chunk row (T,))`` of every token inside ``spans`` of one
-    document's H' (N, d): L2-normalised, rounded to float16 precision (kept as float32),
-    chunk rows numbered from ``first_row``."""
+    document's H' (N, d): L2-normalised, rounded to float16 precision (kept as float32) and
+    detached, or with ``exact`` (training) float32 with their gradient; chunk rows numbered
+    from ``first_row``."""
     if not spans:
         return h_prime.new_zeros(0, h_prime.shape[1]), torch.zeros(0, dtype=torch.long)
-    vecs = torch.cat([h_prime[s:e] for s, e in spans]).detach()
+    vecs = torch.cat([h_prime[s:e] for s, e in spans])
     rows = torch.cat([torch.full((e - s,), first_row + i, dtype=torch.long)
                       for i, (s, e) in enumerate(spans)])
-    return F.normalize(vecs.float(), dim=-1).half().float(), rows
+    unit = F.normalize(vecs.float(), dim=-1)
+    return (unit, rows) if exact else (unit.detach().half().float(), rows)
 
 
 def maxsim(q_tokens: torch.Tensor, q_mask: torch.Tensor, token_vectors: torch.Tensor,
@@ -37,18 +41,19 @@ def maxsim(q_tokens: torch.Tensor, q_mask: torch.Tensor, token_vectors: torch.Te
     ``token_chunk`` (T,) their chunk row) of each of the ``n_chunks`` chunks; a chunk
     without tokens gets -1."""
     q = F.normalize(q_tokens.float(), dim=-1)
-    out = q.new_zeros(q.shape[0], n_chunks)
     rows = token_chunk.to(q.device)
+    out = []
     for i in range(q.shape[0]):  # one question at a time: (L, T) similarities
         qi = q[i, q_mask[i]]
         if not qi.shape[0]:
+            out.append(q.new_zeros(n_chunks))
             continue
         sim = qi @ token_vectors.to(q.device).T
         best = torch.full((qi.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=q.device)
         best = best.scatter_reduce(1, rows.expand(qi.shape[0], -1), sim, reduce="amax",
                                    include_self=True)
-        out[i] = best.mean(0)
-    return out
+        out.append(best.mean(0))
+    return torch.stack(out) if out else q.new_zeros(0, n_chunks)
 
 
 def with_late_interaction(scores: torch.Tensor, late: torch.Tensor, weight: float) -> torch.Tensor:

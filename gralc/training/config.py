@@ -62,7 +62,11 @@ class OptimConfig:
     scores them at inference (validation always scores against the whole dev corpus).
     ``dense_weight``: weight of a second InfoNCE on the chunks' cosine alone (0: off), so the
     dense part is trained to find the evidence on its own, not only where the lexical term
-    leaves it a margin to fill."""
+    leaves it a margin to fill. ``late_interaction``: weight ``m`` of late interaction in the
+    training score, ``(1 - m) * score + m * MaxSim`` (ColBERT-style: the questions' word-piece
+    vectors, re-encoded through the adapters, against the chunks' enriched token vectors,
+    with gradient through both; 0: off; LoRA only). Inference mixes it in only where the
+    export sets ``model.late_interaction``."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -72,6 +76,7 @@ class OptimConfig:
     evidence_cut_weight: float = 0.0
     lexical_stats: str = "batch"
     dense_weight: float = 0.0
+    late_interaction: float = 0.0
 
 
 @dataclass
@@ -316,8 +321,9 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     if cfg.model.late_interaction > 0:
         raise ConfigError(
             f"model.late_interaction={cfg.model.late_interaction}: late interaction is applied at "
-            "inference only (training would ignore it); train with 0 and set it on the trained "
-            "model: `python -m gralc.export CKPT --out DIR --late-interaction M`")
+            "inference only (training would ignore it); train with 0 (optim.late_interaction=M "
+            "puts it in the training loss) and set it on the trained model: "
+            "`python -m gralc.export CKPT --out DIR --late-interaction M`")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if not 0.0 <= cfg.loader.holdout_fraction < 1.0:
@@ -341,6 +347,13 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         )
     if cfg.optim.dense_weight < 0:
         raise ConfigError(f"optim.dense_weight must be >= 0, got {cfg.optim.dense_weight}")
+    if not 0 <= cfg.optim.late_interaction < 1:
+        raise ConfigError(
+            f"optim.late_interaction must be in [0, 1), got {cfg.optim.late_interaction}")
+    if cfg.optim.late_interaction > 0 and not cfg.lora.enabled:
+        raise ConfigError(
+            f"optim.late_interaction={cfg.optim.late_interaction} trains MaxSim through the "
+            "encoder's adapters: set lora.enabled=true (or optim.late_interaction=0)")
     if cfg.optim.evidence_cut_weight < 0:
         raise ConfigError(
             f"optim.evidence_cut_weight must be >= 0, got {cfg.optim.evidence_cut_weight}"

@@ -22,6 +22,9 @@ question's evidence, ``n - 1`` other windows of it (same-document negatives) and
 of each extra negative document; validation encodes whole documents
 (:func:`~gralc.model.doc_features.adapted_features`), as inference does. Positives are
 resolved against the cached features of the same window (the supervision stays fixed).
+With ``optim.late_interaction = m > 0`` the score is ``(1 - m) * score + m * MaxSim`` of the
+questions' adapted word-piece vectors against the chunks' H' token vectors (ColBERT-style),
+so both sides of the late interaction inference can mix in are trained for it.
 
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
 the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
@@ -44,6 +47,7 @@ from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window
 from gralc.model.gralc_model import GraLCModel
+from gralc.model.late_interaction import maxsim, with_late_interaction
 from gralc.retrieval.bm25 import TermStats, bm25_matrix
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
@@ -236,17 +240,25 @@ class GraLCLitModule(pl.LightningModule):
 
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
-        """Multi-positive InfoNCE over the batch (mean over questions) plus the optional terms
+        """Multi-positive InfoNCE over the batch (mean over questions; the score with MaxSim
+        mixed in at ``optim.late_interaction`` when > 0) plus the optional terms
         (``optim.dense_weight``, ``scalar_anchor``, ``evidence_cut_weight``), and the chunk
         count; the weighted terms are kept in ``loss_parts`` for the logger."""
         examples = batch.examples
         cached, docs = self.training_views(batch)
-        chunks = self.model(docs, soft=True, units=self.uses_units)
+        late = self.optim.late_interaction
+        chunks = self.model(docs, soft=True, units=self.uses_units, tokens=late > 0,
+                            token_grad=True)
         spans_per, starts = chunks.spans, chunks.starts
         q, q_ent, q_mask = self.queries(examples)
         lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
         scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
                                                 self.unit_lexical(examples, docs, chunks))
+        if late > 0:  # ColBERT-style: MaxSim in the training score, gradient through both sides
+            q_tok, q_tok_mask = self.encoder.encode_query_tokens([e.text for e in examples])
+            sim = maxsim(q_tok.to(self.device), q_tok_mask.to(self.device), chunks.token_vectors,
+                         chunks.token_chunk, chunks.n_chunks)
+            scores = with_late_interaction(scores, sim.to(scores.dtype), late)
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
