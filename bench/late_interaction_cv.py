@@ -12,6 +12,10 @@ articles): the ``m=cv`` rows.
 
     python -m bench.late_interaction_cv --run results/cv_rec01/lora_lexical_small \
         --train-folds 0 1 --sentence-evidence 0.3
+
+``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
+``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
+several sessions, e.g. folds 0-1, 2 and 3-4).
 """
 
 from __future__ import annotations
@@ -79,9 +83,49 @@ def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
     return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
 
 
+def print_table(table: dict[str, list[dict]]) -> None:
+    """Markdown table: per row, mean ± std over its folds of every metric, and the m chosen."""
+    print("| row | " + " | ".join(METRICS) + " | m chosen on dev |")
+    print("|---|" + "---|" * (len(METRICS) + 1))
+    for name, folds in table.items():
+        vals = [[f[m] for f in folds] for m in METRICS]
+        cells = [f"{statistics.fmean(v):.3f} ± {statistics.pstdev(v):.3f}" if len(v) > 1
+                 else f"{v[0]:.4f}" for v in vals]
+        chosen = [f["chosen"] for f in folds if "chosen" in f]
+        print(f"| {name} | " + " | ".join(cells) + f" | {chosen or ''} |")
+
+
+def pool(runs: list[str]) -> int:
+    """Print one table over the folds of every RUN's ``late_interaction.json``."""
+    import json
+
+    table: dict[str, list[dict]] = {}
+    folds: list[int] = []
+    for run in runs:
+        path = Path(run) / "late_interaction.json"
+        if not path.is_file():
+            raise SystemExit(f"--pool {run}: no {path} (run bench.late_interaction_cv --run {run} first)")
+        saved = json.loads(path.read_text())
+        overlap = sorted(set(folds) & set(saved["args"]["train_folds"]))
+        if overlap:
+            raise SystemExit(f"--pool {run}: fold(s) {overlap} already pooled from another run")
+        folds += saved["args"]["train_folds"]
+        for name, rows in saved["rows"].items():
+            table.setdefault(name, []).extend(rows)
+    n = {len(v) for v in table.values()}
+    if len(n) != 1:
+        raise SystemExit(f"--pool: the runs do not share their rows (fold counts {sorted(n)}); "
+                         "pool runs made with the same --weights")
+    print(f"\n# pooled: folds {sorted(folds)} from {', '.join(runs)}\n")
+    print_table(table)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", required=True, help="a bench.covidqa_cv variant folder (fold0, ...)")
+    ap.add_argument("--run", help="a bench.covidqa_cv variant folder (fold0, ...)")
+    ap.add_argument("--pool", nargs="+", metavar="RUN",
+                    help="only print one table over these runs' late_interaction.json")
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
@@ -91,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default=None, help="folder for late_interaction.json (default: --run)")
     args = ap.parse_args(argv)
+    if args.pool:
+        return pool(args.pool)
+    if not args.run:
+        ap.error("--run (or --pool) is required")
     if 0.0 not in args.weights or any(not 0 <= m < 1 for m in args.weights):
         ap.error(f"--weights {args.weights}: each in [0, 1), 0 included (the row without it)")
     missing = [str(p) for k in args.train_folds for p in [Path(args.run) / f"fold{k}" / "initial.ckpt"]
@@ -124,12 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                   f", chosen m={chosen:g} ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article (seed {args.seed}); "
           f"sentence evidence W={args.sentence_evidence:g}; models: {args.run}\n")
-    print("| row | " + " | ".join(METRICS) + " | m chosen on dev |")
-    print("|---|" + "---|" * (len(METRICS) + 1))
-    for name, folds in table.items():
-        cells = [f"{statistics.fmean(f[m] for f in folds):.4f}" for m in METRICS]
-        chosen = [f["chosen"] for f in folds if "chosen" in f]
-        print(f"| {name} | " + " | ".join(cells) + f" | {chosen or ''} |")
+    print_table(table)
     write_json_atomic(Path(args.out or args.run) / "late_interaction.json",
                       run_metadata({"args": vars(args), "rows": table,
                                     "seconds": time.perf_counter() - t0}))
