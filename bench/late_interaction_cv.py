@@ -2,7 +2,7 @@
 
 For each fold of an earlier ``bench.covidqa_cv`` run (``--run``, e.g.
 ``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
-(``best-*.ckpt``) models score every chunk as the ``gralc_graph`` row does, with sentence
+(``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc_graph`` row does, with sentence
 evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
 ``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; the product's own
 chunk tokens, question word-pieces and MaxSim; a check asserts the model's ``score_all``
@@ -83,6 +83,27 @@ def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
     return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
 
 
+def selected_checkpoint(folder: Path) -> Path:
+    """The fold's model as ``bench.covidqa_cv`` selected it (``result.json``: the best trained
+    epoch, or ``initial.ckpt`` where no trained epoch beat it on dev), so the ``trained`` rows
+    follow the protocol's selection inside the training folds."""
+    import json
+
+    result = folder / "result.json"
+    if result.is_file() and json.loads(result.read_text()).get("selected") == "initial":
+        return folder / "initial.ckpt"
+    return sorted((folder / "checkpoints").glob("best-*.ckpt"))[-1]
+
+
+def follow_selection(run: str, folds: list[int], rows: dict[str, list[dict]]) -> None:
+    """In ``rows`` (one entry per fold of ``folds``), the ``trained`` rows of every fold whose
+    selection kept the initial model become that fold's ``untrained`` rows."""
+    for i, k in enumerate(folds):
+        if selected_checkpoint(Path(run) / f"fold{k}").name == "initial.ckpt":
+            for name in [n for n in rows if n.startswith("trained ")]:
+                rows[name][i] = rows["un" + name][i]
+
+
 def print_table(table: dict[str, list[dict]]) -> None:
     """Markdown table: per row, mean ± std over its folds of every metric, and the m chosen."""
     print("| row | " + " | ".join(METRICS) + " | m chosen on dev |")
@@ -109,6 +130,7 @@ def pool(runs: list[str]) -> int:
         overlap = sorted(set(folds) & set(saved["args"]["train_folds"]))
         if overlap:
             raise SystemExit(f"--pool {run}: fold(s) {overlap} already pooled from another run")
+        follow_selection(run, saved["args"]["train_folds"], saved["rows"])
         folds += saved["args"]["train_folds"]
         for name, rows in saved["rows"].items():
             table.setdefault(name, []).extend(rows)
@@ -152,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     table: dict[str, list[dict]] = {}
     for k in args.train_folds:
         folder = Path(args.run) / f"fold{k}"
-        best = sorted((folder / "checkpoints").glob("best-*.ckpt"))[-1]
+        best = selected_checkpoint(folder)
         side = cv_side(bench, args.folds, k, args.seed, "train")
         dev = dev_side(side, side.documents, "lora_lexical_small", [])
         test = cv_side(bench, args.folds, k, args.seed, "test")
