@@ -65,8 +65,9 @@ class OptimConfig:
     leaves it a margin to fill. ``late_interaction``: weight ``m`` of late interaction in the
     training score, ``(1 - m) * score + m * MaxSim`` (ColBERT-style: the questions' word-piece
     vectors, re-encoded through the adapters, against the chunks' enriched token vectors,
-    with gradient through both; 0: off; LoRA only). Inference mixes it in only where the
-    export sets ``model.late_interaction``."""
+    with gradient through both; 0: off; LoRA only); validation (``val/*`` metrics, the
+    checkpoint and initial-vs-trained choice) scores with the same mix. Inference mixes it
+    in only where the export sets ``model.late_interaction``."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01

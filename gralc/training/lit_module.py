@@ -24,7 +24,8 @@ of each extra negative document; validation encodes whole documents
 resolved against the cached features of the same window (the supervision stays fixed).
 With ``optim.late_interaction = m > 0`` the score is ``(1 - m) * score + m * MaxSim`` of the
 questions' adapted word-piece vectors against the chunks' H' token vectors (ColBERT-style),
-so both sides of the late interaction inference can mix in are trained for it.
+so both sides of the late interaction inference can mix in are trained for it; validation
+scores with the same mix, so the checkpoint (and initial-vs-trained) choice judges that score.
 
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
 the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
@@ -255,10 +256,7 @@ class GraLCLitModule(pl.LightningModule):
         scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
                                                 self.unit_lexical(examples, docs, chunks))
         if late > 0:  # ColBERT-style: MaxSim in the training score, gradient through both sides
-            q_tok, q_tok_mask = self.encoder.encode_query_tokens([e.text for e in examples])
-            sim = maxsim(q_tok.to(self.device), q_tok_mask.to(self.device), chunks.token_vectors,
-                         chunks.token_chunk, chunks.n_chunks)
-            scores = with_late_interaction(scores, sim.to(scores.dtype), late)
+            scores = self.with_maxsim(scores, examples, chunks)
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
@@ -277,6 +275,16 @@ class GraLCLitModule(pl.LightningModule):
         # the weighted terms, for the logger (train/loss_<term>) when there are several
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
+
+    def with_maxsim(self, scores: torch.Tensor, examples: list[TrainingExample],
+                    chunks: ChunkSet) -> torch.Tensor:
+        """(B, K) ``scores`` with the MaxSim of the questions' adapted word-pieces against
+        ``chunks``' token vectors mixed in at ``optim.late_interaction`` (the score training
+        optimises, and validation selects on)."""
+        q_tok, q_tok_mask = self.encoder.encode_query_tokens([e.text for e in examples])
+        sim = maxsim(q_tok.to(self.device), q_tok_mask.to(self.device), chunks.token_vectors,
+                     chunks.token_chunk, chunks.n_chunks)
+        return with_late_interaction(scores, sim.to(scores.dtype), self.optim.late_interaction)
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]
@@ -361,14 +369,20 @@ class GraLCLitModule(pl.LightningModule):
     ) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[int]]]:
         """``(scores (Q, K), cos (Q, K), doc id of each chunk, positive chunk rows of each
         question)``: every dev question against every chunk of the validation corpus; the
-        positives resolved as in training (evidence spans, else the whole gold document)."""
+        positives resolved as in training (evidence spans, else the whole gold document).
+        With ``optim.late_interaction`` > 0 the scores mix in MaxSim as training's do (token
+        vectors as inference keeps them), so checkpoints and the initial-vs-trained choice
+        are judged on the score the model was trained for."""
         docs = self.features(batch.docs)
-        chunks = self.model(docs, soft=False, units=self.uses_units)
+        late = self.optim.late_interaction > 0
+        chunks = self.model(docs, soft=False, units=self.uses_units, tokens=late)
         q, q_ent, q_mask = self.queries(batch.examples)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
         lexical = self.lexical_scores(batch.examples, docs, chunks)
         scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
                                                 self.unit_lexical(batch.examples, docs, chunks))
+        if late:
+            scores = self.with_maxsim(scores, batch.examples, chunks)
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:

@@ -15,7 +15,7 @@ from gralc.encoding.lora import LoraEncoder
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.late_interaction import maxsim
 from gralc.training.config import validate
-from gralc.training.datamodule import TrainBatch
+from gralc.training.datamodule import TrainBatch, ValBatch
 from gralc.training.lit_module import GraLCLitModule, info_nce
 
 
@@ -82,6 +82,31 @@ def test_the_loss_mixes_maxsim_and_trains_both_sides(datamodule, lora):
     for n, p in enc.named_parameters():
         if p.requires_grad:
             assert p.grad is not None and p.grad.abs().sum() > 0, n
+
+
+def test_validation_selects_on_the_trained_mix(datamodule, lora):
+    """With ``optim.late_interaction`` = m, validation (``val/ev_mrr``, hence the checkpoint
+    and the initial-vs-trained choice) scores ``(1 - m) * score + m * MaxSim`` with the
+    inference path's question word-pieces and token vectors, not the plain score."""
+    cfg, enc = lora
+    gold = datamodule.data.dev[0].doc_id  # its document and another of the corpus
+    doc_ids = [gold, next(d for d in datamodule.data.corpus_doc_ids if d != gold)]
+    batch = ValBatch([e for e in datamodule.data.dev if e.doc_id == gold][:4],
+                     [datamodule.data.features[d] for d in doc_ids])
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim).eval()
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=1)
+    plain_lit = GraLCLitModule(model, replace(cfg.optim, late_interaction=0.0), encoder=enc,
+                               windows_per_doc=1)
+    with torch.no_grad():
+        scores, doc_of = lit.retrieval_scores(batch)
+        plain = plain_lit.retrieval_scores(batch)[0]
+        chunks = model(lit.features(batch.docs), soft=False, tokens=True)
+        q_tok, q_mask = enc.encoder.encode_query_tokens([e.text for e in batch.examples])
+        sim = maxsim(q_tok, q_mask, chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
+    assert len(doc_of) == chunks.n_chunks and len(set(doc_of)) == 2
+    assert torch.allclose(scores, 0.5 * plain + 0.5 * sim, atol=1e-4)
+    assert not torch.allclose(scores, plain, atol=1e-3)
 
 
 def test_bad_weights_are_refused(make_cfg, tmp_path):
