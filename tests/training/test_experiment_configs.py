@@ -1,0 +1,33 @@
+"""The experiment configs load and validate, and ``covidqa_trained`` is the configuration
+the cross-validation chose: every setting of the bench variant that won the held-out folds
+(``lora_lexical_small_late``, README "Training with late interaction in the loss")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.covidqa_cv import VARIANTS
+from gralc.config import load_config
+from gralc.training.config import TrainConfig, validate
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _experiment(name: str, *overrides: str) -> TrainConfig:
+    return load_config(TrainConfig, REPO / "configs" / "train.yaml",
+                       [f"experiment={name}", *overrides])
+
+
+@pytest.mark.parametrize("name", ["covidqa", "covidqa_trained", "pubmedqa_tuned"])
+def test_training_experiments_validate(name):
+    validate(_experiment(name))
+
+
+def test_covidqa_trained_is_the_cross_validated_variant():
+    chosen = _experiment("covidqa_trained")
+    variant = _experiment("covidqa_trained", *VARIANTS["lora_lexical_small_late"])
+    assert chosen == variant  # the variant's overrides change nothing: it is this config
+    assert chosen.optim.late_interaction == 0.6 and chosen.lora.enabled
+    assert chosen.callbacks.checkpoint.monitor == "val/ev_mrr"
