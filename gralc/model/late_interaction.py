@@ -34,26 +34,28 @@ def chunk_tokens(h_prime: torch.Tensor, spans: list[tuple[int, int]], first_row:
     return (unit, rows) if exact else (unit.detach().half().float(), rows)
 
 
+def piece_best(pieces: torch.Tensor, token_vectors: torch.Tensor, token_chunk: torch.Tensor,
+               n_chunks: int) -> torch.Tensor:
+    """(L, K): each of one question's word-pieces' (``pieces`` (L, d)) best cosine with a
+    token of each chunk (``token_vectors`` (T, d) unit rows, ``token_chunk`` (T,) their chunk
+    row); a chunk without tokens gets -1."""
+    q = F.normalize(pieces.float(), dim=-1)
+    sim = q @ token_vectors.to(q.device).T
+    best = torch.full((q.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=q.device)
+    rows = token_chunk.to(q.device).expand(q.shape[0], -1)
+    return best.scatter_reduce(1, rows, sim, reduce="amax", include_self=True)
+
+
 def maxsim(q_tokens: torch.Tensor, q_mask: torch.Tensor, token_vectors: torch.Tensor,
            token_chunk: torch.Tensor, n_chunks: int) -> torch.Tensor:
     """(Q, K) mean over each question's word-pieces (``q_tokens`` (Q, L, d), ``q_mask``
-    (Q, L) bool) of the best cosine with a token (``token_vectors`` (T, d) unit rows,
-    ``token_chunk`` (T,) their chunk row) of each of the ``n_chunks`` chunks; a chunk
-    without tokens gets -1."""
-    q = F.normalize(q_tokens.float(), dim=-1)
-    rows = token_chunk.to(q.device)
+    (Q, L) bool) of :func:`piece_best`; a question without word-pieces scores 0."""
     out = []
-    for i in range(q.shape[0]):  # one question at a time: (L, T) similarities
-        qi = q[i, q_mask[i]]
-        if not qi.shape[0]:
-            out.append(q.new_zeros(n_chunks))
-            continue
-        sim = qi @ token_vectors.to(q.device).T
-        best = torch.full((qi.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=q.device)
-        best = best.scatter_reduce(1, rows.expand(qi.shape[0], -1), sim, reduce="amax",
-                                   include_self=True)
-        out.append(best.mean(0))
-    return torch.stack(out) if out else q.new_zeros(0, n_chunks)
+    for i in range(q_tokens.shape[0]):  # one question at a time: (L, T) similarities
+        pieces = q_tokens[i, q_mask[i]]
+        out.append(piece_best(pieces, token_vectors, token_chunk, n_chunks).mean(0) if pieces.shape[0]
+                   else q_tokens.new_zeros(n_chunks, dtype=torch.float32))
+    return torch.stack(out) if out else q_tokens.new_zeros(0, n_chunks, dtype=torch.float32)
 
 
 def with_late_interaction(scores: torch.Tensor, late: torch.Tensor, weight: float) -> torch.Tensor:
@@ -61,4 +63,4 @@ def with_late_interaction(scores: torch.Tensor, late: torch.Tensor, weight: floa
     return (1.0 - weight) * scores + weight * late
 
 
-__all__ = ["chunk_tokens", "maxsim", "with_late_interaction"]
+__all__ = ["chunk_tokens", "maxsim", "piece_best", "with_late_interaction"]

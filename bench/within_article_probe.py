@@ -1,0 +1,235 @@
+"""Where is within-article nDCG@10 lost, and do inference-time changes win it back? A probe.
+
+COVID-QA questions have one answer span each, so a question's within-article nDCG@10 is
+``1 / log2(1 + r)`` with r the rank of the first chunk that hits the answer among its
+article's chunks (:mod:`gralc.evaluation.evidence`). For each fold model of an earlier
+``bench.covidqa_cv`` run (its selected checkpoint), this prints the distribution of r on the
+held-out folds at ``--record W M`` and then scores a grid of inference-time changes, each
+choice made on the fold's dev split (inside its training folds) by evidence MRR:
+
+* sentence evidence W (``--sentence-evidence``) and late-interaction weight M (``--weights``);
+* **query word-piece weighting** of MaxSim (``--query-weighting``): ``uniform`` (the product's
+  mean over the question's word-pieces), ``stopwords`` (word-pieces of English stopwords,
+  question words and punctuation get weight 0) or ``idf`` (weight = BM25 idf of the word-piece
+  over the searched chunks, as BERTScore weights tokens);
+* **neighbour smoothing** (``--neighbour`` d): ``score'(c) = score(c) + d * max(score of the
+  chunks just before and after c in its document)``.
+
+    python -m bench.within_article_probe --run results/cv_late/lora_lexical_small_late
+
+None of these is a product option; the probe says whether one should be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import math
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from bm25s.stopwords import STOPWORDS_EN
+
+from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
+from bench.late_interaction_cv import means, print_table, selected_checkpoint
+from gralc.data.folds import cv_side
+from gralc.evaluation.evidence import overlap, resolve_evidence, span_hits
+from gralc.evaluation.trained_rows import trained_scores
+from gralc.model.late_interaction import piece_best
+from gralc.pipeline import Pipeline, with_runtime
+from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.runinfo import run_metadata, write_json_atomic
+
+QUESTION_WORDS = {"what", "which", "who", "whom", "how", "why", "when", "where", "does", "do",
+                  "did", "has", "have", "had", "were", "been", "can"}
+RANK_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 10**9))
+
+
+def stopword_weights(text: str, offsets: list[tuple[int, int]]) -> list[float]:
+    """0 for a word-piece of a stopword, a question word or punctuation, else 1 (all 1 when
+    every piece would get 0); ``offsets``: each word-piece's character span in ``text``."""
+    stop = set(STOPWORDS_EN) | QUESTION_WORDS
+    out = []
+    for a, b in offsets:
+        lo, hi = a, b
+        while lo > 0 and text[lo - 1].isalnum():
+            lo -= 1
+        while hi < len(text) and text[hi].isalnum():
+            hi += 1
+        word = text[lo:hi].lower()
+        out.append(0.0 if not any(ch.isalnum() for ch in text[a:b]) or word in stop else 1.0)
+    return out if any(out) else [1.0] * len(out)
+
+
+def idf_weights(piece_ids: list[int], df: Counter, n_chunks: int) -> list[float]:
+    """BM25 idf ``log((N - df + 0.5) / (df + 0.5) + 1)`` of each word-piece over N chunks."""
+    return [math.log((n_chunks - df[t] + 0.5) / (df[t] + 0.5) + 1.0) for t in piece_ids]
+
+
+def weighted_maxsim(per_piece: list[torch.Tensor], weights: list[list[float]]) -> torch.Tensor:
+    """(Q, K) MaxSim with each question's word-pieces (``per_piece``: its
+    :func:`gralc.model.late_interaction.piece_best`) averaged with ``weights`` (one per piece) instead of uniformly;
+    uniform weights give :func:`gralc.model.late_interaction.maxsim`."""
+    rows = []
+    for best, w in zip(per_piece, weights, strict=True):
+        wt = torch.tensor(w, dtype=best.dtype)
+        rows.append((wt[:, None] * best).sum(0) / wt.sum())
+    return torch.stack(rows)
+
+
+def smooth_neighbours(score: np.ndarray, chunks: list, d: float) -> np.ndarray:
+    """``score + d * max(score of the previous and next chunk of the same document)`` (Q, K);
+    a chunk alone in its document counts its own score."""
+    if d == 0:
+        return score
+    order = sorted(range(len(chunks)), key=lambda j: (chunks[j].doc_id, chunks[j].char_start))
+    prev, nxt = np.arange(len(chunks)), np.arange(len(chunks))
+    for a, b in zip(order, order[1:]):
+        if chunks[a].doc_id == chunks[b].doc_id:
+            nxt[a], prev[b] = b, a
+    idx = np.arange(len(chunks))
+    best = np.maximum(np.where(prev == idx, -np.inf, score[:, prev]), np.where(nxt == idx, -np.inf, score[:, nxt]))
+    return score + d * np.where(np.isfinite(best), best, score)
+
+
+def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str]):
+    """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)})``."""
+    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
+    pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
+    prepared = pipe.prepare(bench.documents, progress=False)
+    s = trained_scores(scorer, bench, prepared, pipe)
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.5)
+    scorer.chunk(pipe, prepared)  # the same chunks, now with their token vectors
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.0)
+    enc, texts = pipe.encoder, [q.text for q in bench.questions]
+    q_tok, q_mask = enc.encode_query_tokens(texts)
+    special = set(enc.tokenizer.all_special_ids)
+    df: Counter = Counter()
+    for c in s.chunks:
+        df.update(set(enc.tokenizer(c.text, add_special_tokens=False)["input_ids"]))
+    weights: dict[str, list[list[float]]] = {w: [] for w in weightings}
+    for i, text in enumerate(texts):
+        e = enc.tokenizer(text, truncation=True, max_length=enc.query_max_length, return_offsets_mapping=True)
+        kept = [(t, o) for t, o in zip(e["input_ids"], e["offset_mapping"]) if t not in special]
+        assert len(kept) == int(q_mask[i].sum()), "word-pieces differ from encode_query_tokens"
+        for w in weightings:
+            weights[w].append([1.0] * len(kept) if w == "uniform"
+                              else stopword_weights(text, [o for _, o in kept]) if w == "stopwords"
+                              else idf_weights([t for t, _ in kept], df, len(s.chunks)))
+    per_piece = [piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, scorer.token_chunk, len(s.chunks))
+                 for i in range(len(texts))]
+    late = {w: weighted_maxsim(per_piece, weights[w]).numpy() for w in weightings}
+    return s.chunks, torch.stack(s.graph).numpy(), late
+
+
+def first_hit_ranks(bench, chunks: list, score: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per question, the rank of the first chunk hitting its evidence among its article's
+    chunks, and the rank of the first hitting **paragraph** when the article's paragraphs
+    (MTEB's unit) are ranked by their best overlapping chunk's score (ties in reading order);
+    0 when none hits."""
+    docs = {d.id: d for d in bench.documents}
+    doc_of = np.array([c.doc_id for c in chunks])
+    by_chunk, by_paragraph = [], []
+    for i, q in enumerate(bench.questions):
+        doc = docs[q.gold_doc_id]
+        evidence = resolve_evidence(q, doc)
+        own = np.flatnonzero(doc_of == q.gold_doc_id)
+        order = [own[j] for j in rank_order([chunks[j] for j in own], score[i][own], len(own))]
+        hit = [any(span_hits((chunks[j].char_start, chunks[j].char_end), e) for e in evidence) for j in order]
+        by_chunk.append(hit.index(True) + 1 if any(hit) else 0)
+        pars = [(p.start, p.end) for p in doc.paragraphs]
+        best = [max((score[i][j] for j in own if overlap(p, (chunks[j].char_start, chunks[j].char_end))),
+                    default=-np.inf) for p in pars]
+        ranked = sorted(range(len(pars)), key=lambda j: -best[j])  # stable: reading order on ties
+        hit = [any(span_hits(pars[j], e) for e in evidence) for j in ranked]
+        by_paragraph.append(hit.index(True) + 1 if any(hit) else 0)
+    return by_chunk, by_paragraph
+
+
+def print_ranks(title: str, ranks: list[int]) -> None:
+    """Markdown table: share of questions per first-hit rank bin and its nDCG@10 gain."""
+    n = len(ranks)
+    print(f"\n# {title}, {n} held-out questions (nDCG@10 {ndcg(ranks):.3f})\n")
+    print("| rank | share | nDCG@10 contribution |\n|---|---|---|")
+    for lo, hi in RANK_BINS:
+        sel = [r for r in ranks if lo <= r <= hi]
+        label = str(lo) if lo == hi else f"{lo}-{hi}" if hi < 10**9 else f">{lo - 1}"
+        print(f"| {label} | {len(sel) / n:.3f} | {ndcg(sel) * len(sel) / n:.3f} |")
+    print(f"| no hit | {ranks.count(0) / n:.3f} | 0 |")
+
+
+def ndcg(ranks: list[int]) -> float:
+    """Mean nDCG@10 of questions with one evidence span whose first hit is at ``ranks``."""
+    return sum(1 / math.log2(1 + r) for r in ranks if 0 < r <= 10) / max(1, len(ranks))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="a bench.covidqa_cv variant folder (fold0, ...)")
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--sentence-evidence", type=float, nargs="+", default=[0.3, 0.5])
+    ap.add_argument("--weights", type=float, nargs="+", default=[0.6, 0.8])
+    ap.add_argument("--neighbour", type=float, nargs="+", default=[0.0, 0.1, 0.2])
+    ap.add_argument("--query-weighting", nargs="+", default=["uniform", "stopwords", "idf"],
+                    choices=["uniform", "stopwords", "idf"])
+    ap.add_argument("--record", type=float, nargs=2, default=[0.3, 0.8], metavar=("W", "M"),
+                    help="the export of record's W and M (uniform, no smoothing): rank distribution")
+    ap.add_argument("--cache-dir", default="data/cache")
+    ap.add_argument("--out", default=None, help="folder for within_article_probe.json (default: --run)")
+    args = ap.parse_args(argv)
+    if args.record[0] not in args.sentence_evidence or "uniform" not in args.query_weighting:
+        ap.error("--record W must be among --sentence-evidence and 'uniform' among --query-weighting")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    t0 = time.perf_counter()
+    bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
+    grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour))
+    table: dict[str, list[dict]] = {}
+    ranks: list[int] = []
+    paragraph_ranks: list[int] = []
+    for k in args.train_folds:
+        scorer = TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}"))
+        side = cv_side(bench, args.folds, k, args.seed, "train")
+        splits = {"dev": dev_side(side, side.documents, "lora_lexical_small", []),
+                  "test": cv_side(bench, args.folds, k, args.seed, "test")}
+        res = {}
+        for name, split in splits.items():
+            for w in args.sentence_evidence:
+                chunks, graph, late = scored(scorer, split, base_pipe, w, args.query_weighting)
+                for qw, _, m, d in [g for g in grid if g[1] == w]:
+                    score = smooth_neighbours((1 - m) * graph + m * late[qw], chunks, d)
+                    res[name, qw, w, m, d] = means(split, chunks, score, settings)
+                    if name == "test" and (qw, w, m, d) == ("uniform", *args.record, 0.0):
+                        by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
+                        ranks += by_chunk
+                        paragraph_ranks += by_paragraph
+        for g in grid:
+            table.setdefault("{} W={:g} M={:g} d={:g}".format(*g), []).append(res[("test", *g)])
+        families = {f"{qw}: W, M, d chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
+        families["all: chosen on dev"] = grid
+        for label, cands in families.items():
+            best = max(sorted(cands), key=lambda g: res[("dev", *g)]["ev_mrr"])
+            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g}".format(*best)})
+        print(f"fold {k} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    record = f"W={args.record[0]:g} M={args.record[1]:g}"
+    print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)
+    print_ranks(f"within-article rank of the first evidence paragraph (paragraphs scored by their "
+                f"best chunk), {record}", paragraph_ranks)
+    print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article; models: {args.run}\n")
+    print_table(table)
+    write_json_atomic(Path(args.out or args.run) / "within_article_probe.json",
+                      run_metadata({"args": vars(args), "rows": table, "ranks": ranks, "paragraph_ranks": paragraph_ranks,
+                                    "seconds": time.perf_counter() - t0}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""The within-article probe's query weighting and neighbour smoothing (bench/within_article_probe.py)."""
+
+from collections import Counter
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bench.within_article_probe import (
+    idf_weights,
+    smooth_neighbours,
+    stopword_weights,
+    weighted_maxsim,
+)
+from gralc.model.late_interaction import maxsim, piece_best
+
+
+def _toy(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 4, 8, generator=g)
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    tv = F.normalize(torch.randn(9, 8, generator=g), dim=-1)
+    tc = torch.tensor([0, 0, 1, 1, 1, 2, 2, 2, 2])
+    return q, mask, tv, tc
+
+
+def _pieces(q, mask, tv, tc):
+    return [piece_best(q[i, mask[i]], tv, tc, 3) for i in range(q.shape[0])]
+
+
+def test_uniform_weights_are_the_products_maxsim():
+    q, mask, tv, tc = _toy()
+    got = weighted_maxsim(_pieces(q, mask, tv, tc), [[1.0] * 3, [1.0] * 4])
+    assert torch.allclose(got, maxsim(q, mask, tv, tc, 3), atol=1e-6)
+
+
+def test_weights_select_the_pieces_that_count():
+    q, mask, tv, tc = _toy(1)
+    only_first = weighted_maxsim(_pieces(q, mask, tv, tc), [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    single = maxsim(q[:, :1], mask[:, :1], tv, tc, 3)
+    assert torch.allclose(only_first[0], single[0], atol=1e-6)
+    last = maxsim(q[1:, 3:], mask[1:, 3:], tv, tc, 3)
+    assert torch.allclose(only_first[1], last[0], atol=1e-6)
+
+
+def test_stopword_weights_mask_function_words_and_punctuation():
+    text = "What is the effect of IFITM3?"
+    offsets = [(0, 4), (5, 7), (8, 11), (12, 18), (19, 21), (22, 25), (25, 28), (28, 29)]
+    assert stopword_weights(text, offsets) == [0, 0, 0, 1, 0, 1, 1, 0]
+    assert stopword_weights("what is", [(0, 4), (5, 7)]) == [1.0, 1.0]  # nothing left: uniform
+
+
+def test_idf_weights_favour_rare_pieces():
+    w = idf_weights([1, 2, 3], Counter({1: 90, 2: 5}), 100)
+    assert w[0] < w[1] < w[2] and w[0] > 0
+
+
+def test_smoothing_adds_the_best_neighbour_within_a_document():
+    chunks = [SimpleNamespace(doc_id=d, char_start=s) for d, s in
+              [("a", 100), ("a", 0), ("b", 0), ("a", 200)]]  # a: 1, 0, 3 in order; b alone
+    score = np.array([[1.0, 2.0, 5.0, 4.0]])
+    got = smooth_neighbours(score, chunks, 0.5)
+    # chunk 0 (a, middle) neighbours 2.0 and 4.0; chunk 1 (a, first) neighbour 1.0;
+    # chunk 2 (b, alone) itself; chunk 3 (a, last) neighbour 1.0
+    assert got[0].tolist() == pytest.approx([3.0, 2.5, 7.5, 4.5])
+    assert smooth_neighbours(score, chunks, 0.0) is score
