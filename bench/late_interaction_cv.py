@@ -92,7 +92,11 @@ def selected_checkpoint(folder: Path) -> Path:
     result = folder / "result.json"
     if result.is_file() and json.loads(result.read_text()).get("selected") == "initial":
         return folder / "initial.ckpt"
-    return sorted((folder / "checkpoints").glob("best-*.ckpt"))[-1]
+    best = sorted((folder / "checkpoints").glob("best-*.ckpt"))
+    if not best:
+        raise SystemExit(f"{folder}: no trained fold model (checkpoints/best-*.ckpt); --run must be "
+                         "a bench.covidqa_cv --train variant folder holding the folds asked for")
+    return best[-1]
 
 
 def follow_selection(run: str, folds: list[int], rows: dict[str, list[dict]]) -> None:

@@ -190,13 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--record W must be among --sentence-evidence and 'uniform' among --query-weighting")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
+    models = {k: selected_checkpoint(Path(args.run) / f"fold{k}") for k in args.train_folds}  # before the data
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
     grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour))
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
     for k in args.train_folds:
-        scorer = TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}"))
+        scorer = TrainedScorer.load(models[k])
         side = cv_side(bench, args.folds, k, args.seed, "train")
         splits = {"dev": dev_side(side, side.documents, "lora_lexical_small", []),
                   "test": cv_side(bench, args.folds, k, args.seed, "test")}

@@ -206,44 +206,45 @@ class LoraEncoder(nn.Module):
         outputs = self.encode_windows([ids[s:e] for s, e in windows])
         return blend_windows(outputs, windows, len(ids))
 
-    def encode_texts(self, texts: list[str]) -> torch.Tensor:
-        """Query embeddings (Q, d) float32 on CPU, L2-normalised mean pooling over the attention
-        mask, truncated as ``DocumentEncoder.encode_texts`` truncates; with gradient."""
+    def encode_questions(
+        self, texts: list[str]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One adapted pass over the questions, with gradient: ``(pooled (Q, d), tokens (Q, L,
+        d), mask (Q, L) bool)``, all float32 on CPU. ``pooled``: L2-normalised mean over the
+        attention mask, as ``DocumentEncoder.encode_texts``; ``tokens``: the word-piece vectors
+        late interaction reads, special tokens and padding masked out, as
+        ``DocumentEncoder.encode_query_tokens`` (padded batches of ``batch_size``: equal to the
+        one-at-a-time inference path up to float rounding). Each question is truncated to
+        ``query_max_length`` word-pieces (or what the encoder reads, if fewer)."""
         enc = self.encoder
         limit = enc.max_window + sum(map(len, enc.special_ids))
-        pooled = [torch.zeros(0, enc.dim)]
-        for b in range(0, len(texts), enc.config.batch_size):
-            batch = enc.tokenizer(
-                texts[b : b + enc.config.batch_size],
-                padding=True,
-                truncation=True,
-                max_length=min(enc.query_max_length, limit),
-                return_tensors="pt",
-            )
-            hidden = self._hidden(batch["input_ids"], batch["attention_mask"]).cpu()
-            mask = batch["attention_mask"].unsqueeze(-1).float()
-            pooled.append((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9))
-        return F.normalize(torch.cat(pooled), p=2, dim=1)
-
-    def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The questions' word-piece vectors ``(vectors (Q, L, d) float32 on CPU, mask (Q, L)
-        bool)``, special tokens and padding masked out, truncated as
-        ``DocumentEncoder.encode_query_tokens`` reads them; with gradient (padded batches of
-        ``batch_size``: equal to the one-at-a-time inference path up to float rounding)."""
-        enc = self.encoder
         special = torch.tensor(sorted(set(enc.tokenizer.all_special_ids)))
-        vectors, masks = [], []
+        pooled, vectors, masks = [torch.zeros(0, enc.dim)], [], []
         for b in range(0, len(texts), enc.config.batch_size):
             batch = enc.tokenizer(texts[b : b + enc.config.batch_size], padding=True,
-                                  truncation=True, max_length=enc.query_max_length,
+                                  truncation=True, max_length=min(enc.query_max_length, limit),
                                   return_tensors="pt")
-            vectors.append(self._hidden(batch["input_ids"], batch["attention_mask"]).cpu())
+            hidden = self._hidden(batch["input_ids"], batch["attention_mask"]).cpu()
+            attention = batch["attention_mask"].unsqueeze(-1).float()
+            pooled.append((hidden * attention).sum(1) / attention.sum(1).clamp(min=1e-9))
+            vectors.append(hidden)
             masks.append(batch["attention_mask"].bool() & ~torch.isin(batch["input_ids"], special))
         if not vectors:
-            return torch.zeros(0, 0, enc.dim), torch.zeros(0, 0, dtype=torch.bool)
+            return (torch.zeros(0, enc.dim), torch.zeros(0, 0, enc.dim),
+                    torch.zeros(0, 0, dtype=torch.bool))
         width = max(v.shape[1] for v in vectors)
-        return (torch.cat([F.pad(v, (0, 0, 0, width - v.shape[1])) for v in vectors]),
+        return (F.normalize(torch.cat(pooled), p=2, dim=1),
+                torch.cat([F.pad(v, (0, 0, 0, width - v.shape[1])) for v in vectors]),
                 torch.cat([F.pad(m, (0, width - m.shape[1])) for m in masks]))
+
+    def encode_texts(self, texts: list[str]) -> torch.Tensor:
+        """Query embeddings (Q, d): the ``pooled`` part of :meth:`encode_questions`."""
+        return self.encode_questions(texts)[0]
+
+    def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The questions' word-piece vectors and mask: the ``tokens, mask`` part of
+        :meth:`encode_questions`."""
+        return self.encode_questions(texts)[1:]
 
     # ----- saving ---------------------------------------------------------------------------
     def digest(self) -> str:

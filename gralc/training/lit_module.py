@@ -38,7 +38,7 @@ import random
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytorch_lightning as pl
 import torch
@@ -70,6 +70,19 @@ SCALAR_PARAMS = (
 
 #: Temperature of the validation ``val/nll`` (the default training temperature).
 NLL_TEMPERATURE = 0.05
+
+
+class Queries(NamedTuple):
+    """A batch's questions as the scorer reads them: ``vectors`` (B, d), their concept
+    mentions ``entities`` (B, Eq, d') with ``entity_mask`` (B, Eq), and, for late
+    interaction, their word-piece vectors ``tokens`` (B, L, d) with ``token_mask`` (B, L)
+    (None otherwise)."""
+
+    vectors: torch.Tensor
+    entities: torch.Tensor
+    entity_mask: torch.Tensor
+    tokens: torch.Tensor | None = None
+    token_mask: torch.Tensor | None = None
 
 
 class NonFiniteLossError(RuntimeError):
@@ -172,20 +185,26 @@ class GraLCLitModule(pl.LightningModule):
             )
         return ids
 
-    def queries(
-        self, examples: list[TrainingExample]
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(q (B, d), q_ent (B, Eq, d'), q_mask (B, Eq))`` on this module's device."""
+    def queries(self, examples: list[TrainingExample], tokens: bool = False) -> Queries:
+        """The batch's questions on this module's device (:class:`Queries`); with ``tokens``
+        (late interaction, LoRA) also their adapted word-piece vectors, from the same encoder
+        pass as the pooled vectors."""
+        q_tok = q_tok_mask = None
         if self.encoder is None:
+            if tokens:
+                raise ValueError("question word-pieces need the adapted encoder (lora.enabled)")
             q = torch.stack([e.q_vec for e in examples]).to(self.device)
         else:
             if not all(e.text for e in examples):
                 raise ValueError("LoRA training re-encodes questions but an example has no text")
-            q = self.encoder.encode_texts([e.text for e in examples]).to(self.device)
+            q, q_tok, q_tok_mask = self.encoder.encode_questions([e.text for e in examples])
+            q = q.to(self.device)
+            if not tokens:
+                q_tok = q_tok_mask = None
         q_ent, q_mask = self.model.query_entities(
             [(e.q_u.to(self.device), e.q_edge_index.to(self.device)) for e in examples]
         )
-        return q, q_ent, q_mask
+        return Queries(q, q_ent, q_mask, q_tok, q_tok_mask)
 
     @staticmethod
     def chunk_texts(docs: list[DocFeatures], chunks: ChunkSet) -> list[str]:
@@ -251,12 +270,12 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=True, units=self.uses_units, tokens=late > 0,
                             token_grad=True)
         spans_per, starts = chunks.spans, chunks.starts
-        q, q_ent, q_mask = self.queries(examples)
+        qs = self.queries(examples, tokens=late > 0)
         lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
-        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
-                                                self.unit_lexical(examples, docs, chunks))
+        scores, cos, _ = self.model.score_parts(qs.vectors, qs.entities, qs.entity_mask, chunks,
+                                                lexical, self.unit_lexical(examples, docs, chunks))
         if late > 0:  # ColBERT-style: MaxSim in the training score, gradient through both sides
-            scores = self.with_maxsim(scores, examples, chunks)
+            scores = self.with_maxsim(scores, qs, chunks)
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
@@ -276,14 +295,12 @@ class GraLCLitModule(pl.LightningModule):
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
 
-    def with_maxsim(self, scores: torch.Tensor, examples: list[TrainingExample],
-                    chunks: ChunkSet) -> torch.Tensor:
-        """(B, K) ``scores`` with the MaxSim of the questions' adapted word-pieces against
-        ``chunks``' token vectors mixed in at ``optim.late_interaction`` (the score training
-        optimises, and validation selects on)."""
-        q_tok, q_tok_mask = self.encoder.encode_query_tokens([e.text for e in examples])
-        sim = maxsim(q_tok.to(self.device), q_tok_mask.to(self.device), chunks.token_vectors,
-                     chunks.token_chunk, chunks.n_chunks)
+    def with_maxsim(self, scores: torch.Tensor, qs: Queries, chunks: ChunkSet) -> torch.Tensor:
+        """(B, K) ``scores`` with the MaxSim of the questions' adapted word-pieces (``qs``,
+        from :meth:`queries` with ``tokens``) against ``chunks``' token vectors mixed in at
+        ``optim.late_interaction`` (the score training optimises, and validation selects on)."""
+        sim = maxsim(qs.tokens.to(self.device), qs.token_mask.to(self.device),
+                     chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
         return with_late_interaction(scores, sim.to(scores.dtype), self.optim.late_interaction)
 
     def evidence_cut_loss(
@@ -376,13 +393,13 @@ class GraLCLitModule(pl.LightningModule):
         docs = self.features(batch.docs)
         late = self.optim.late_interaction > 0
         chunks = self.model(docs, soft=False, units=self.uses_units, tokens=late)
-        q, q_ent, q_mask = self.queries(batch.examples)
+        qs = self.queries(batch.examples, tokens=late)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
         lexical = self.lexical_scores(batch.examples, docs, chunks)
-        scores, cos, _ = self.model.score_parts(q, q_ent, q_mask, chunks, lexical,
-                                                self.unit_lexical(batch.examples, docs, chunks))
+        scores, cos, _ = self.model.score_parts(qs.vectors, qs.entities, qs.entity_mask, chunks,
+                                                lexical, self.unit_lexical(batch.examples, docs, chunks))
         if late:
-            scores = self.with_maxsim(scores, batch.examples, chunks)
+            scores = self.with_maxsim(scores, qs, chunks)
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:

@@ -66,3 +66,15 @@ def test_smoothing_adds_the_best_neighbour_within_a_document():
     # chunk 2 (b, alone) itself; chunk 3 (a, last) neighbour 1.0
     assert got[0].tolist() == pytest.approx([3.0, 2.5, 7.5, 4.5])
     assert smooth_neighbours(score, chunks, 0.0) is score
+
+
+def test_a_run_without_fold_models_is_refused_by_name(tmp_path):
+    """``--run`` pointing at a folder without trained fold models: one message naming the
+    folder and what it must hold, before any data is read."""
+    from bench.late_interaction_cv import selected_checkpoint
+
+    (tmp_path / "fold0" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"fold0: no trained fold model .*bench.covidqa_cv --train"):
+        selected_checkpoint(tmp_path / "fold0")
+    (tmp_path / "fold0" / "checkpoints" / "best-epoch=1.ckpt").write_bytes(b"")
+    assert selected_checkpoint(tmp_path / "fold0").name == "best-epoch=1.ckpt"

@@ -42,6 +42,29 @@ def test_query_tokens_match_the_inference_path(lora):
         assert torch.allclose(vecs[i][mask[i]].detach(), ref[i][ref_mask[i]], atol=1e-4)
 
 
+def test_one_encoder_pass_gives_both_question_views(datamodule, lora):
+    """With late interaction a training step reads the questions' pooled vectors and their
+    word-pieces from one adapted pass (not two), equal to the two views read separately."""
+    cfg, enc = lora
+    train = datamodule.data.train[:3]
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim).eval()
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=1)
+    calls = []
+    forward = enc._hidden
+    enc._hidden = lambda *a: calls.append(1) or forward(*a)
+    try:
+        qs = lit.queries(train, tokens=True)
+    finally:
+        del enc._hidden
+    assert len(calls) == -(-len(train) // enc.encoder.config.batch_size)
+    texts = [e.text for e in train]
+    tokens, mask = enc.encode_query_tokens(texts)
+    assert torch.allclose(qs.vectors, enc.encode_texts(texts), atol=1e-6)
+    assert torch.equal(qs.token_mask, mask) and torch.allclose(qs.tokens, tokens, atol=1e-6)
+    assert lit.queries(train).tokens is None
+
+
 def test_the_loss_mixes_maxsim_and_trains_both_sides(datamodule, lora):
     cfg, enc = lora
     with torch.no_grad():  # non-zero adapters: gradient reaches lora_A as well as lora_B
@@ -59,7 +82,7 @@ def test_the_loss_mixes_maxsim_and_trains_both_sides(datamodule, lora):
     cached, views = lit.training_views(batch)
     chunks = model(views, soft=True, tokens=True, token_grad=True)
     assert chunks.token_vectors.requires_grad
-    q, q_ent, q_mask = lit.queries(train)
+    q, q_ent, q_mask = lit.queries(train)[:3]
     lexical = lit.lexical_scores(train, views, chunks)
     plain = model.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
     q_tok, q_tok_mask = enc.encode_query_tokens([e.text for e in train])

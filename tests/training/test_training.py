@@ -487,7 +487,7 @@ def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path)
     examples = batch.examples
     cached, docs = lit.training_views(batch)
     chunks = model(docs, soft=True)
-    q, q_ent, q_mask = lit.queries(examples)
+    q, q_ent, q_mask = lit.queries(examples)[:3]
     lexical = lit.lexical_scores(examples, docs, chunks, None)
     cos = model.score_parts(q, q_ent, q_mask, chunks, lexical)[1] / cfg.optim.temperature
     terms = []
