@@ -13,7 +13,10 @@ choice made on the fold's dev split (inside its training folds) by evidence MRR:
   question words and punctuation get weight 0) or ``idf`` (weight = BM25 idf of the word-piece
   over the searched chunks, as BERTScore weights tokens);
 * **neighbour smoothing** (``--neighbour`` d): ``score'(c) = score(c) + d * max(score of the
-  chunks just before and after c in its document)``.
+  chunks just before and after c in its document)``;
+* **a length penalty** (``--length-penalty`` c): ``score'(c) = score(c) - c * log(n / 128)``,
+  n = the chunk's word-pieces (MaxSim takes a max over a chunk's tokens, so longer chunks
+  score higher by construction).
 
     python -m bench.within_article_probe --run results/cv_late/lora_lexical_small_late
 
@@ -98,8 +101,14 @@ def smooth_neighbours(score: np.ndarray, chunks: list, d: float) -> np.ndarray:
     return score + d * np.where(np.isfinite(best), best, score)
 
 
+def length_penalty(score: np.ndarray, n_pieces: np.ndarray, c: float) -> np.ndarray:
+    """``score - c * log(n / 128)`` (Q, K) for chunks of ``n_pieces`` (K,) word-pieces."""
+    return score - c * np.log(np.maximum(n_pieces, 1) / 128.0)[None, :] if c else score
+
+
 def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str]):
-    """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)})``."""
+    """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)},
+    word-pieces per chunk (K,))``."""
     scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(bench.documents, progress=False)
@@ -111,8 +120,11 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
     q_tok, q_mask = enc.encode_query_tokens(texts)
     special = set(enc.tokenizer.all_special_ids)
     df: Counter = Counter()
-    for c in s.chunks:
-        df.update(set(enc.tokenizer(c.text, add_special_tokens=False)["input_ids"]))
+    n_pieces = np.zeros(len(s.chunks))
+    for j, c in enumerate(s.chunks):
+        ids = enc.tokenizer(c.text, add_special_tokens=False)["input_ids"]
+        df.update(set(ids))
+        n_pieces[j] = len(ids)
     weights: dict[str, list[list[float]]] = {w: [] for w in weightings}
     for i, text in enumerate(texts):
         e = enc.tokenizer(text, truncation=True, max_length=enc.query_max_length, return_offsets_mapping=True)
@@ -125,7 +137,7 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
     per_piece = [piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, scorer.token_chunk, len(s.chunks))
                  for i in range(len(texts))]
     late = {w: weighted_maxsim(per_piece, weights[w]).numpy() for w in weightings}
-    return s.chunks, torch.stack(s.graph).numpy(), late
+    return s.chunks, torch.stack(s.graph).numpy(), late, n_pieces
 
 
 def first_hit_ranks(bench, chunks: list, score: np.ndarray) -> tuple[list[int], list[int]]:
@@ -179,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentence-evidence", type=float, nargs="+", default=[0.3, 0.5])
     ap.add_argument("--weights", type=float, nargs="+", default=[0.6, 0.8])
     ap.add_argument("--neighbour", type=float, nargs="+", default=[0.0, 0.1, 0.2])
+    ap.add_argument("--length-penalty", type=float, nargs="+", default=[0.0])
     ap.add_argument("--query-weighting", nargs="+", default=["uniform", "stopwords", "idf"],
                     choices=["uniform", "stopwords", "idf"])
     ap.add_argument("--record", type=float, nargs=2, default=[0.3, 0.8], metavar=("W", "M"),
@@ -186,13 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default=None, help="folder for within_article_probe.json (default: --run)")
     args = ap.parse_args(argv)
-    if args.record[0] not in args.sentence_evidence or "uniform" not in args.query_weighting:
-        ap.error("--record W must be among --sentence-evidence and 'uniform' among --query-weighting")
+    if (args.record[0] not in args.sentence_evidence or args.record[1] not in args.weights
+            or "uniform" not in args.query_weighting or 0 not in args.neighbour or 0 not in args.length_penalty):
+        ap.error("--record W and M must be among --sentence-evidence and --weights, 'uniform' among "
+                 "--query-weighting, 0 among --neighbour and --length-penalty")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     models = {k: selected_checkpoint(Path(args.run) / f"fold{k}") for k in args.train_folds}  # before the data
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
-    grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour))
+    grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour,
+                                  args.length_penalty))
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
@@ -204,21 +220,21 @@ def main(argv: list[str] | None = None) -> int:
         res = {}
         for name, split in splits.items():
             for w in args.sentence_evidence:
-                chunks, graph, late = scored(scorer, split, base_pipe, w, args.query_weighting)
-                for qw, _, m, d in [g for g in grid if g[1] == w]:
-                    score = smooth_neighbours((1 - m) * graph + m * late[qw], chunks, d)
-                    res[name, qw, w, m, d] = means(split, chunks, score, settings)
-                    if name == "test" and (qw, w, m, d) == ("uniform", *args.record, 0.0):
+                chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting)
+                for qw, _, m, d, c in [g for g in grid if g[1] == w]:
+                    score = length_penalty(smooth_neighbours((1 - m) * graph + m * late[qw], chunks, d), n_pieces, c)
+                    res[name, qw, w, m, d, c] = means(split, chunks, score, settings)
+                    if name == "test" and (qw, w, m, d, c) == ("uniform", *args.record, 0.0, 0.0):
                         by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
                         ranks += by_chunk
                         paragraph_ranks += by_paragraph
         for g in grid:
-            table.setdefault("{} W={:g} M={:g} d={:g}".format(*g), []).append(res[("test", *g)])
-        families = {f"{qw}: W, M, d chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
+            table.setdefault("{} W={:g} M={:g} d={:g} c={:g}".format(*g), []).append(res[("test", *g)])
+        families = {f"{qw}: W, M, d, c chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
         families["all: chosen on dev"] = grid
         for label, cands in families.items():
             best = max(sorted(cands), key=lambda g: res[("dev", *g)]["ev_mrr"])
-            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g}".format(*best)})
+            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g}".format(*best)})
         print(f"fold {k} ({time.perf_counter() - t0:.0f} s)", flush=True)
     record = f"W={args.record[0]:g} M={args.record[1]:g}"
     print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from bench.within_article_probe import (
     idf_weights,
+    length_penalty,
     smooth_neighbours,
     stopword_weights,
     weighted_maxsim,
@@ -78,3 +79,12 @@ def test_a_run_without_fold_models_is_refused_by_name(tmp_path):
         selected_checkpoint(tmp_path / "fold0")
     (tmp_path / "fold0" / "checkpoints" / "best-epoch=1.ckpt").write_bytes(b"")
     assert selected_checkpoint(tmp_path / "fold0").name == "best-epoch=1.ckpt"
+
+
+def test_the_length_penalty_ranks_a_shorter_chunk_up():
+    score = np.array([[0.80, 0.79, 0.50]])
+    n = np.array([512, 64, 128])
+    assert np.array_equal(length_penalty(score, n, 0.0), score)
+    got = length_penalty(score, n, 0.02)
+    assert got[0, 1] > got[0, 0] and got[0, 2] == pytest.approx(0.50)  # 128 pieces: unchanged
+    assert got[0, 0] == pytest.approx(0.80 - 0.02 * np.log(4))
