@@ -14,6 +14,10 @@ choice made on the fold's dev split (inside its training folds) by evidence MRR:
   over the searched chunks, as BERTScore weights tokens);
 * **neighbour smoothing** (``--neighbour`` d): ``score'(c) = score(c) + d * max(score of the
   chunks just before and after c in its document)``;
+* **sentence MaxSim** (``--sentence-maxsim`` v): MaxSim is mixed with its value over the
+  chunk's best sentence, ``(1 - v) * MaxSim(chunk) + v * max over the chunk's sentences of
+  MaxSim(sentence)``: SQuAD-style questions paraphrase one sentence, and chunk-level MaxSim
+  also rewards question words matched far apart;
 * **a length penalty** (``--length-penalty`` c): ``score'(c) = score(c) - c * log(n / 128)``,
   n = the chunk's word-pieces (MaxSim takes a max over a chunk's tokens, so longer chunks
   score higher by construction).
@@ -26,6 +30,7 @@ None of these is a product option; the probe says whether one should be.
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import logging
 import math
@@ -106,9 +111,43 @@ def length_penalty(score: np.ndarray, n_pieces: np.ndarray, c: float) -> np.ndar
     return score - c * np.log(np.maximum(n_pieces, 1) / 128.0)[None, :] if c else score
 
 
+def sentence_units(chunks: list, prepared: list, token_chunk: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+    """Split every chunk's token rows (``token_chunk`` (T,): chunk row of each token vector,
+    chunk by chunk in order, tokens ``token_start..token_end`` of its document) by the
+    document sentence each token starts in: ``(unit of each token (T,), chunk of each unit (U,))``."""
+    docs = {p.doc.id: p for p in prepared}
+    unit_of, unit_chunk, pos = [], [], 0
+    for j, c in enumerate(chunks):
+        n = int((token_chunk[pos:pos + c.token_end - c.token_start] == j).sum())
+        if n != c.token_end - c.token_start:
+            raise ValueError(f"chunk {j}: {n} token vectors for tokens {c.token_start}..{c.token_end}")
+        p = docs[c.doc_id]
+        starts = [x.start for x in p.doc.sentences]
+        keys = {}
+        for t in range(c.token_start, c.token_end):
+            k = max(0, bisect.bisect_right(starts, int(p.tokens.offsets[t, 0])) - 1)
+            if k not in keys:
+                keys[k] = len(unit_chunk)
+                unit_chunk.append(j)
+            unit_of.append(keys[k])
+        pos += n
+    if pos != len(token_chunk):
+        raise ValueError(f"{len(token_chunk)} token vectors, chunks cover {pos}")
+    return torch.tensor(unit_of), np.array(unit_chunk)
+
+
+def best_unit(unit_score: np.ndarray, unit_chunk: np.ndarray, n_chunks: int) -> np.ndarray:
+    """(Q, K): each chunk's best unit score from ``unit_score`` (Q, U)."""
+    out = np.full((unit_score.shape[0], n_chunks), -np.inf)
+    for u, j in enumerate(unit_chunk):
+        np.maximum(out[:, j], unit_score[:, u], out=out[:, j])
+    return out
+
+
 def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str]):
     """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)},
-    word-pieces per chunk (K,))``."""
+    word-pieces per chunk (K,))``; ``{"sentence": ...}`` holds the best sentence's uniform
+    MaxSim per chunk."""
     scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(bench.documents, progress=False)
@@ -137,6 +176,10 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
     per_piece = [piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, scorer.token_chunk, len(s.chunks))
                  for i in range(len(texts))]
     late = {w: weighted_maxsim(per_piece, weights[w]).numpy() for w in weightings}
+    token_unit, unit_chunk = sentence_units(s.chunks, prepared, scorer.token_chunk)
+    by_unit = torch.stack([piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, token_unit,
+                                      len(unit_chunk)).mean(0) for i in range(len(texts))]).numpy()
+    late["sentence"] = best_unit(by_unit, unit_chunk, len(s.chunks))
     return s.chunks, torch.stack(s.graph).numpy(), late, n_pieces
 
 
@@ -191,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentence-evidence", type=float, nargs="+", default=[0.3, 0.5])
     ap.add_argument("--weights", type=float, nargs="+", default=[0.6, 0.8])
     ap.add_argument("--neighbour", type=float, nargs="+", default=[0.0, 0.1, 0.2])
+    ap.add_argument("--sentence-maxsim", type=float, nargs="+", default=[0.0])
     ap.add_argument("--length-penalty", type=float, nargs="+", default=[0.0])
     ap.add_argument("--query-weighting", nargs="+", default=["uniform", "stopwords", "idf"],
                     choices=["uniform", "stopwords", "idf"])
@@ -200,15 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="folder for within_article_probe.json (default: --run)")
     args = ap.parse_args(argv)
     if (args.record[0] not in args.sentence_evidence or args.record[1] not in args.weights
-            or "uniform" not in args.query_weighting or 0 not in args.neighbour or 0 not in args.length_penalty):
+            or "uniform" not in args.query_weighting or 0 not in args.neighbour or 0 not in args.length_penalty
+            or 0 not in args.sentence_maxsim):
         ap.error("--record W and M must be among --sentence-evidence and --weights, 'uniform' among "
-                 "--query-weighting, 0 among --neighbour and --length-penalty")
+                 "--query-weighting, 0 among --neighbour, --length-penalty and --sentence-maxsim")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     models = {k: selected_checkpoint(Path(args.run) / f"fold{k}") for k in args.train_folds}  # before the data
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
     grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour,
-                                  args.length_penalty))
+                                  args.length_penalty, args.sentence_maxsim))
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
@@ -221,20 +266,21 @@ def main(argv: list[str] | None = None) -> int:
         for name, split in splits.items():
             for w in args.sentence_evidence:
                 chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting)
-                for qw, _, m, d, c in [g for g in grid if g[1] == w]:
-                    score = length_penalty(smooth_neighbours((1 - m) * graph + m * late[qw], chunks, d), n_pieces, c)
-                    res[name, qw, w, m, d, c] = means(split, chunks, score, settings)
-                    if name == "test" and (qw, w, m, d, c) == ("uniform", *args.record, 0.0, 0.0):
+                for qw, _, m, d, c, v in [g for g in grid if g[1] == w]:
+                    mixed = (1 - v) * late[qw] + v * late["sentence"]
+                    score = length_penalty(smooth_neighbours((1 - m) * graph + m * mixed, chunks, d), n_pieces, c)
+                    res[name, qw, w, m, d, c, v] = means(split, chunks, score, settings)
+                    if name == "test" and (qw, w, m, d, c, v) == ("uniform", *args.record, 0.0, 0.0, 0.0):
                         by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
                         ranks += by_chunk
                         paragraph_ranks += by_paragraph
         for g in grid:
-            table.setdefault("{} W={:g} M={:g} d={:g} c={:g}".format(*g), []).append(res[("test", *g)])
-        families = {f"{qw}: W, M, d, c chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
+            table.setdefault("{} W={:g} M={:g} d={:g} c={:g} v={:g}".format(*g), []).append(res[("test", *g)])
+        families = {f"{qw}: W, M, d, c, v chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
         families["all: chosen on dev"] = grid
         for label, cands in families.items():
             best = max(sorted(cands), key=lambda g: res[("dev", *g)]["ev_mrr"])
-            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g}".format(*best)})
+            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g} {:g}".format(*best)})
         print(f"fold {k} ({time.perf_counter() - t0:.0f} s)", flush=True)
     record = f"W={args.record[0]:g} M={args.record[1]:g}"
     print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)

@@ -9,8 +9,10 @@ import torch
 import torch.nn.functional as F
 
 from bench.within_article_probe import (
+    best_unit,
     idf_weights,
     length_penalty,
+    sentence_units,
     smooth_neighbours,
     stopword_weights,
     weighted_maxsim,
@@ -88,3 +90,22 @@ def test_the_length_penalty_ranks_a_shorter_chunk_up():
     got = length_penalty(score, n, 0.02)
     assert got[0, 1] > got[0, 0] and got[0, 2] == pytest.approx(0.50)  # 128 pieces: unchanged
     assert got[0, 0] == pytest.approx(0.80 - 0.02 * np.log(4))
+
+
+def test_sentence_units_split_chunks_by_sentence_and_take_the_best():
+    """Two chunks over one document of three sentences; the second sentence straddles the
+    chunk boundary, so each chunk holds a part of it (its own unit)."""
+    sentences = [SimpleNamespace(start=0, end=10), SimpleNamespace(start=10, end=30),
+                 SimpleNamespace(start=30, end=40)]
+    offsets = np.array([[0, 4], [5, 9], [10, 14], [15, 19], [20, 24], [30, 34], [35, 39]])
+    prepared = [SimpleNamespace(doc=SimpleNamespace(id="d", sentences=sentences),
+                                tokens=SimpleNamespace(offsets=offsets))]
+    chunks = [SimpleNamespace(doc_id="d", token_start=0, token_end=4),
+              SimpleNamespace(doc_id="d", token_start=4, token_end=7)]
+    token_chunk = torch.tensor([0, 0, 0, 0, 1, 1, 1])
+    unit, unit_chunk = sentence_units(chunks, prepared, token_chunk)
+    assert unit.tolist() == [0, 0, 1, 1, 2, 3, 3] and unit_chunk.tolist() == [0, 0, 1, 1]
+    got = best_unit(np.array([[0.1, 0.7, 0.4, 0.2]]), unit_chunk, 2)
+    assert got.tolist() == [[0.7, 0.4]]
+    with pytest.raises(ValueError, match="token vectors"):
+        sentence_units(chunks, prepared, torch.tensor([0, 0, 0, 1, 1, 1, 1]))
