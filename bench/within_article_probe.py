@@ -144,10 +144,11 @@ def best_unit(unit_score: np.ndarray, unit_chunk: np.ndarray, n_chunks: int) -> 
     return out
 
 
-def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str]):
+def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str],
+           sentences: bool = False):
     """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)},
-    word-pieces per chunk (K,))``; ``{"sentence": ...}`` holds the best sentence's uniform
-    MaxSim per chunk."""
+    word-pieces per chunk (K,))``; with ``sentences``, ``late["sentence"]`` holds the best
+    sentence's uniform MaxSim per chunk."""
     scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(bench.documents, progress=False)
@@ -176,10 +177,11 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
     per_piece = [piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, scorer.token_chunk, len(s.chunks))
                  for i in range(len(texts))]
     late = {w: weighted_maxsim(per_piece, weights[w]).numpy() for w in weightings}
-    token_unit, unit_chunk = sentence_units(s.chunks, prepared, scorer.token_chunk)
-    by_unit = torch.stack([piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, token_unit,
-                                      len(unit_chunk)).mean(0) for i in range(len(texts))]).numpy()
-    late["sentence"] = best_unit(by_unit, unit_chunk, len(s.chunks))
+    if sentences:
+        token_unit, unit_chunk = sentence_units(s.chunks, prepared, scorer.token_chunk)
+        by_unit = torch.stack([piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, token_unit,
+                                          len(unit_chunk)).mean(0) for i in range(len(texts))]).numpy()
+        late["sentence"] = best_unit(by_unit, unit_chunk, len(s.chunks))
     return s.chunks, torch.stack(s.graph).numpy(), late, n_pieces
 
 
@@ -265,9 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         res = {}
         for name, split in splits.items():
             for w in args.sentence_evidence:
-                chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting)
+                chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting,
+                                                       sentences=any(args.sentence_maxsim))
                 for qw, _, m, d, c, v in [g for g in grid if g[1] == w]:
-                    mixed = (1 - v) * late[qw] + v * late["sentence"]
+                    mixed = (1 - v) * late[qw] + v * late["sentence"] if v else late[qw]
                     score = length_penalty(smooth_neighbours((1 - m) * graph + m * mixed, chunks, d), n_pieces, c)
                     res[name, qw, w, m, d, c, v] = means(split, chunks, score, settings)
                     if name == "test" and (qw, w, m, d, c, v) == ("uniform", *args.record, 0.0, 0.0, 0.0):

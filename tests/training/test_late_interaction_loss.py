@@ -58,6 +58,7 @@ def test_one_encoder_pass_gives_both_question_views(datamodule, lora):
     finally:
         del enc._hidden
     assert len(calls) == -(-len(train) // enc.encoder.config.batch_size)
+    assert qs.tokens.requires_grad and qs.vectors.requires_grad  # the loss trains the adapters through both
     texts = [e.text for e in train]
     tokens, mask = enc.encode_query_tokens(texts)
     assert torch.allclose(qs.vectors, enc.encode_texts(texts), atol=1e-6)
