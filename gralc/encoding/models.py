@@ -74,9 +74,14 @@ def _offline() -> bool:
 def load_tokenizer_and_model(name_or_path: str):
     """Load the fast tokenizer and the ``AutoModel`` for ``name_or_path`` (see ``resolve_model``).
 
-    Returns ``(tokenizer, model)``. Raises a clear error when a hub id cannot be loaded
-    offline or when the tokenizer has no fast (offset-mapping) implementation.
+    Returns ``(tokenizer, model)``; the model's weights are float32 whatever dtype the
+    checkpoint stores (many hub checkpoints are float16 / bfloat16; transformers would keep
+    that dtype): precision is a runtime choice (bf16 autocast where the CPU or GPU has it,
+    :mod:`gralc.encoding.precision`), and LoRA / AdamW need float32 master weights. Raises a
+    clear error when a hub id cannot be loaded offline or when the tokenizer has no fast
+    (offset-mapping) implementation.
     """
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
     ref = resolve_model(name_or_path)
@@ -95,6 +100,8 @@ def load_tokenizer_and_model(name_or_path: str):
             '(e.g. `python -c "from transformers import AutoModel; '
             f"AutoModel.from_pretrained('{ref}')\"`) or pass a local model folder"
         ) from err
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        model = model.float()
     if not tokenizer.is_fast:
         raise ValueError(
             f"encoder {ref!r} has no fast tokenizer; token character offsets need one "

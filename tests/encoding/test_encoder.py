@@ -57,6 +57,25 @@ def test_unknown_hub_id_offline_gives_clear_error(monkeypatch):
         DocumentEncoder(EncoderConfig(model="org/no-such-encoder", device="cpu"))
 
 
+def test_half_precision_checkpoint_loads_as_float32(encoder, minilm_path, tmp_path):
+    """A hub checkpoint stored in float16 (common) gets float32 weights, so CPU encoding and
+    LoRA training do not run in half precision; its vectors match the float32 model's."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    half = tmp_path / "minilm-fp16"
+    shutil.copytree(minilm_path, half, ignore=shutil.ignore_patterns("model.safetensors", "*.md"))
+    weights = load_file(minilm_path / "model.safetensors")
+    save_file({k: v.half().contiguous() for k, v in weights.items()}, half / "model.safetensors",
+              metadata={"format": "pt"})
+    enc16 = DocumentEncoder(EncoderConfig(model=str(half), device="cpu", precision="fp32"))
+    assert {p.dtype for p in enc16.model.parameters()} == {torch.float32}
+    a = encoder.encode_document(SENTENCES[0]).vectors
+    b = enc16.encode_document(SENTENCES[0]).vectors
+    assert F.cosine_similarity(torch.as_tensor(a), torch.as_tensor(b), dim=-1).min() > 0.999
+
+
 def test_single_window_equals_direct_model_output(encoder, minilm_path):
     from transformers import AutoModel, AutoTokenizer
 
