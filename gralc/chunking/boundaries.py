@@ -128,7 +128,7 @@ def semantic_signal(vectors: torch.Tensor, window: int) -> torch.Tensor:
             torch.cumsum(vectors.to(torch.float64), dim=0),
         ]
     )
-    idx = torch.arange(1, n)
+    idx = torch.arange(1, n, device=vectors.device)
     lo = (idx - window).clamp(min=0)
     hi = (idx + window).clamp(max=n)
     left = (csum[idx] - csum[lo]) / (idx - lo).unsqueeze(1)

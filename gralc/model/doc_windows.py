@@ -32,7 +32,7 @@ def crop_features(f: DocFeatures, start: int, end: int) -> DocFeatures:
     keep = (te[0] >= start) & (te[0] < end)
     token_entity = torch.stack([te[0][keep] - start, te[1][keep]])
     mt = f.mention_tokens
-    inside = (mt[:, 1] > start) & (mt[:, 0] < end) if len(mt) else torch.zeros(0, dtype=torch.bool)
+    inside = (mt[:, 1] > start) & (mt[:, 0] < end) if len(mt) else torch.zeros(0, dtype=torch.bool, device=mt.device)
     rows = mt[inside].clone()
     if len(rows):
         rows[:, 0] = rows[:, 0].clamp(min=start) - start

@@ -280,9 +280,9 @@ class GraLCModel(nn.Module):
             boundaries=bs,
             units=unit_set,
             unit_pairs=torch.cat(pairs, dim=1).to(device) if pairs else None,
-            token_vectors=(torch.cat(tok_vecs) if tok_vecs else torch.zeros(0, self.token_dim))
+            token_vectors=(torch.cat(tok_vecs) if tok_vecs else torch.zeros(0, self.token_dim, device=device))
             if tokens else None,
-            token_chunk=(torch.cat(tok_rows) if tok_rows else torch.zeros(0, dtype=torch.long))
+            token_chunk=(torch.cat(tok_rows) if tok_rows else torch.zeros(0, dtype=torch.long, device=device))
             if tokens else None,
         )
 

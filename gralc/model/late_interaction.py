@@ -26,9 +26,9 @@ def chunk_tokens(h_prime: torch.Tensor, spans: list[tuple[int, int]], first_row:
     detached, or with ``exact`` (training) float32 with their gradient; chunk rows numbered
     from ``first_row``."""
     if not spans:
-        return h_prime.new_zeros(0, h_prime.shape[1]), torch.zeros(0, dtype=torch.long)
+        return h_prime.new_zeros(0, h_prime.shape[1]), torch.zeros(0, dtype=torch.long, device=h_prime.device)
     vecs = torch.cat([h_prime[s:e] for s, e in spans])
-    rows = torch.cat([torch.full((e - s,), first_row + i, dtype=torch.long)
+    rows = torch.cat([torch.full((e - s,), first_row + i, dtype=torch.long, device=h_prime.device)
                       for i, (s, e) in enumerate(spans)])
     unit = F.normalize(vecs.float(), dim=-1)
     return (unit, rows) if exact else (unit.detach().half().float(), rows)
