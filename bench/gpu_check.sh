@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# GPU check: the model of record's config (experiment=covidqa_trained) trains unchanged with
+# trainer.accelerator=gpu, its LAST checkpoint (trained adapters and scalars, whatever dev
+# selects) is exported, and eval.py scores the export with the encoder on cuda and on cpu.
+# Prints train / eval wall seconds and both devices' evidence metrics side by side.
+#
+#   bash bench/gpu_check.sh PATH/covidqa_dev.json [N_ARTICLES=24] [OUT=results/gpu_check]
+#   MODEL=/path/to/encoder-folder bash bench/gpu_check.sh ...     (another encoder folder)
+set -u
+DATA=${1:?usage: bash bench/gpu_check.sh SQUAD.json [N_ARTICLES] [OUT]}
+N=${2:-24}; OUT=${3:-results/gpu_check}; PY=${PY:-python}
+[ -f "$DATA" ] || { echo "no such SQuAD-format file: $DATA"; exit 2; }
+$PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU')" || exit 2
+mkdir -p "$OUT"; RUN="$OUT/run"; EXP="$OUT/export"
+ENC=(); [ -n "${MODEL:-}" ] && ENC=("pipeline.encoder.model=$MODEL")
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1} WANDB_MODE=${WANDB_MODE:-offline} MPLBACKEND=Agg
+$PY -c "import torch; print('torch', torch.__version__, '|', torch.cuda.get_device_name())"
+s=$(date +%s)
+$PY train.py experiment=covidqa_trained data.path="$DATA" data.max_docs="$N" "${ENC[@]}" \
+    trainer.accelerator=gpu paths.output_dir="$RUN" paths.cache_dir="$OUT/cache" > "$OUT/train.log" 2>&1 \
+    || { tail -30 "$OUT/train.log"; exit 1; }
+echo "train (gpu): $(( $(date +%s) - s )) s; $(grep -E 'encoder precision' "$OUT/train.log" | head -1 | sed 's/.*precision: //')"
+$PY -m gralc.export "$RUN/checkpoints/last.ckpt" --out "$EXP" --force --late-interaction 0.8 \
+    --sentence-evidence 0.3 > "$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
+for dev in cuda cpu; do
+  s=$(date +%s)
+  $PY eval.py data=squad data.path="$DATA" data.max_docs="$N" "${ENC[@]}" "models=[$EXP]" \
+      "methods=[structure_aware]" pipeline.encoder.device=$dev paths.output_dir="$OUT/eval_$dev" \
+      paths.cache_dir="$OUT/cache_eval_$dev" > "$OUT/eval_$dev.log" 2>&1 || { tail -20 "$OUT/eval_$dev.log"; exit 1; }
+  echo "eval ($dev): $(( $(date +%s) - s )) s"
+done
+$PY - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+rows = {}
+for dev in ("cuda", "cpu"):
+    m = json.load(open(f"{out}/eval_{dev}/metrics.json"))
+    (bench,) = [k for k in m if k != "run"]
+    rows[dev] = m[bench]
+keys = ("ev_mrr", "ev_recall@512wp", "wa_ndcg@10", "mrr")
+print(f"\n| method | device | {' | '.join(keys)} |\n|---|---|{'---|' * len(keys)}")
+worst = 0.0
+for method in rows["cuda"]:
+    for dev in ("cuda", "cpu"):
+        print(f"| {method} | {dev} | " + " | ".join(f"{rows[dev][method][k]:.4f}" for k in keys) + " |")
+    worst = max(worst, *(abs(rows["cuda"][method][k] - rows["cpu"][method][k]) for k in keys))
+print(f"\nlargest cuda-vs-cpu difference: {worst:.4f}")
+PY
