@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # GPU check: the model of record's config (experiment=covidqa_trained) trains unchanged with
 # trainer.accelerator=gpu, its LAST checkpoint (trained adapters and scalars, whatever dev
-# selects) is exported, and eval.py scores the export with the encoder on cuda and on cpu.
-# Prints train / eval wall seconds and both devices' evidence metrics side by side.
+# selects) is exported, eval.py scores the export with the encoder on cuda and on cpu, and
+# `gralc.index --model` builds an index with the encoder on each device that `gralc.search`
+# queries with the same questions. Prints wall seconds, both devices' evidence metrics side by
+# side and how many search hits agree.
 #
 #   bash bench/gpu_check.sh PATH/covidqa_dev.json [N_ARTICLES=24] [OUT=results/gpu_check]
 #   MODEL=/path/to/encoder-folder bash bench/gpu_check.sh ...     (another encoder folder)
@@ -29,6 +31,32 @@ for dev in cuda cpu; do
       paths.cache_dir="$OUT/cache_eval_$dev" > "$OUT/eval_$dev.log" 2>&1 || { tail -20 "$OUT/eval_$dev.log"; exit 1; }
   echo "eval ($dev): $(( $(date +%s) - s )) s"
 done
+# the inference CLIs: an index built with the encoder on each device, the same questions searched
+$PY - "$DATA" "$N" "$OUT" <<'PY'
+import json, sys
+raw = json.load(open(sys.argv[1]))
+raw["data"] = raw["data"][: int(sys.argv[2])]
+json.dump(raw, open(f"{sys.argv[3]}/articles.json", "w"))
+qs = [qa["question"] for a in raw["data"] for p in a["paragraphs"] for qa in p["qas"]][:3]
+open(f"{sys.argv[3]}/questions.txt", "w").write("\n".join(qs) + "\n")
+PY
+for dev in cuda cpu; do
+  s=$(date +%s)
+  $PY -m gralc.index "$OUT/articles.json" encoder.device=$dev --model "$EXP" --out "$OUT/index_$dev" \
+      --force > "$OUT/index_$dev.log" 2>&1 || { tail -20 "$OUT/index_$dev.log"; exit 1; }
+  echo "index ($dev): $(( $(date +%s) - s )) s"
+  while read -r q; do $PY -m gralc.search "$OUT/index_$dev" "$q" -k 10 --json; done \
+      < "$OUT/questions.txt" > "$OUT/search_$dev.jsonl" 2> "$OUT/search_$dev.log" \
+      || { tail -20 "$OUT/search_$dev.log"; exit 1; }
+done
+$PY - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+hits = {dev: [json.loads(l) for l in open(f"{out}/search_{dev}.jsonl")] for dev in ("cuda", "cpu")}
+same = sum(a.get("chunk_id", a.get("id")) == b.get("chunk_id", b.get("id")) for a, b in zip(hits["cuda"], hits["cpu"]))
+gap = max(abs(a["score"] - b["score"]) for a, b in zip(hits["cuda"], hits["cpu"]))
+print(f"gralc.search top-10 of 3 questions, index built on cuda vs on cpu: {same}/{len(hits['cpu'])} hits identical, largest score difference {gap:.2e}")
+PY
 $PY - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
