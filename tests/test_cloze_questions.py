@@ -85,3 +85,11 @@ def test_cli_output_is_read_by_the_squad_loader_with_every_answer_mapped(tmp_pat
     with pytest.raises(SystemExit):
         main([str(folder), "--out", str(tmp_path / "cloze.jsonl")])
     assert not (tmp_path / "cloze.jsonl").exists()
+
+
+def test_a_missing_corpus_folder_is_named_before_the_vocabulary_is_read(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "no-such-folder"), "--out", str(tmp_path / "c.json"),
+              "--vocabulary", str(tmp_path / "no-such-vocabulary.tsv")])
+    err = capsys.readouterr().err
+    assert "no-such-folder does not exist" in err and "vocabulary" not in err.split("error:")[-1]

@@ -21,7 +21,6 @@ be copied into the question are skipped. Deterministic: each article has its own
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import sys
@@ -176,33 +175,18 @@ def cloze_squad(docs: list[Document], config: ClozeConfig | None = None, linker=
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gralc.documents.corpus import load_corpus
+    from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.runinfo import write_json_atomic
 
-    ap = argparse.ArgumentParser(prog="python -m gralc.data.cloze_questions",
-                                 description="Write cloze training questions (SQuAD JSON) from a corpus.")
-    ap.add_argument("corpus_dir", help="folder of articles (JATS .nxml/.xml, .txt, .md)")
-    ap.add_argument("--out", required=True, help="output SQuAD-format JSON file")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-article", type=int, default=40)
+    ap = generator_parser("python -m gralc.data.cloze_questions",
+                          "Write cloze training questions (SQuAD JSON) from a corpus.",
+                          "output SQuAD-format JSON file", per_article=40)
     ap.add_argument("--window", type=int, default=10)
-    ap.add_argument("--vocabulary", help="MeSH descYYYY.xml / thesaurus .tsv / MRCONSO.RRF: "
-                    "concept mentions as answers (numbers only without it)")
     args = ap.parse_args(argv)
-    if not Path(args.corpus_dir).is_dir():
-        ap.error(f"corpus directory {args.corpus_dir} does not exist")
     out = Path(args.out)
     if out.suffix != ".json":
         ap.error(f"--out {out}: give a .json file (SQuAD format)")
-    linker = None
-    if args.vocabulary:
-        from gralc.knowledge.linker import EntityLinker
-        from gralc.knowledge.vocabulary import load_vocabulary
-
-        linker = EntityLinker(load_vocabulary(args.vocabulary))
-    loaded = load_corpus(args.corpus_dir)
-    if not loaded.documents:
-        ap.error(f"no parseable articles under {args.corpus_dir}")
+    loaded, linker = generator_inputs(ap, args)
     config = ClozeConfig(per_article=args.per_article, window=args.window, seed=args.seed)
     squad = cloze_squad(loaded.documents, config, linker)
     write_json_atomic(out, squad)

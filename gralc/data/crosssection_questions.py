@@ -27,7 +27,6 @@ the document list). Question ids are ``"{doc.id}::{template}::{n}"``, ``kind`` =
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import datetime
 import functools
@@ -37,7 +36,6 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import ahocorasick
 
@@ -535,29 +533,14 @@ def generate_questions(docs: list[Document], config: GeneratorConfig | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.data.question_io import write_jsonl
-    from gralc.documents.corpus import load_corpus
 
-    ap = argparse.ArgumentParser(prog="python -m gralc.data.crosssection_questions",
-                                 description="Generate cross-section questions (JSONL).")
-    ap.add_argument("corpus_dir", help="folder of JATS .nxml/.xml articles")
-    ap.add_argument("--out", required=True, help="output JSONL file")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-article", type=int, default=5)
-    ap.add_argument("--vocabulary", help="MeSH descYYYY.xml / thesaurus .tsv / MRCONSO.RRF "
-                    "for concept slots (regex heuristics without it)")
+    ap = generator_parser("python -m gralc.data.crosssection_questions",
+                          "Generate cross-section questions (JSONL).", "output JSONL file",
+                          per_article=5)
     args = ap.parse_args(argv)
-    linker = None
-    if args.vocabulary:
-        from gralc.knowledge.linker import EntityLinker
-        from gralc.knowledge.vocabulary import load_vocabulary
-
-        linker = EntityLinker(load_vocabulary(args.vocabulary))
-    if not Path(args.corpus_dir).is_dir():
-        ap.error(f"corpus directory {args.corpus_dir} does not exist")
-    loaded = load_corpus(args.corpus_dir)
-    if not loaded.documents:
-        ap.error(f"no parseable articles under {args.corpus_dir}")
+    loaded, linker = generator_inputs(ap, args)
     config = GeneratorConfig(seed=args.seed, per_article=args.per_article)
     questions = generate_questions(loaded.documents, config, linker)
     write_jsonl(questions, args.out)
