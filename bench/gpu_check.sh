@@ -13,7 +13,9 @@ DATA=${1:?usage: bash bench/gpu_check.sh SQUAD.json [N_ARTICLES] [OUT]}
 N=${2:-24}; OUT=${3:-results/gpu_check}; PY=${PY:-python}
 [ -f "$DATA" ] || { echo "no such SQuAD-format file: $DATA"; exit 2; }
 $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU')" || exit 2
-mkdir -p "$OUT"; RUN="$OUT/run"; EXP="$OUT/export"
+RUN="$OUT/run"; EXP="$OUT/export"
+[ -e "$RUN" ] && { echo "$RUN exists (an earlier check): give another OUT (third argument) or move it away"; exit 2; }
+mkdir -p "$OUT"
 ENC=(); [ -n "${MODEL:-}" ] && ENC=("pipeline.encoder.model=$MODEL")
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1} WANDB_MODE=${WANDB_MODE:-offline} MPLBACKEND=Agg
 $PY -c "import torch; print('torch', torch.__version__, '|', torch.cuda.get_device_name())"

@@ -93,3 +93,12 @@ def test_a_missing_corpus_folder_is_named_before_the_vocabulary_is_read(tmp_path
               "--vocabulary", str(tmp_path / "no-such-vocabulary.tsv")])
     err = capsys.readouterr().err
     assert "no-such-folder does not exist" in err and "vocabulary" not in err.split("error:")[-1]
+
+
+def test_an_unreadable_vocabulary_is_one_message_naming_it(tmp_path, capsys):
+    folder = demo_articles()[0].parent
+    with pytest.raises(SystemExit):
+        main([str(folder), "--out", str(tmp_path / "c.json"), "--vocabulary", str(tmp_path / "v.tsv")])
+    err = capsys.readouterr().err
+    assert f"--vocabulary {tmp_path / 'v.tsv'}" in err and "not found" in err
+    assert not (tmp_path / "c.json").exists()

@@ -22,8 +22,9 @@ def generator_parser(prog: str, description: str, out_help: str, per_article: in
 
 
 def generator_inputs(ap: argparse.ArgumentParser, args: argparse.Namespace):
-    """``(load_corpus result, linker or None)`` for parsed ``args``; a missing folder or a
-    folder without parseable articles ends the command with one message naming it."""
+    """``(load_corpus result, linker or None)`` for parsed ``args``; a missing folder, an
+    unreadable vocabulary or a folder without parseable articles ends the command with one
+    message naming it (the folder is checked first, the vocabulary before any article)."""
     from gralc.documents.corpus import load_corpus
 
     if not Path(args.corpus_dir).is_dir():
@@ -33,7 +34,10 @@ def generator_inputs(ap: argparse.ArgumentParser, args: argparse.Namespace):
         from gralc.knowledge.linker import EntityLinker
         from gralc.knowledge.vocabulary import load_vocabulary
 
-        linker = EntityLinker(load_vocabulary(args.vocabulary))
+        try:
+            linker = EntityLinker(load_vocabulary(args.vocabulary))
+        except (OSError, ValueError) as exc:
+            ap.error(f"--vocabulary {args.vocabulary}: {exc}")
     loaded = load_corpus(args.corpus_dir)
     if not loaded.documents:
         ap.error(f"no parseable articles under {args.corpus_dir}")
