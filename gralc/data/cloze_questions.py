@@ -24,10 +24,11 @@ from __future__ import annotations
 import random
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from gralc.documents.model import Document
+from gralc.documents.model import Document, Paragraph
 
 #: a number with an optional unit (an answer when no concept mention is usable)
 NUMBER = re.compile(
@@ -69,10 +70,10 @@ class Cloze:
     end: int
 
 
-def article_context(doc: Document) -> tuple[str, list[tuple[int, int]]]:
+def article_context(doc: Document) -> tuple[str, list[tuple[int, Paragraph]]]:
     """The article as COVID-QA gives it: title, then every body paragraph (captions and
-    formulas left out), separated by blank lines. Returns the context and, per kept
-    paragraph, ``(offset in the context, start in doc.text)``."""
+    formulas left out), separated by blank lines. Returns the context and each kept
+    paragraph with its offset in the context."""
     parts, where, pos = [], [], 0
     if doc.title.strip():
         parts.append(doc.title.strip())
@@ -84,7 +85,7 @@ def article_context(doc: Document) -> tuple[str, list[tuple[int, int]]]:
         if not text.strip():
             continue
         parts.append(text)
-        where.append((pos, p.start))
+        where.append((pos, p))
         pos += len(text) + 2
     return "\n\n".join(parts), where
 
@@ -126,18 +127,15 @@ def article_clozes(doc: Document, config: ClozeConfig, linker=None) -> tuple[str
     """The article context and up to ``config.per_article`` cloze questions over it."""
     context, where = article_context(doc)
     rng = random.Random(f"{config.seed}:{doc.id}")
-    counts: dict[str, int] = {}
-    sentences = []  # (context start, sentence text)
-    by_para = {p.start: p for p in doc.paragraphs}
-    for ctx_off, doc_start in where:
-        para = by_para[doc_start]
+    counts: Counter[str] = Counter()  # normalised sentence -> occurrences in the article
+    sentences = []  # (start in the context, sentence text, normalised text)
+    for ctx_off, para in where:
         for s in para.sentences:
             text = doc.text[s.start : s.end]
             key = " ".join(text.split()).lower()
-            counts[key] = counts.get(key, 0) + 1
-            n = len(WORD.findall(text))
-            if config.min_words <= n <= config.max_words:
-                sentences.append((ctx_off + s.start - doc_start, text, key))
+            counts[key] += 1
+            if config.min_words <= len(WORD.findall(text)) <= config.max_words:
+                sentences.append((ctx_off + s.start - para.start, text, key))
     rng.shuffle(sentences)
     out: list[Cloze] = []
     for ctx_start, text, key in sentences:
