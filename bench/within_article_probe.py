@@ -39,7 +39,9 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import bm25s
 import numpy as np
+import Stemmer
 import torch
 from bm25s.stopwords import STOPWORDS_EN
 
@@ -57,6 +59,37 @@ from gralc.runinfo import run_metadata, write_json_atomic
 QUESTION_WORDS = {"what", "which", "who", "whom", "how", "why", "when", "where", "does", "do",
                   "did", "has", "have", "had", "were", "been", "can"}
 RANK_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 10**9))
+
+
+def bigram_bm25(texts: list[str], queries: list[str]) -> np.ndarray:
+    """(Q, K) BM25 over **bigrams** of consecutive content words (English stopwords dropped,
+    Snowball-stemmed, as :class:`gralc.retrieval.bm25.BM25Index` tokenises), each row divided
+    by its maximum (:func:`gralc.model.hybrid_scorer.normalise_lexical`): a phrase-match term
+    (a sequential-dependence feature) beside the unigram BM25 the model already holds."""
+    tok = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
+
+    def grams(batch: list[str]) -> list[list[str]]:
+        words = tok.tokenize(batch, update_vocab=True, return_as="string", show_progress=False)
+        return [[f"{a} {b}" for a, b in zip(w, w[1:])] for w in words]
+
+    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    retriever.index([g or ["<none>"] for g in grams(texts)], show_progress=False)
+    known = retriever.vocab_dict
+    out = np.zeros((len(queries), len(texts)))
+    for i, g in enumerate(grams(queries)):
+        g = [x for x in g if x in known]
+        if g:
+            out[i] = retriever.get_scores(g)
+    return out / np.maximum(out.max(axis=1, keepdims=True), 1e-12)
+
+
+def isolated_cosine(scorer: TrainedScorer, base_pipe: Pipeline, texts: list[str],
+                    queries: list[str]) -> np.ndarray:
+    """(Q, K) cosine of each question to each chunk text encoded **on its own** (no document
+    context; the naive dense view) by the model's adapted encoder, whole chunk read."""
+    enc = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config)).encoder
+    chunks = enc.encode_texts(texts, max_length=enc.max_window)
+    return (enc.encode_queries(queries) @ chunks.T).numpy()
 
 
 def stopword_weights(text: str, offsets: list[tuple[int, int]]) -> list[float]:
@@ -238,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--neighbour", type=float, nargs="+", default=[0.0, 0.1, 0.2])
     ap.add_argument("--sentence-maxsim", type=float, nargs="+", default=[0.0])
     ap.add_argument("--length-penalty", type=float, nargs="+", default=[0.0])
+    ap.add_argument("--isolated", type=float, nargs="+", default=[0.0],
+                    help="weights e of the cosine of each chunk's text encoded ON ITS OWN by the same "
+                         "adapted encoder: score' = (1 - e) score + e cos (isolated_cosine)")
+    ap.add_argument("--bigram", type=float, nargs="+", default=[0.0],
+                    help="weights g of a bigram BM25 term added to the score (bigram_bm25)")
     ap.add_argument("--query-weighting", nargs="+", default=["uniform", "stopwords", "idf"],
                     choices=["uniform", "stopwords", "idf"])
     ap.add_argument("--record", type=float, nargs=2, default=[0.3, 0.8], metavar=("W", "M"),
@@ -247,15 +285,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if (args.record[0] not in args.sentence_evidence or args.record[1] not in args.weights
             or "uniform" not in args.query_weighting or 0 not in args.neighbour or 0 not in args.length_penalty
-            or 0 not in args.sentence_maxsim):
+            or 0 not in args.sentence_maxsim or 0 not in args.bigram
+            or 0 not in args.isolated):
         ap.error("--record W and M must be among --sentence-evidence and --weights, 'uniform' among "
-                 "--query-weighting, 0 among --neighbour, --length-penalty and --sentence-maxsim")
+                 "--query-weighting, 0 among --neighbour, --length-penalty, --sentence-maxsim, --bigram and --isolated")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     models = {k: selected_checkpoint(Path(args.run) / f"fold{k}") for k in args.train_folds}  # before the data
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
     grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour,
-                                  args.length_penalty, args.sentence_maxsim))
+                                  args.length_penalty, args.sentence_maxsim, args.bigram, args.isolated))
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
@@ -269,21 +308,26 @@ def main(argv: list[str] | None = None) -> int:
             for w in args.sentence_evidence:
                 chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting,
                                                        sentences=any(args.sentence_maxsim))
-                for qw, _, m, d, c, v in [g for g in grid if g[1] == w]:
+                bigram = bigram_bm25([c.text for c in chunks], [q.text for q in split.questions]) \
+                    if any(args.bigram) else 0.0
+                iso = isolated_cosine(scorer, base_pipe, [c.text for c in chunks],
+                                      [q.text for q in split.questions]) if any(args.isolated) else 0.0
+                for qw, _, m, d, c, v, gb, e in [g for g in grid if g[1] == w]:
                     mixed = (1 - v) * late[qw] + v * late["sentence"] if v else late[qw]
                     score = length_penalty(smooth_neighbours((1 - m) * graph + m * mixed, chunks, d), n_pieces, c)
-                    res[name, qw, w, m, d, c, v] = means(split, chunks, score, settings)
-                    if name == "test" and (qw, w, m, d, c, v) == ("uniform", *args.record, 0.0, 0.0, 0.0):
+                    score = (1 - e) * (score + gb * bigram) + e * iso
+                    res[name, qw, w, m, d, c, v, gb, e] = means(split, chunks, score, settings)
+                    if name == "test" and (qw, w, m, d, c, v, gb, e) == ("uniform", *args.record, 0, 0, 0, 0, 0):
                         by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
                         ranks += by_chunk
                         paragraph_ranks += by_paragraph
         for g in grid:
-            table.setdefault("{} W={:g} M={:g} d={:g} c={:g} v={:g}".format(*g), []).append(res[("test", *g)])
-        families = {f"{qw}: W, M, d, c, v chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
+            table.setdefault("{} W={:g} M={:g} d={:g} c={:g} v={:g} g={:g} e={:g}".format(*g), []).append(res[("test", *g)])
+        families = {f"{qw}: W, M, d, c, v, g, e chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
         families["all: chosen on dev"] = grid
         for label, cands in families.items():
             best = max(sorted(cands), key=lambda g: res[("dev", *g)]["ev_mrr"])
-            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g} {:g}".format(*best)})
+            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g} {:g} {:g} {:g}".format(*best)})
         print(f"fold {k} ({time.perf_counter() - t0:.0f} s)", flush=True)
     record = f"W={args.record[0]:g} M={args.record[1]:g}"
     print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)

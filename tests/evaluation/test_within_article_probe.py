@@ -10,7 +10,9 @@ import torch.nn.functional as F
 
 from bench.within_article_probe import (
     best_unit,
+    bigram_bm25,
     idf_weights,
+    isolated_cosine,
     length_penalty,
     sentence_units,
     smooth_neighbours,
@@ -109,3 +111,25 @@ def test_sentence_units_split_chunks_by_sentence_and_take_the_best():
     assert got.tolist() == [[0.7, 0.4]]
     with pytest.raises(ValueError, match="token vectors"):
         sentence_units(chunks, prepared, torch.tensor([0, 0, 0, 1, 1, 1, 1]))
+
+
+def test_bigram_bm25_rewards_the_question_phrase_in_order():
+    texts = ["the incubation period of the virus was five days",
+             "a period of incubation, said the virus, was days",  # the same words, no phrase
+             "nothing related"]
+    got = bigram_bm25(texts, ["What is the incubation period of the virus?", "zebra crossing"])
+    assert got.shape == (2, 3)
+    assert got[0, 0] == pytest.approx(1.0) and got[0, 0] > got[0, 1] and got[0, 2] == 0
+    assert not got[1].any()  # no shared phrase: a row of zeros, not a division by zero
+
+
+def test_isolated_cosine_encodes_each_chunk_text_on_its_own():
+    from gralc.encoding.encoder import EncoderConfig
+    from gralc.pipeline import Pipeline, PipelineConfig
+
+    pipe = Pipeline(PipelineConfig(encoder=EncoderConfig(device="cpu")))
+    scorer = SimpleNamespace(pipeline_config=pipe.config)
+    texts = ["Remdesivir shortened recovery in hospitalised patients.", "The weather was sunny."]
+    got = isolated_cosine(scorer, pipe, texts, ["Remdesivir shortened recovery in hospitalised patients."])
+    assert got.shape == (1, 2)
+    assert got[0, 0] == pytest.approx(1.0, abs=1e-4) and got[0, 1] < 0.5
