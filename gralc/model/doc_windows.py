@@ -12,6 +12,8 @@ windows in their overlaps.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import replace
 
 import torch
@@ -72,4 +74,29 @@ def evidence_window(
     return min(range(len(windows)), key=cost)
 
 
-__all__ = ["crop_features", "evidence_window"]
+def lexical_window(
+    question_ids: list[int], doc_ids: list[int], windows: list[tuple[int, int]], evidence: int
+) -> int | None:
+    """Index into ``windows`` of the window other than ``evidence`` whose tokens OUTSIDE the
+    evidence window share the most of the question's word-pieces (``question_ids``; each
+    distinct piece weighted by its idf ``log(n / df)`` over the document's n windows, so pieces
+    in every window count 0): the lexically most confusable region of the same document, a hard
+    negative window (BM25-style hard negatives, as DPR mines them). ``doc_ids``: the document's
+    content-token ids. None when no other window shares a weighted piece."""
+    es, ee = windows[evidence]
+    sets = [set(doc_ids[s:e]) for s, e in windows]
+    df = Counter(t for ws in sets for t in ws)
+    n = len(windows)
+    wanted = {t: math.log(n / df[t]) for t in set(question_ids) if 0 < df[t] < n}
+    best, best_score = None, 0.0
+    for k, (s, e) in enumerate(windows):
+        if k == evidence:
+            continue
+        outside = set(doc_ids[s:max(s, min(e, es))]) | set(doc_ids[max(s, ee):e])
+        score = sum(w for t, w in wanted.items() if t in outside)
+        if score > best_score:
+            best, best_score = k, score
+    return best
+
+
+__all__ = ["crop_features", "evidence_window", "lexical_window"]

@@ -170,6 +170,9 @@ class LoraConfig:
     evidence plus ``n - 1`` other windows of the same document (sampled; their chunks are
     same-document negatives), each extra negative document one sampled window: a step costs a
     few windows instead of whole documents. ``0``: whole documents (every window, blended).
+    ``hard_windows``: the first of those ``n - 1`` windows is the one sharing the most
+    (idf-weighted) question word-pieces outside the evidence window
+    (:func:`gralc.model.doc_windows.lexical_window`), not a random one.
     Validation always encodes whole documents, as inference does. ``precision``: of the
     adapted encoder's passes in training and validation (``auto``: bf16 only where the
     hardware has native bf16, see :mod:`gralc.encoding.precision`; the exported encoder then
@@ -181,6 +184,7 @@ class LoraConfig:
     dropout: float = 0.1
     target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
     windows_per_doc: int = 2
+    hard_windows: bool = False
     precision: str = "auto"
 
 

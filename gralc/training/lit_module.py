@@ -46,7 +46,7 @@ import torch
 from gralc.chunking.boundaries import BoundaryConfig, semantic_signal
 from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
-from gralc.model.doc_windows import crop_features, evidence_window
+from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.late_interaction import maxsim, with_late_interaction
 from gralc.retrieval.bm25 import TermStats, bm25_matrix
@@ -92,7 +92,7 @@ class NonFiniteLossError(RuntimeError):
 class GraLCLitModule(pl.LightningModule):
     """``encoder``: LoRA adapters to train with the model (None: the frozen, cached encoder);
     ``sem_window``: ``BoundaryConfig.window`` of b_sem, recomputed from adapted H;
-    ``windows_per_doc``: see :meth:`training_views` (0: whole documents)."""
+    ``windows_per_doc``, ``hard_windows``: see :meth:`training_views` (0: whole documents)."""
 
     def __init__(
         self,
@@ -102,12 +102,13 @@ class GraLCLitModule(pl.LightningModule):
         encoder: LoraEncoder | None = None,
         sem_window: int = BoundaryConfig.window,
         windows_per_doc: int = 0,
+        hard_windows: bool = False,
     ):
         super().__init__()
         self.model, self.optim = model, optim
         self.extra_checkpoint = extra_checkpoint or {}
         self.encoder, self.sem_window = encoder, sem_window
-        self.windows_per_doc = windows_per_doc
+        self.windows_per_doc, self.hard_windows = windows_per_doc, hard_windows
         self._token_ids: dict[str, list[int]] = {}  # doc id -> content-token ids (LoRA windows)
         self.term_stats: TermStats | None = None  # optim.lexical_stats=corpus, on_fit_start
         self.loss_parts: dict[str, float] = {}  # the last batch loss's weighted terms
@@ -140,9 +141,10 @@ class GraLCLitModule(pl.LightningModule):
         the documents and their whole-document adapted features. LoRA with ``n >= 1``:
         encoder windows cropped from the cached features (:func:`crop_features`) and the
         same windows encoded by the adapted encoder: each gold document's evidence window
-        (:func:`evidence_window`), then ``n - 1`` other windows of each gold document, then
-        one window of each extra document; sampled with a seed of the step and questions,
-        so a resumed run draws the same windows."""
+        (:func:`evidence_window`), then ``n - 1`` other windows of each gold document (with
+        ``hard_windows`` the first of them the lexically hardest, :func:`lexical_window`),
+        then one window of each extra document; sampled with a seed of the step and
+        questions, so a resumed run draws the same windows."""
         if self.encoder is None:
             return batch.docs, batch.docs
         if self.windows_per_doc == 0:
@@ -158,7 +160,14 @@ class GraLCLitModule(pl.LightningModule):
                 k = evidence_window(f, batch.examples[i].positives.char_ranges, windows)
                 first.append((i, windows[k]))
                 others = windows[:k] + windows[k + 1 :]
-                rest += [(i, w) for w in rng.sample(others, min(self.windows_per_doc - 1, len(others)))]
+                want = min(self.windows_per_doc - 1, len(others))
+                hard = (lexical_window(self.encoder.token_ids(batch.examples[i].text),
+                                       self.doc_token_ids(f), windows, k)
+                        if self.hard_windows and want else None)
+                if hard is not None:
+                    rest.append((i, windows[hard]))
+                    others, want = [w for w in others if w != windows[hard]], want - 1
+                rest += [(i, w) for w in rng.sample(others, want)]
             else:
                 rest.append((i, rng.choice(windows)))
         picks = first + rest

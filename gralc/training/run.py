@@ -352,6 +352,7 @@ def train(
         encoder=encoder,
         sem_window=cfg.pipeline.chunking.boundary.window,
         windows_per_doc=cfg.lora.windows_per_doc,
+        hard_windows=cfg.lora.hard_windows,
     )
     trainer = build_trainer(cfg, callbacks)
     if cfg.trainer.validate_before_fit and ckpt_path is None:

@@ -11,7 +11,7 @@ import torch
 from gralc.encoding.lora import LoraEncoder
 from gralc.encoding.precision import native_bf16, resolve_precision
 from gralc.encoding.windows import plan_windows
-from gralc.model.doc_windows import crop_features, evidence_window
+from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
 from gralc.model.gralc_model import GraLCModel
 from gralc.training.datamodule import TrainBatch
 from gralc.training.lit_module import GraLCLitModule
@@ -101,6 +101,41 @@ def test_windowed_views_encode_windows_with_gradient(datamodule, lora):
     whole_lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=0)
     cached0, adapted0 = whole_lit.training_views(batch)
     assert cached0 is batch.docs and adapted0[0].n_tokens == f.n_tokens
+
+
+def test_lexical_window_is_the_most_confusable_other_window():
+    doc = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 50, 51, 52, 1, 2]
+    windows = [(0, 6), (4, 10), (8, 14), (12, 17)]
+    # pieces 50, 51 (two windows) and 9 (two windows) all sit in window 2
+    assert lexical_window([50, 51, 9], doc, windows, evidence=0) == 2
+    # 1 and 2 also occur inside the evidence window; only window 3 holds them outside it
+    assert lexical_window([1, 2], doc, windows, evidence=0) == 3
+    # a piece the question shares with no window, or with every window, picks none
+    assert lexical_window([99], doc, windows, evidence=0) is None
+    assert lexical_window([5, 6], [5, 6] * 9, [(0, 6), (4, 10), (8, 14), (12, 18)], evidence=1) is None
+
+
+def test_hard_windows_take_the_lexical_window_first(datamodule, lora, monkeypatch):
+    cfg, enc = lora
+    e, f = _long_example(datamodule)
+    batch = TrainBatch([e], [f])
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim)
+    windows = enc.plan(f.n_tokens)
+    k = evidence_window(f, e.positives.char_ranges, windows)
+    hard = lexical_window(enc.token_ids(e.text), enc.token_ids(f.doc.text), windows, k)
+    assert hard is not None and hard != k
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=2, hard_windows=True)
+    cached, _ = lit.training_views(batch)
+    assert int(cached[1].offsets[0, 0]) == int(f.offsets[windows[hard][0], 0])
+    # off, the second window is drawn at random: over steps it is not always the hard one
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=2)
+    assert len(windows) > 2, "the demo's long document lost its third window"
+    starts = set()
+    for step in range(8):
+        monkeypatch.setattr(GraLCLitModule, "global_step", property(lambda self, s=step: s))
+        starts.add(int(lit.training_views(batch)[0][1].offsets[0, 0]))
+    assert len(starts) > 1
 
 
 def test_auto_precision_follows_the_hardware(monkeypatch):
