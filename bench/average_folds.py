@@ -1,0 +1,63 @@
+"""Weight averaging along training, by cross-validation: each fold's model is the average of
+two checkpoints of that fold (e.g. the selected end of epoch 2 of one run and the end of
+epoch 3 of its continuation), every floating weight ``(1 - t) * a + t * b``, LoRA adapters and
+learned scalars alike (:func:`bench.covidqa_cv.interpolated_checkpoint`; checkpoint averaging,
+as stochastic weight averaging does along one trajectory). The folds are written as a
+``bench.covidqa_cv`` variant folder (``checkpoints/best-avg.ckpt`` plus the fold's
+``initial.ckpt`` and ``config.yaml`` from ``--a``), so ``bench.late_interaction_cv`` scores
+them with the protocol's dev choices::
+
+    python -m bench.average_folds --a results/cv_late/lora_lexical_small_late \
+        --b results/cv_late_ep3/lora_lexical_small_late --out results/cv_avg/lora_lexical_small_late
+    python -m bench.late_interaction_cv --run results/cv_avg/lora_lexical_small_late --sentence-evidence 0.3
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from bench.covidqa_cv import interpolated_checkpoint
+from bench.late_interaction_cv import selected_checkpoint
+
+
+def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Path:
+    """Write ``out/checkpoints/best-avg.ckpt`` (fold ``a``'s selected model averaged with
+    ``b/checkpoints/<b_checkpoint>``) and copy ``a``'s ``initial.ckpt`` / ``config.yaml``;
+    an ``out`` that already holds files is refused (nothing is overwritten)."""
+    second = b / "checkpoints" / b_checkpoint
+    for need in (a / "initial.ckpt", second):
+        if not need.is_file():
+            raise SystemExit(f"{need}: missing; --a and --b must be bench.covidqa_cv variant folders "
+                             "holding the folds asked for")
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"{out}: already holds files; choose a new --out")
+    first = selected_checkpoint(a)
+    target = interpolated_checkpoint(str(first), str(second), t, out / "checkpoints" / "best-avg.ckpt")
+    for name in ("initial.ckpt", "config.yaml"):
+        if (a / name).is_file():
+            shutil.copy2(a / name, out / name)
+    print(f"{out.name}: {first} + {second} (t={t:g}) -> {target}")
+    return Path(target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", required=True, help="variant folder whose selected fold models are averaged")
+    ap.add_argument("--b", required=True, help="variant folder holding the second checkpoint of each fold")
+    ap.add_argument("--b-checkpoint", default="last.ckpt", help="file name under each --b fold's checkpoints/")
+    ap.add_argument("--t", type=float, default=0.5, help="weight of the --b checkpoint")
+    ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    if not 0.0 <= args.t <= 1.0:
+        ap.error(f"--t must lie in [0, 1], got {args.t}")
+    for k in args.folds:
+        average_fold(Path(args.a) / f"fold{k}", Path(args.b) / f"fold{k}", Path(args.out) / f"fold{k}",
+                     args.t, args.b_checkpoint)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""bench/average_folds.py: two checkpoints of a fold averaged weight by weight, written as a
+fold folder bench.late_interaction_cv reads; an occupied --out is refused."""
+
+import pytest
+import torch
+
+from bench.average_folds import main
+from bench.late_interaction_cv import selected_checkpoint
+from gralc.safe_load import load_torch
+
+
+def _fold(root, name, value, ckpt):
+    fold = root / name / "fold0"
+    (fold / "checkpoints").mkdir(parents=True)
+    state = {"state_dict": {"w": torch.full((2,), value), "step": torch.tensor(3)}}
+    torch.save(state, fold / "checkpoints" / ckpt)
+    torch.save({"state_dict": {"w": torch.zeros(2), "step": torch.tensor(0)}}, fold / "initial.ckpt")
+    return fold.parent
+
+
+def test_folds_are_averaged_and_readable_by_the_probe(tmp_path):
+    a = _fold(tmp_path, "a", 1.0, "best-epoch=1-step=9.ckpt")
+    b = _fold(tmp_path, "b", 3.0, "last.ckpt")
+    out = tmp_path / "avg"
+    assert main(["--a", str(a), "--b", str(b), "--folds", "0", "--out", str(out)]) == 0
+    got = load_torch(str(selected_checkpoint(out / "fold0")), what="checkpoint")["state_dict"]
+    assert torch.equal(got["w"], torch.full((2,), 2.0)) and int(got["step"]) == 3
+    assert (out / "fold0" / "initial.ckpt").is_file()
+    with pytest.raises(SystemExit, match="already holds files"):
+        main(["--a", str(a), "--b", str(b), "--folds", "0", "--out", str(out)])
+    with pytest.raises(SystemExit, match="missing"):
+        main(["--a", str(a), "--b", str(b), "--b-checkpoint", "nope.ckpt", "--folds", "0",
+              "--out", str(tmp_path / "x")])
