@@ -34,6 +34,7 @@ import bisect
 import itertools
 import logging
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import replace
@@ -59,6 +60,10 @@ from gralc.runinfo import run_metadata, write_json_atomic
 QUESTION_WORDS = {"what", "which", "who", "whom", "how", "why", "when", "where", "does", "do",
                   "did", "has", "have", "had", "were", "been", "can"}
 RANK_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 10**9))
+# questions that name no topic, only "the study / report / paper": the annotated span is one
+# of several valid answers in the article (a pattern written after reading the rank > 10
+# questions; a diagnostic, never a filter of the protocol's metrics)
+GENERIC = re.compile(r"\b(this|the) (study|report|paper|review|article)\s*\?", re.I)
 
 
 def bigram_bm25(texts: list[str], queries: list[str]) -> np.ndarray:
@@ -254,6 +259,21 @@ def print_ranks(title: str, ranks: list[int]) -> None:
     print(f"| no hit | {ranks.count(0) / n:.3f} | 0 |")
 
 
+def print_generic(texts: list[str], ranks: list[int], paragraph_ranks: list[int]) -> dict:
+    """Markdown table: nDCG@10 (chunks, paragraphs) of the questions :data:`GENERIC` matches
+    and of the rest; returns the same numbers."""
+    out = {}
+    for label, keep in (("generic (names only 'this study / report')", True), ("the rest", False)):
+        sel = [i for i, t in enumerate(texts) if bool(GENERIC.search(t)) == keep]
+        out[label] = {"questions": len(sel), "chunks": ndcg([ranks[i] for i in sel]),
+                      "paragraphs": ndcg([paragraph_ranks[i] for i in sel])}
+    print("\n# within-article nDCG@10 by question kind\n")
+    print("| questions | n | nDCG@10 chunks | nDCG@10 paragraphs |\n|---|---|---|---|")
+    for label, r in out.items():
+        print(f"| {label} | {r['questions']} | {r['chunks']:.3f} | {r['paragraphs']:.3f} |")
+    return out
+
+
 def ndcg(ranks: list[int]) -> float:
     """Mean nDCG@10 of questions with one evidence span whose first hit is at ``ranks``."""
     return sum(1 / math.log2(1 + r) for r in ranks if 0 < r <= 10) / max(1, len(ranks))
@@ -298,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
+    texts: list[str] = []
     for k in args.train_folds:
         scorer = TrainedScorer.load(models[k])
         side = cv_side(bench, args.folds, k, args.seed, "train")
@@ -321,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                         by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
                         ranks += by_chunk
                         paragraph_ranks += by_paragraph
+                        texts += [q.text for q in split.questions]
         for g in grid:
             table.setdefault("{} W={:g} M={:g} d={:g} c={:g} v={:g} g={:g} e={:g}".format(*g), []).append(res[("test", *g)])
         families = {f"{qw}: W, M, d, c, v, g, e chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
@@ -333,10 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)
     print_ranks(f"within-article rank of the first evidence paragraph (paragraphs scored by their "
                 f"best chunk), {record}", paragraph_ranks)
+    kinds = print_generic(texts, ranks, paragraph_ranks)
     print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article; models: {args.run}\n")
     print_table(table)
     write_json_atomic(Path(args.out or args.run) / "within_article_probe.json",
                       run_metadata({"args": vars(args), "rows": table, "ranks": ranks, "paragraph_ranks": paragraph_ranks,
+                                    "by_question_kind": kinds,
                                     "seconds": time.perf_counter() - t0}))
     return 0
 

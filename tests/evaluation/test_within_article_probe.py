@@ -14,6 +14,7 @@ from bench.within_article_probe import (
     idf_weights,
     isolated_cosine,
     length_penalty,
+    print_generic,
     sentence_units,
     smooth_neighbours,
     stopword_weights,
@@ -133,3 +134,14 @@ def test_isolated_cosine_encodes_each_chunk_text_on_its_own():
     got = isolated_cosine(scorer, pipe, texts, ["Remdesivir shortened recovery in hospitalised patients."])
     assert got.shape == (1, 2)
     assert got[0, 0] == pytest.approx(1.0, abs=1e-4) and got[0, 1] < 0.5
+
+
+def test_generic_questions_are_told_apart_and_scored_separately(capsys):
+    texts = ["What is a conclusion of this study?", "What is the conclusion of  this report ?",
+             "What organ is most associated with the KATNAL1 gene?", "What did the study of bats find?"]
+    got = print_generic(texts, [30, 1, 1, 2], [3, 1, 1, 1])
+    generic, rest = got.values()
+    assert generic["questions"] == 2 and rest["questions"] == 2  # "the study of bats" names a topic
+    assert generic["chunks"] == pytest.approx(0.5) and generic["paragraphs"] == pytest.approx((0.5 + 1) / 2)
+    assert rest["chunks"] == pytest.approx((1 + 1 / np.log2(3)) / 2)
+    assert "by question kind" in capsys.readouterr().out
