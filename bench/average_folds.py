@@ -22,17 +22,22 @@ from bench.covidqa_cv import interpolated_checkpoint
 from bench.late_interaction_cv import selected_checkpoint
 
 
-def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Path:
-    """Write ``out/checkpoints/best-avg.ckpt`` (fold ``a``'s selected model averaged with
-    ``b/checkpoints/<b_checkpoint>``) and copy ``a``'s ``initial.ckpt`` / ``config.yaml``;
-    an ``out`` that already holds files is refused (nothing is overwritten)."""
-    second = b / "checkpoints" / b_checkpoint
-    for need in (a / "initial.ckpt", second):
+def check_fold(a: Path, b: Path, out: Path, b_checkpoint: str) -> None:
+    """Refuse, by name, a fold whose inputs are missing or whose ``out`` already holds files."""
+    for need in (a / "initial.ckpt", b / "checkpoints" / b_checkpoint):
         if not need.is_file():
             raise SystemExit(f"{need}: missing; --a and --b must be bench.covidqa_cv variant folders "
                              "holding the folds asked for")
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out}: already holds files; choose a new --out")
+    selected_checkpoint(a)  # a trained fold model, or its own message
+
+
+def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Path:
+    """Write ``out/checkpoints/best-avg.ckpt`` (fold ``a``'s selected model averaged with
+    ``b/checkpoints/<b_checkpoint>``) and copy ``a``'s ``initial.ckpt`` / ``config.yaml``
+    (inputs and ``out`` as :func:`check_fold` accepts them)."""
+    second = b / "checkpoints" / b_checkpoint
     first = selected_checkpoint(a)
     target = interpolated_checkpoint(str(first), str(second), t, out / "checkpoints" / "best-avg.ckpt")
     for name in ("initial.ckpt", "config.yaml"):
@@ -53,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 0.0 <= args.t <= 1.0:
         ap.error(f"--t must lie in [0, 1], got {args.t}")
+    folds = [(Path(args.a) / f"fold{k}", Path(args.b) / f"fold{k}", Path(args.out) / f"fold{k}") for k in args.folds]
+    for a, b, out in folds:  # every fold checked before any is written
+        check_fold(a, b, out, args.b_checkpoint)
     for k in args.folds:
         average_fold(Path(args.a) / f"fold{k}", Path(args.b) / f"fold{k}", Path(args.out) / f"fold{k}",
                      args.t, args.b_checkpoint)

@@ -31,3 +31,12 @@ def test_folds_are_averaged_and_readable_by_the_probe(tmp_path):
     with pytest.raises(SystemExit, match="missing"):
         main(["--a", str(a), "--b", str(b), "--b-checkpoint", "nope.ckpt", "--folds", "0",
               "--out", str(tmp_path / "x")])
+
+
+def test_every_fold_is_checked_before_any_is_written(tmp_path):
+    a = _fold(tmp_path, "a", 1.0, "best-epoch=1-step=9.ckpt")
+    b = _fold(tmp_path, "b", 3.0, "last.ckpt")  # fold0 only
+    out = tmp_path / "avg"
+    with pytest.raises(SystemExit, match="fold1"):
+        main(["--a", str(a), "--b", str(b), "--folds", "0", "1", "--out", str(out)])
+    assert not (out / "fold0").exists()
