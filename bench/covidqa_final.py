@@ -14,8 +14,11 @@ identically (top 20 chunk ids) through the index and through eval.py.
 ``--sentence-evidence W``: export with ``model.sentence_evidence=W``; several weights: the one
 with the best evidence MRR on the model's own dev split (the 20% of articles training held out
 for epoch selection), as ``bench.covidqa_cv`` chooses per fold. With ``--reuse`` the model
-trained earlier is exported again. ``--late-interaction M``: export with
-``model.late_interaction=M`` (the index then stores the chunks' token vectors).
+trained earlier is exported again; with ``--checkpoint CKPT`` that checkpoint (e.g. another
+run's model of record) is exported instead of training. ``--late-interaction M``: export with
+``model.late_interaction=M`` (the index then stores the chunks' token vectors);
+``--phrase-weight G`` with ``model.phrase_weight=G`` (the term-pair BM25; the index then holds
+its ``phrase/`` BM25); ``--cut-unit sentence`` with hard cuts at sentence starts only.
 """
 
 from __future__ import annotations
@@ -76,7 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--late-interaction", type=float, default=None, metavar="M",
                     help="export with model.late_interaction=M (chosen by bench.late_interaction_cv; "
                          "default: as trained, off)")
+    ap.add_argument("--phrase-weight", type=float, default=None, metavar="G",
+                    help="export with model.phrase_weight=G (default: as trained, off)")
+    ap.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
+                    help="export with pipeline.chunking.boundary.cut_unit (default: as trained)")
     ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
+    ap.add_argument("--checkpoint", default=None,
+                    help="export this trained checkpoint (a .ckpt of this variant) instead of training")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_final")
     args = ap.parse_args(argv)
@@ -88,14 +97,23 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
     done = out / "train" / "result.json"
-    if args.reuse and done.is_file():
+    if args.checkpoint:
+        ckpt = Path(args.checkpoint).resolve()
+        if not ckpt.is_file():
+            ap.error(f"--checkpoint {ckpt} does not exist")
+        result = json.loads((ckpt.parent.parent / "result.json").read_text()) \
+            if (ckpt.parent.parent / "result.json").is_file() else {"selected": "given", "learned_values": {}}
+        result = {**result, "best_checkpoint": str(ckpt)}
+    elif args.reuse and done.is_file():
         result = json.loads(done.read_text())
     else:
         result = train(cfg)
     bench = squad_benchmark(args.data)
     chosen, dev_mrr = sentence_evidence(args, result["best_checkpoint"], bench)
     settings = {k: v for k, v in (("sentence_evidence", chosen),
-                                  ("late_interaction", args.late_interaction)) if v is not None}
+                                  ("late_interaction", args.late_interaction),
+                                  ("phrase_weight", args.phrase_weight),
+                                  ("cut_unit", args.cut_unit)) if v is not None}
     exp = export(Path(result["best_checkpoint"]), out / "export", force=True, settings=settings)
     t_train = time.perf_counter() - t0
     index = out / "index"
@@ -119,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
-          f"late interaction {args.late_interaction}, sentence evidence {chosen} (dev ev MRR per weight: "
+          f"late interaction {args.late_interaction}, term-pair BM25 {args.phrase_weight}, cuts at "
+          f"{args.cut_unit or 'as trained'}, sentence evidence {chosen} (dev ev MRR per weight: "
           f"{ {f'{w:g}': round(v, 4) for w, v in dev_mrr.items()} }), "
           f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
     print(f"selected: {result['selected']}; learned values: "

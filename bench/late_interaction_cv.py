@@ -13,6 +13,13 @@ articles): the ``m=cv`` rows.
     python -m bench.late_interaction_cv --run results/cv_rec01/lora_lexical_small \
         --train-folds 0 1 --sentence-evidence 0.3
 
+``--phrase-weight G`` adds G x the term-pair BM25 (``model.phrase_weight``) to every row and
+``--cut-unit sentence`` decodes every model's cuts at sentence starts only (the export-time
+settings of the model of record, ``gralc.export --phrase-weight 0.05 --cut-unit sentence``):
+
+    python -m bench.late_interaction_cv --run results/cv_late/lora_lexical_small_late \
+        --weights 0 0.8 --phrase-weight 0.05 --cut-unit sentence --out results/li_sentence_phrase
+
 ``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
 ``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
 several sessions, e.g. folds 0-1, 2 and 3-4).
@@ -35,8 +42,10 @@ from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.trained_rows import trained_scores
+from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
+from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.ranking import rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, write_json_atomic
@@ -45,10 +54,19 @@ METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "
            "wa_ndcg@10", "mrr")
 
 
-def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float):
+def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phrase_weight: float = 0.0,
+           cut_unit: str | None = None):
     """``(chunks, model scores (Q, K) without late interaction, MaxSim (Q, K))`` of every
-    question of ``bench`` against its documents, sentence evidence ``weight``."""
-    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
+    question of ``bench`` against its documents, sentence evidence ``weight``; with
+    ``phrase_weight`` g the scores hold the term-pair BM25 term too, added after the late
+    interaction mix as the product adds it (:meth:`GraLCModel.score_parts`), so a row's score
+    is ``(1 - m) * (scores - g * phrase) + m * MaxSim + g * phrase``: the returned scores
+    are ``(scores without it, MaxSim, g * normalised phrase)`` to mix. ``cut_unit``: the
+    model's hard cuts at ``word`` or ``sentence`` starts (default: as trained)."""
+    if cut_unit is not None:
+        scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=cut_unit)
+    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0,
+                                  phrase_weight=0.0)
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(bench.documents, progress=False)
     s = trained_scores(scorer, bench, prepared, pipe)
@@ -58,12 +76,20 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float):
     q_tok, q_mask = pipe.encoder.encode_query_tokens([q.text for q in bench.questions])
     late = maxsim(q_tok, q_mask, scorer.token_vectors, scorer.token_chunk, len(s.chunks))
     vecs = torch.from_numpy(np.stack([c.embedding for c in s.chunks]))
+    phrase = torch.zeros_like(graph)
+    if phrase_weight:
+        pairs = BM25Index(BM25Config(ngram=2))
+        pairs.index(s.chunks)
+        raw = pairs.score_matrix([q.text for q in bench.questions])
+        phrase = phrase_weight * normalise_lexical(torch.as_tensor(raw)).to(graph.dtype)
+        scorer.model.config = replace(scorer.model.config, phrase_weight=phrase_weight)
     for i in range(min(3, len(bench.questions))):  # the product's score is this mix
         lex = s.lexical[i] if scorer.lexical else None
-        got = scorer.score_all(pipe, bench.questions[i].text, s.queries[i], vecs, lex)[0]
-        assert torch.allclose(got, 0.5 * graph[i] + 0.5 * late[i], atol=1e-5), "mix differs"
-    scorer.model.config = replace(scorer.model.config, late_interaction=0.0)
-    return s.chunks, graph.numpy(), late.numpy()
+        got = scorer.score_all(pipe, bench.questions[i].text, s.queries[i], vecs, lex,
+                               phrase=raw[i] if phrase_weight else None)[0]
+        assert torch.allclose(got, 0.5 * graph[i] + 0.5 * late[i] + phrase[i], atol=1e-5), "mix differs"
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.0, phrase_weight=0.0)
+    return s.chunks, graph.numpy(), late.numpy(), phrase.numpy()
 
 
 def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
@@ -158,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--sentence-evidence", type=float, default=0.3)
     ap.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8])
+    ap.add_argument("--phrase-weight", type=float, default=0.0, metavar="G",
+                    help="add G x the term-pair BM25 (model.phrase_weight) to every row's score")
+    ap.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
+                    help="the models' hard cuts at word or sentence starts (default: as trained)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default=None, help="folder for late_interaction.json (default: --run)")
     args = ap.parse_args(argv)
@@ -184,20 +214,22 @@ def main(argv: list[str] | None = None) -> int:
         test = cv_side(bench, args.folds, k, args.seed, "test")
         for tag, ckpt in (("untrained", folder / "initial.ckpt"), ("trained", best)):
             scorer = TrainedScorer.load(ckpt)
-            chunks, graph, late = scored(scorer, dev, base_pipe, args.sentence_evidence)
-            dev_mrr = {m: means(dev, chunks, (1 - m) * graph + m * late, settings)["ev_mrr"]
+            terms = (args.sentence_evidence, args.phrase_weight, args.cut_unit)
+            chunks, graph, late, phrase = scored(scorer, dev, base_pipe, *terms)
+            dev_mrr = {m: means(dev, chunks, (1 - m) * graph + m * late + phrase, settings)["ev_mrr"]
                        for m in args.weights}
             chosen = max(sorted(dev_mrr), key=lambda m: dev_mrr[m])  # ties: the smaller
-            chunks, graph, late = scored(scorer, test, base_pipe, args.sentence_evidence)
+            chunks, graph, late, phrase = scored(scorer, test, base_pipe, *terms)
             for m in args.weights:
                 table.setdefault(f"{tag} m={m:g}", []).append(
-                    means(test, chunks, (1 - m) * graph + m * late, settings))
+                    means(test, chunks, (1 - m) * graph + m * late + phrase, settings))
             table.setdefault(f"{tag} m=cv", []).append(
                 {**table[f"{tag} m={chosen:g}"][-1], "chosen": chosen})
             print(f"fold {k} {tag}: dev ev MRR {({f'{m:g}': round(v, 4) for m, v in dev_mrr.items()})}"
                   f", chosen m={chosen:g} ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article (seed {args.seed}); "
-          f"sentence evidence W={args.sentence_evidence:g}; models: {args.run}\n")
+          f"sentence evidence W={args.sentence_evidence:g}, term-pair BM25 g={args.phrase_weight:g}, cuts at "
+          f"{args.cut_unit or 'the trained'} starts; models: {args.run}\n")
     print_table(table)
     write_json_atomic(Path(args.out or args.run) / "late_interaction.json",
                       run_metadata({"args": vars(args), "rows": table,

@@ -20,11 +20,17 @@ choice made on the fold's dev split (inside its training folds) by evidence MRR:
   also rewards question words matched far apart;
 * **a length penalty** (``--length-penalty`` c): ``score'(c) = score(c) - c * log(n / 128)``,
   n = the chunk's word-pieces (MaxSim takes a max over a chunk's tokens, so longer chunks
-  score higher by construction).
+  score higher by construction);
+* **a bigram (term-pair) BM25** (``--bigram`` g, the product's ``model.phrase_weight``),
+  **the chunk text encoded on its own** (``--isolated`` e), **the section heading**
+  (``--heading`` h: cosine of the question to the chunk's section path);
+* **where the cuts fall** (``--cut-unit word sentence``: the trained boundary scores decoded
+  at any word start, as trained, or at sentence starts only, ``BoundaryConfig.cut_unit``).
 
     python -m bench.within_article_probe --run results/cv_late/lora_lexical_small_late
 
-None of these is a product option; the probe says whether one should be.
+The probe says whether one should be a product option; two became one: the term-pair BM25
+(``model.phrase_weight``) and sentence-start cuts (``pipeline.chunking.boundary.cut_unit``).
 """
 
 from __future__ import annotations
@@ -40,19 +46,20 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import bm25s
 import numpy as np
-import Stemmer
 import torch
 from bm25s.stopwords import STOPWORDS_EN
 
 from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
 from bench.late_interaction_cv import means, print_table, selected_checkpoint
+from gralc.chunking.chunk import Chunk
 from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import overlap, resolve_evidence, span_hits
 from gralc.evaluation.trained_rows import trained_scores
+from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import piece_best
 from gralc.pipeline import Pipeline, with_runtime
+from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.ranking import rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, write_json_atomic
@@ -67,25 +74,13 @@ GENERIC = re.compile(r"\b(this|the) (study|report|paper|review|article)\s*\?", r
 
 
 def bigram_bm25(texts: list[str], queries: list[str]) -> np.ndarray:
-    """(Q, K) BM25 over **bigrams** of consecutive content words (English stopwords dropped,
-    Snowball-stemmed, as :class:`gralc.retrieval.bm25.BM25Index` tokenises), each row divided
-    by its maximum (:func:`gralc.model.hybrid_scorer.normalise_lexical`): a phrase-match term
-    (a sequential-dependence feature) beside the unigram BM25 the model already holds."""
-    tok = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-
-    def grams(batch: list[str]) -> list[list[str]]:
-        words = tok.tokenize(batch, update_vocab=True, return_as="string", show_progress=False)
-        return [[f"{a} {b}" for a, b in zip(w, w[1:])] for w in words]
-
-    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
-    retriever.index([g or ["<none>"] for g in grams(texts)], show_progress=False)
-    known = retriever.vocab_dict
-    out = np.zeros((len(queries), len(texts)))
-    for i, g in enumerate(grams(queries)):
-        g = [x for x in g if x in known]
-        if g:
-            out[i] = retriever.get_scores(g)
-    return out / np.maximum(out.max(axis=1, keepdims=True), 1e-12)
+    """(Q, K) BM25 over **pairs of consecutive terms** (the product's
+    ``BM25Index(BM25Config(ngram=2))``, ``model.phrase_weight``'s term), each row divided by
+    its maximum (:func:`gralc.model.hybrid_scorer.normalise_lexical`): a phrase-match term (a
+    sequential-dependence feature) beside the unigram BM25 the model already holds."""
+    index = BM25Index(BM25Config(ngram=2))
+    index.index([Chunk("probe", str(i), t, 0, len(t)) for i, t in enumerate(texts)])
+    return normalise_lexical(torch.as_tensor(index.score_matrix(queries))).numpy()
 
 
 def isolated_cosine(scorer: TrainedScorer, base_pipe: Pipeline, texts: list[str],
@@ -95,6 +90,27 @@ def isolated_cosine(scorer: TrainedScorer, base_pipe: Pipeline, texts: list[str]
     enc = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config)).encoder
     chunks = enc.encode_texts(texts, max_length=enc.max_window)
     return (enc.encode_queries(queries) @ chunks.T).numpy()
+
+
+def heading_cosine(scorer: TrainedScorer, base_pipe: Pipeline, chunks: list,
+                   queries: list[str]) -> np.ndarray:
+    """(Q, K) cosine of each question to the **section heading path** of each chunk (its
+    ``section_path`` titles joined by " / ", outermost first: the heading a contextual chunk
+    header would prepend), both encoded by the model's adapted encoder; 0 for a chunk with no
+    heading. The structure tree's one signal the chunk's own tokens miss when the chunk starts
+    mid-section ("What is the conclusion of this study?" vs a chunk under "Conclusions")."""
+    enc = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config)).encoder
+    paths = [" / ".join(t for t in c.section_path if t) for c in chunks]
+    heads = sorted({h for h in paths if h})
+    if not heads:
+        return np.zeros((len(queries), len(chunks)))
+    cos = (enc.encode_queries(queries) @ enc.encode_texts(heads, max_length=64).T).numpy()
+    col = {h: i for i, h in enumerate(heads)}
+    out = np.zeros((len(queries), len(chunks)))
+    for j, h in enumerate(paths):
+        if h:
+            out[:, j] = cos[:, col[h]]
+    return out
 
 
 def stopword_weights(text: str, offsets: list[tuple[int, int]]) -> list[float]:
@@ -183,10 +199,13 @@ def best_unit(unit_score: np.ndarray, unit_chunk: np.ndarray, n_chunks: int) -> 
 
 
 def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, weightings: list[str],
-           sentences: bool = False):
+           sentences: bool = False, cut_unit: str | None = None):
     """``(chunks, model scores (Q, K) without late interaction, {weighting: MaxSim (Q, K)},
     word-pieces per chunk (K,))``; with ``sentences``, ``late["sentence"]`` holds the best
-    sentence's uniform MaxSim per chunk."""
+    sentence's uniform MaxSim per chunk. ``cut_unit`` (``word`` | ``sentence``) overrides the
+    model's saved ``BoundaryConfig.cut_unit`` for decoding its chunks."""
+    if cut_unit is not None:
+        scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=cut_unit)
     scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0)
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(bench.documents, progress=False)
@@ -296,8 +315,16 @@ def main(argv: list[str] | None = None) -> int:
                          "adapted encoder: score' = (1 - e) score + e cos (isolated_cosine)")
     ap.add_argument("--bigram", type=float, nargs="+", default=[0.0],
                     help="weights g of a bigram BM25 term added to the score (bigram_bm25)")
+    ap.add_argument("--heading", type=float, nargs="+", default=[0.0],
+                    help="weights h of the cosine of the question to the chunk's section heading "
+                         "path, added to the score (heading_cosine)")
+    ap.add_argument("--cut-unit", nargs="+", default=["word"], choices=["word", "sentence"],
+                    help="where the trained model's hard cuts may fall at inference "
+                         "(BoundaryConfig.cut_unit; the models were trained with their own)")
     ap.add_argument("--query-weighting", nargs="+", default=["uniform", "stopwords", "idf"],
                     choices=["uniform", "stopwords", "idf"])
+    ap.add_argument("--record-cut", default="word", choices=["word", "sentence"],
+                    help="the cut unit of the rank distribution's row (among --cut-unit)")
     ap.add_argument("--record", type=float, nargs=2, default=[0.3, 0.8], metavar=("W", "M"),
                     help="the export of record's W and M (uniform, no smoothing): rank distribution")
     ap.add_argument("--cache-dir", default="data/cache")
@@ -306,15 +333,16 @@ def main(argv: list[str] | None = None) -> int:
     if (args.record[0] not in args.sentence_evidence or args.record[1] not in args.weights
             or "uniform" not in args.query_weighting or 0 not in args.neighbour or 0 not in args.length_penalty
             or 0 not in args.sentence_maxsim or 0 not in args.bigram
-            or 0 not in args.isolated):
+            or 0 not in args.isolated or 0 not in args.heading or args.record_cut not in args.cut_unit):
         ap.error("--record W and M must be among --sentence-evidence and --weights, 'uniform' among "
-                 "--query-weighting, 0 among --neighbour, --length-penalty, --sentence-maxsim, --bigram and --isolated")
+                 "--query-weighting, 0 among --neighbour, --length-penalty, --sentence-maxsim, --bigram, --isolated and --heading, --record-cut among --cut-unit")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     models = {k: selected_checkpoint(Path(args.run) / f"fold{k}") for k in args.train_folds}  # before the data
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
-    grid = list(itertools.product(args.query_weighting, args.sentence_evidence, args.weights, args.neighbour,
-                                  args.length_penalty, args.sentence_maxsim, args.bigram, args.isolated))
+    grid = list(itertools.product(args.cut_unit, args.query_weighting, args.sentence_evidence, args.weights, args.neighbour,
+                                  args.length_penalty, args.sentence_maxsim, args.bigram, args.isolated,
+                                  args.heading))
     table: dict[str, list[dict]] = {}
     ranks: list[int] = []
     paragraph_ranks: list[int] = []
@@ -326,32 +354,38 @@ def main(argv: list[str] | None = None) -> int:
                   "test": cv_side(bench, args.folds, k, args.seed, "test")}
         res = {}
         for name, split in splits.items():
-            for w in args.sentence_evidence:
+            for cu, w in itertools.product(args.cut_unit, args.sentence_evidence):
                 chunks, graph, late, n_pieces = scored(scorer, split, base_pipe, w, args.query_weighting,
-                                                       sentences=any(args.sentence_maxsim))
+                                                       sentences=any(args.sentence_maxsim), cut_unit=cu)
                 bigram = bigram_bm25([c.text for c in chunks], [q.text for q in split.questions]) \
                     if any(args.bigram) else 0.0
                 iso = isolated_cosine(scorer, base_pipe, [c.text for c in chunks],
                                       [q.text for q in split.questions]) if any(args.isolated) else 0.0
-                for qw, _, m, d, c, v, gb, e in [g for g in grid if g[1] == w]:
+                heading = heading_cosine(scorer, base_pipe, chunks, [q.text for q in split.questions]) \
+                    if any(args.heading) else 0.0
+                for _, qw, _, m, d, c, v, gb, e, h in [g for g in grid if g[0] == cu and g[2] == w]:
                     mixed = (1 - v) * late[qw] + v * late["sentence"] if v else late[qw]
                     score = length_penalty(smooth_neighbours((1 - m) * graph + m * mixed, chunks, d), n_pieces, c)
-                    score = (1 - e) * (score + gb * bigram) + e * iso
-                    res[name, qw, w, m, d, c, v, gb, e] = means(split, chunks, score, settings)
-                    if name == "test" and (qw, w, m, d, c, v, gb, e) == ("uniform", *args.record, 0, 0, 0, 0, 0):
+                    score = (1 - e) * (score + gb * bigram) + e * iso + h * heading
+                    res[name, cu, qw, w, m, d, c, v, gb, e, h] = means(split, chunks, score, settings)
+                    if name == "test" and (cu, qw, w, m, d, c, v, gb, e, h) == (
+                            args.record_cut, "uniform", *args.record, 0, 0, 0, 0, 0, 0):
                         by_chunk, by_paragraph = first_hit_ranks(split, chunks, score)
                         ranks += by_chunk
                         paragraph_ranks += by_paragraph
                         texts += [q.text for q in split.questions]
         for g in grid:
-            table.setdefault("{} W={:g} M={:g} d={:g} c={:g} v={:g} g={:g} e={:g}".format(*g), []).append(res[("test", *g)])
-        families = {f"{qw}: W, M, d, c, v, g, e chosen on dev": [g for g in grid if g[0] == qw] for qw in args.query_weighting}
+            table.setdefault("{} {} W={:g} M={:g} d={:g} c={:g} v={:g} g={:g} e={:g} h={:g}".format(*g), []).append(res[("test", *g)])
+        families = {f"{qw}: cut unit, W, M, d, c, v, g, e, h chosen on dev": [g for g in grid if g[1] == qw]
+                    for qw in args.query_weighting}
+        families.update({f"cut at {cu}: W, M, d, c, v, g, e, h chosen on dev": [g for g in grid if g[0] == cu]
+                         for cu in args.cut_unit})
         families["all: chosen on dev"] = grid
         for label, cands in families.items():
             best = max(sorted(cands), key=lambda g: res[("dev", *g)]["ev_mrr"])
-            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {:g} {:g} {:g} {:g} {:g} {:g} {:g}".format(*best)})
+            table.setdefault(label, []).append({**res[("test", *best)], "chosen": "{} {} {:g} {:g} {:g} {:g} {:g} {:g} {:g} {:g}".format(*best)})
         print(f"fold {k} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    record = f"W={args.record[0]:g} M={args.record[1]:g}"
+    record = f"cut at {args.record_cut}, W={args.record[0]:g} M={args.record[1]:g}"
     print_ranks(f"within-article rank of the first evidence chunk, {record}", ranks)
     print_ranks(f"within-article rank of the first evidence paragraph (paragraphs scored by their "
                 f"best chunk), {record}", paragraph_ranks)

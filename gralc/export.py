@@ -35,10 +35,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="mix the MaxSim of the question's word-pieces with each chunk's "
                              "token vectors into the score at weight M (model.late_interaction; "
                              "0: off); default: the checkpoint's")
+    parser.add_argument("--phrase-weight", type=float, default=None, metavar="G",
+                        help="add G x the term-pair BM25 (consecutive stemmed terms, normalised per "
+                             "question) to the score (model.phrase_weight; 0: off); default: the "
+                             "checkpoint's")
+    parser.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
+                        help="where the hard cuts of the learned boundary scores may fall "
+                             "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
     args = parser.parse_args(argv)
     settings = {k: v for k, v in (("sentence_evidence", args.sentence_evidence),
                                   ("evidence_sentences", args.evidence_sentences),
-                                  ("late_interaction", args.late_interaction)) if v is not None}
+                                  ("late_interaction", args.late_interaction),
+                                  ("phrase_weight", args.phrase_weight),
+                                  ("cut_unit", args.cut_unit)) if v is not None}
     try:
         out = export(args.checkpoint, args.out, force=args.force, settings=settings)
     except (FileNotFoundError, ValueError) as exc:  # OutputDirError included
@@ -49,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     m = exported.model_config
     print(f"sentence evidence: {m.get('sentence_evidence', 0.0)} "
           f"({m.get('evidence_sentences', 1)} sentence(s) per group); "
-          f"late interaction: {m.get('late_interaction', 0.0)}")
+          f"late interaction: {m.get('late_interaction', 0.0)}; term-pair BM25: "
+          f"{m.get('phrase_weight', 0.0)}; cuts at: "
+          f"{exported.pipeline_config.chunking.boundary.get('cut_unit', 'word')} starts")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
     print(f"exported to {out}")

@@ -28,7 +28,7 @@ from gralc.artefacts import write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
@@ -37,6 +37,7 @@ from gralc.retrieval.hits import Hit
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
+PHRASE_DIR = "phrase"  # the term-pair BM25 of a model with model.phrase_weight > 0
 GRAPH_DIR = "graph"
 SEARCHERS = ("dense", "hybrid", *GRAPH_SEARCHERS)
 
@@ -78,9 +79,10 @@ class Retriever:
     """A searchable index plus the encoder (and trained scorer) that built it."""
 
     def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None,
-                 lexical: BM25Index | None = None, graph: GraphIndex | None = None):
+                 lexical: BM25Index | None = None, graph: GraphIndex | None = None,
+                 phrase: BM25Index | None = None):
         self.spec, self.index, self.pipeline, self.scorer = spec, index, pipeline, scorer
-        self.lexical, self.graph = lexical, graph
+        self.lexical, self.graph, self.phrase = lexical, graph, phrase
         self.fusion = FusionConfig(**spec.fusion)
         self._graph_searcher = None
 
@@ -178,13 +180,17 @@ class Retriever:
         if searcher == "hybrid" or (scorer is not None and scorer.lexical):
             lexical = BM25Index()  # a model with the lexical term scores with BM25 itself
             lexical.index(chunks)
+        phrase = None
+        if scorer is not None and scorer.phrase:
+            phrase = BM25Index(BM25Config(ngram=2))
+            phrase.index(chunks)
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
                              fusion=to_dict(fusion or FusionConfig()),
                              model_sha256=None if model is None else model_digest(model),
                              graph=to_dict(graph) if graph else None)
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
-        return cls(spec, index, pipeline, scorer, lexical, graph_index)
+        return cls(spec, index, pipeline, scorer, lexical, graph_index, phrase)
 
     def save(self, directory: str | Path, force: bool = False, inputs: Sequence[str | Path] = (),
              extra: dict[str, Any] | None = None) -> Path:
@@ -198,6 +204,9 @@ class Retriever:
             if self.lexical is not None:
                 (tmp / LEXICAL_DIR).mkdir()
                 self.lexical.write_to(tmp / LEXICAL_DIR)
+            if self.phrase is not None:
+                (tmp / PHRASE_DIR).mkdir()
+                self.phrase.write_to(tmp / PHRASE_DIR)
             (tmp / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
@@ -246,13 +255,22 @@ class Retriever:
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
+        phrase = None
+        if scorer is not None and scorer.phrase:
+            if not (directory / PHRASE_DIR).is_dir():
+                raise FileNotFoundError(f"{directory / PHRASE_DIR} missing: the model adds a term-pair "
+                                        "BM25 (model.phrase_weight > 0); rebuild the index with --model")
+            phrase = BM25Index.load(directory / PHRASE_DIR)
+            if len(phrase) != len(index):
+                raise ValueError(f"{directory / PHRASE_DIR}: {len(phrase)} chunks, the dense index "
+                                 f"{len(index)}: rebuild the index")
         graph = None
         if (directory / GRAPH_DIR).is_dir():
             graph = GraphIndex.load(directory / GRAPH_DIR)
         elif spec.searcher in GRAPH_SEARCHERS:
             raise FileNotFoundError(f"{directory / GRAPH_DIR} missing: the index's searcher is "
                                     f"{spec.searcher}; rebuild it with --searcher {spec.searcher}")
-        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph)
+        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph, phrase)
 
     # ----- searching ---------------------------------------------------------------------
     def search(self, question: str, k: int = 10) -> list[Hit]:
@@ -270,8 +288,9 @@ class Retriever:
 
             vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
             bm25 = self.lexical.scores(question) if self.scorer.lexical else None
+            pairs = self.phrase.scores(question) if self.scorer.phrase else None
             dense = self.scorer.rerank(self.pipeline, question, q[0], [], vectors,
-                                       self.index.chunks, bm25)[:depth]
+                                       self.index.chunks, bm25, pairs)[:depth]
         if self.spec.searcher != "hybrid":
             return dense
         return fuse(dense, self.lexical.search([question], depth)[0], self.fusion, k)

@@ -24,6 +24,9 @@ import torch.nn.functional as F
 from gralc.documents.model import Document, Sentence
 from gralc.knowledge.mention import EntityMention, token_span
 
+#: Values of :attr:`BoundaryConfig.cut_unit`.
+CUT_UNITS = ("word", "sentence")
+
 
 @dataclass
 class BoundaryConfig:
@@ -33,7 +36,10 @@ class BoundaryConfig:
     subsection / paragraph start. ``min_tokens`` / ``max_tokens`` bound chunk sizes.
     ``decoder``: ``peak`` (threshold ``tau``) or ``dp`` (globally optimal, ASCM). The DP cost of
     a chunk is ``-b(cut) + dp_length_weight * ((len - dp_target_tokens) / dp_target_tokens)**2
-    + dp_cohesion_weight * cohesion_penalty``.
+    + dp_cohesion_weight * cohesion_penalty``. ``cut_unit``: where a hard (and soft) cut may
+    fall, ``word`` (any word start, the paper's token-level decoding) or ``sentence`` (sentence
+    and title starts only, :func:`cut_allowed_mask`; no chunk ends mid-sentence, so an answer
+    sentence is never split between two chunks).
     """
 
     alpha_struct: float = 0.5
@@ -49,10 +55,13 @@ class BoundaryConfig:
     dp_target_tokens: int = 384
     dp_length_weight: float = 1.0
     dp_cohesion_weight: float = 1.0
+    cut_unit: str = "word"
 
     def __post_init__(self) -> None:
         if self.decoder not in ("peak", "dp"):
             raise ValueError(f"BoundaryConfig.decoder must be 'peak' or 'dp', got {self.decoder!r}")
+        if self.cut_unit not in CUT_UNITS:
+            raise ValueError(f"BoundaryConfig.cut_unit must be one of {CUT_UNITS}, got {self.cut_unit!r}")
         if not 1 <= self.min_tokens <= self.max_tokens:
             raise ValueError(
                 f"BoundaryConfig needs 1 <= min_tokens <= max_tokens, got "
@@ -245,6 +254,25 @@ def word_start_mask(offsets: np.ndarray) -> torch.Tensor:
     if n > 1:
         mask[1:] = offsets[1:, 0] > offsets[:-1, 1]
     return torch.from_numpy(mask)
+
+
+def cut_allowed_mask(doc: Document, offsets: np.ndarray | torch.Tensor, cut_unit: str) -> torch.Tensor:
+    """(N,) bool: tokens a cut may precede under ``cut_unit`` (:class:`BoundaryConfig`):
+    every word start (``word``), or the word starts that also start a sentence unit of
+    :func:`gralc.chunking.sentence_spans.sentence_token_spans` (``sentence``: sentences,
+    titles, sentence-less paragraphs). ``offsets`` (N, 2) are character spans in ``doc.text``;
+    a window's slice of them works too (units outside it are ignored)."""
+    from gralc.chunking.sentence_spans import sentence_token_spans
+
+    offsets = offsets.cpu().numpy() if isinstance(offsets, torch.Tensor) else np.asarray(offsets)
+    mask = word_start_mask(offsets)
+    if cut_unit == "word" or len(offsets) == 0:
+        return mask
+    if cut_unit != "sentence":
+        raise ValueError(f"cut_unit must be one of {CUT_UNITS}, got {cut_unit!r}")
+    starts = torch.zeros(len(offsets), dtype=torch.bool)
+    starts[[u.tok_start for u in sentence_token_spans(doc, offsets)]] = True
+    return mask & starts
 
 
 # ----- recommendation -> level-of-evidence pairs (ASCM hard constraint) -------------------

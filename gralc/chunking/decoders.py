@@ -50,6 +50,7 @@ def peak_decode(
     min_tokens: int,
     max_tokens: int,
     forbidden: np.ndarray | torch.Tensor | None = None,
+    fallback: np.ndarray | torch.Tensor | None = None,
 ) -> list[int]:
     """Cuts at score peaks above ``tau``, every chunk within ``[min_tokens, max_tokens]``.
 
@@ -62,8 +63,10 @@ def peak_decode(
     3. A chunk longer than ``max_tokens`` gets forced cuts, left to right: each at the
        best-scoring allowed position that keeps the piece before it within
        ``[min_tokens, max_tokens]`` and the rest at least ``min_tokens`` long (not blindly at
-       ``max_tokens``). Only when no allowed position exists there (e.g. an entity span longer
-       than ``max_tokens``) is a forbidden position used, with a warning.
+       ``max_tokens``). Only when no allowed position exists there (e.g. an entity span or,
+       with sentence-level cuts, a sentence longer than ``max_tokens``) is a forbidden position
+       used, with a warning: one ``fallback`` (N,) bool allows (e.g. a word start) when there
+       is one, else any.
     """
     s = _to_numpy(scores)
     n = len(s)
@@ -85,14 +88,16 @@ def peak_decode(
     cuts: list[int] = []
     for a, b in pairwise(kept):
         while b - a > max_tokens:
-            a = _forced_cut(s, ok, a, b, min_tokens, max_tokens)
+            a = _forced_cut(s, ok, a, b, min_tokens, max_tokens, fallback)
             cuts.append(a)
         cuts.append(b)
     return cuts[:-1]
 
 
-def _forced_cut(s: np.ndarray, ok: np.ndarray, a: int, b: int, lo_len: int, hi_len: int) -> int:
-    """Best-scoring allowed cut in ``[a + lo_len, min(a + hi_len, b - lo_len)]``."""
+def _forced_cut(s: np.ndarray, ok: np.ndarray, a: int, b: int, lo_len: int, hi_len: int,
+                fallback: np.ndarray | torch.Tensor | None = None) -> int:
+    """Best-scoring allowed cut in ``[a + lo_len, min(a + hi_len, b - lo_len)]``; when none is
+    allowed, the best ``fallback`` position there, else the best position."""
     lo, hi = a + lo_len, min(a + hi_len, b - lo_len)
     if lo > hi:  # max < 2 * min: only the upper bound can be honoured
         lo, hi = a + 1, a + hi_len
@@ -100,12 +105,13 @@ def _forced_cut(s: np.ndarray, ok: np.ndarray, a: int, b: int, lo_len: int, hi_l
     allowed = window[ok[window]]
     if len(allowed) == 0:
         log.warning(
-            "peak_decode: no allowed cut in tokens [%d, %d] (a protected span longer than "
-            "max_tokens?); cutting at a forbidden position",
+            "peak_decode: no allowed cut in tokens [%d, %d] (a protected span or sentence longer "
+            "than max_tokens?); cutting at a forbidden position",
             lo,
             hi,
         )
-        allowed = window
+        second = window if fallback is None else window[_to_numpy(fallback, dtype=bool)[window]]
+        allowed = second if len(second) else window
     return int(allowed[np.argmax(s[allowed])])
 
 

@@ -22,6 +22,7 @@ from gralc.chunking.boundaries import (
     BoundarySignals,
     char_to_token_start,
     compute_signals,
+    cut_allowed_mask,
     recommendation_evidence_pairs,
     word_start_mask,
 )
@@ -133,17 +134,20 @@ class StructureAwareChunker(_LateChunker):
 
     name = "structure_aware"
 
-    def forbidden(self, tokens: TokenEmbeddings, signals: BoundarySignals) -> np.ndarray:
-        """(N,) bool: cuts inside an entity mention or inside a word."""
-        return (signals.entity_mask | ~word_start_mask(tokens.offsets)).numpy()
+    def forbidden(self, doc: Document, tokens: TokenEmbeddings, signals: BoundarySignals) -> np.ndarray:
+        """(N,) bool: cuts inside an entity mention, inside a word, or (``cut_unit=sentence``)
+        inside a sentence."""
+        allowed = cut_allowed_mask(doc, tokens.offsets, self.config.cut_unit)
+        return (signals.entity_mask | ~allowed).numpy()
 
     def cut_tokens(
         self, prepared: PreparedDocument, tokens: TokenEmbeddings, signals: BoundarySignals
     ) -> list[int]:
         cfg = self.config
-        forbidden = self.forbidden(tokens, signals)
+        forbidden = self.forbidden(prepared.doc, tokens, signals)
         if cfg.decoder == "peak":
-            return peak_decode(signals.score, cfg.tau, cfg.min_tokens, cfg.max_tokens, forbidden)
+            return peak_decode(signals.score, cfg.tau, cfg.min_tokens, cfg.max_tokens, forbidden,
+                               fallback=word_start_mask(tokens.offsets).numpy())
         return dp_decode(
             signals.score,
             allowed=~forbidden,

@@ -22,7 +22,7 @@ from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
@@ -117,10 +117,15 @@ def trained_scores(
     bm25 = BM25Index()
     bm25.index(chunks)
     lexical = [bm25.scores(q.text) for q in bench.questions]
+    phrase: list[np.ndarray | None] = [None] * len(bench.questions)
+    if scorer.phrase:  # the term-pair BM25 the model adds (model.phrase_weight)
+        pairs = BM25Index(BM25Config(ngram=2))
+        pairs.index(chunks)
+        phrase = [pairs.scores(q.text) for q in bench.questions]
     cosine, graph = [], []
-    for q, qv, lex in zip(bench.questions, q_vecs, lexical):
+    for q, qv, lex, ph in zip(bench.questions, q_vecs, lexical, phrase):
         score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs,
-                                         lex if scorer.lexical else None)
+                                         lex if scorer.lexical else None, phrase=ph)
         cosine.append(cos)
         graph.append(score)
     return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, lexical,

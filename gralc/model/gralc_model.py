@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gralc.chunking.boundaries import BoundaryConfig
+from gralc.chunking.boundaries import BoundaryConfig, cut_allowed_mask
 from gralc.chunking.decoders import InteriorScoreCohesion, dp_decode, peak_decode, spans_from_cuts
 from gralc.model.boundary_scorer import BoundaryScorer
 from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
-from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm
+from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm, normalise_lexical
 from gralc.model.late_interaction import chunk_tokens, maxsim, with_late_interaction
 from gralc.model.sentence_evidence import overlap_pairs, sentence_unit_spans, with_sentence_evidence
 from gralc.model.soft_pooling import soft_chunk_pool
@@ -64,6 +64,12 @@ class ModelConfig:
     (:mod:`gralc.model.late_interaction`), at inference only (chunks made with
     ``model(docs, soft=False, tokens=True)``); chosen by cross-validation, set at export
     (``gralc.export --late-interaction``).
+
+    ``phrase_weight`` (g >= 0, 0 = off): the final score adds ``g * phrase``, ``phrase`` the
+    BM25 over pairs of consecutive terms (``BM25Config(ngram=2)``) of the question against
+    each chunk, normalised like the lexical term (:func:`normalise_lexical`); a phrase-match
+    feature beside the unigram BM25, at inference only, chosen by cross-validation and set at
+    export (``gralc.export --phrase-weight``).
     """
 
     use_kg: bool = True
@@ -90,8 +96,12 @@ class ModelConfig:
     sentence_evidence: float = 0.0
     evidence_sentences: int = 1
     late_interaction: float = 0.0
+    phrase_weight: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.phrase_weight <= 1.0:
+            raise ValueError(
+                f"model.phrase_weight must lie in [0, 1] (0: no term-pair BM25), got {self.phrase_weight}")
         if not 0.0 <= self.late_interaction < 1.0:
             raise ValueError(
                 f"model.late_interaction must lie in [0, 1) (0: no token-level MaxSim), got "
@@ -169,9 +179,17 @@ class GraLCModel(nn.Module):
         """b (N,) with the learned alpha and gamma (Eq. 8)."""
         return self.boundary(f.b_struct, f.b_sem, f.entity_cross)
 
+    def cut_allowed(self, f: DocFeatures) -> torch.Tensor:
+        """(N,) bool on ``f``'s device: tokens a cut may precede, word starts or (``boundary
+        cut_unit=sentence``) sentence starts (:func:`gralc.chunking.boundaries.cut_allowed_mask`)."""
+        if self.boundary_config.cut_unit == "word":
+            return f.word_start
+        return cut_allowed_mask(f.doc, f.offsets, self.boundary_config.cut_unit).to(f.word_start.device)
+
     def forbidden(self, f: DocFeatures) -> torch.Tensor:
-        """(N,) bool: cuts the hard decoders never make (inside a mention or a word)."""
-        return f.entity_cross | ~f.word_start
+        """(N,) bool: cuts the hard decoders never make (inside a mention, a word, or with
+        ``cut_unit=sentence`` a sentence)."""
+        return f.entity_cross | ~self.cut_allowed(f)
 
     def hard_spans(
         self,
@@ -194,7 +212,8 @@ class GraLCModel(nn.Module):
             b = b.detach().cpu().double().numpy()
         forbidden = self.forbidden(f).cpu().numpy()
         if decoder == "peak":
-            cuts = peak_decode(b, float(self.boundary.tau.detach()), lo, hi, forbidden)
+            cuts = peak_decode(b, float(self.boundary.tau.detach()), lo, hi, forbidden,
+                               fallback=f.word_start.cpu().numpy())
         elif decoder == "dp":
             cuts = dp_decode(
                 b,
@@ -237,7 +256,7 @@ class GraLCModel(nn.Module):
                 vecs.append(h_prime.new_zeros(0, h_prime.shape[1]))
             elif soft:
                 p = self.boundary.cut_probability(b)
-                p = p * f.word_start.to(p.dtype)  # never a soft cut inside a word either
+                p = p * self.cut_allowed(f).to(p.dtype)  # never a soft cut where a hard one cannot be
                 vecs.append(soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend))
             else:
                 vecs.append(torch.stack([h_prime[s:e].mean(0) for s, e in spans]))
@@ -317,6 +336,7 @@ class GraLCModel(nn.Module):
         lexical: torch.Tensor | None = None,
         unit_lexical: torch.Tensor | None = None,
         q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
+        phrase: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
@@ -327,7 +347,9 @@ class GraLCModel(nn.Module):
         unit (scored the same way, ``unit_lexical`` (Q, U) their BM25); cos and kg_prox
         stay the chunks' own. With ``late_interaction`` > 0 and ``chunks.token_vectors``,
         the score then mixes in the MaxSim of ``q_tokens`` (``(Q, L, d)`` word-piece vectors,
-        ``(Q, L)`` bool mask; required then) with each chunk's tokens."""
+        ``(Q, L)`` bool mask; required then) with each chunk's tokens. With ``phrase_weight``
+        g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase`` (Q, K) the raw
+        term-pair BM25 (required then)."""
         score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
         w = self.config.sentence_evidence
         if w > 0 and chunks.units is not None:
@@ -342,6 +364,14 @@ class GraLCModel(nn.Module):
                     "the questions' word-piece vectors (q_tokens=(Q, L, d), (Q, L) mask)")
             late = maxsim(*q_tokens, chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
             score = with_late_interaction(score, late.to(score.dtype), m)
+        g = self.config.phrase_weight
+        if g > 0:
+            if phrase is None or phrase.shape != score.shape:
+                raise ValueError(
+                    f"this model adds a term-pair BM25 (model.phrase_weight={g}): pass phrase=(Q, K), "
+                    f"the raw BM25Config(ngram=2) scores of the questions against the chunks "
+                    f"(got {None if phrase is None else tuple(phrase.shape)}, scores {tuple(score.shape)})")
+            score = score + g * normalise_lexical(phrase.to(score.device, score.dtype))
         return score, cos, prox
 
     def _score_parts(self, q, q_ent, q_mask, chunks: ChunkSet, lexical,

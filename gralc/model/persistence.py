@@ -26,6 +26,7 @@ import torch
 from omegaconf import OmegaConf
 
 from gralc.artefacts import check_output_dir, write_artefact
+from gralc.chunking.boundaries import BoundaryConfig
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import PipelineConfig
 from gralc.safe_load import load_torch
@@ -186,8 +187,12 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 
 
 #: ModelConfig keys that only change how a trained model scores (never its weights): an
-#: export may set them (``gralc.export --sentence-evidence``, ``--late-interaction``)
-INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction")
+#: export may set them (``gralc.export --sentence-evidence``, ``--late-interaction``,
+#: ``--phrase-weight``)
+INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight")
+#: BoundaryConfig keys (``pipeline.chunking.boundary``) an export may set: where the hard
+#: cuts of the trained boundary scores may fall (``gralc.export --cut-unit``)
+INFERENCE_BOUNDARY_SETTINGS = ("cut_unit",)
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
@@ -198,22 +203,30 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
     :data:`INFERENCE_SETTINGS` to store instead of the checkpoint's (validated first)."""
     checkpoint = Path(checkpoint)
     settings = dict(settings or {})
-    unknown = sorted(set(settings) - set(INFERENCE_SETTINGS))
+    allowed = [*INFERENCE_SETTINGS, *INFERENCE_BOUNDARY_SETTINGS]
+    unknown = sorted(set(settings) - set(allowed))
     if unknown:
-        raise ValueError(f"export settings {unknown}: only {list(INFERENCE_SETTINGS)} may be set "
+        raise ValueError(f"export settings {unknown}: only {allowed} may be set "
                          "at export (everything else is what the model was trained with)")
+    boundary = {k: settings.pop(k) for k in INFERENCE_BOUNDARY_SETTINGS if k in settings}
     ModelConfig(**settings)  # a bad value fails here, before any file is read or written
+    BoundaryConfig(**boundary)
     check_output_dir(out_dir, "export", force, [checkpoint])
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
-        _write_export(checkpoint, tmp, settings)
+        _write_export(checkpoint, tmp, settings, boundary)
     return Path(out_dir)
 
 
-def _write_export(checkpoint: Path, out: Path, settings: dict[str, Any]) -> None:
+def _write_export(checkpoint: Path, out: Path, settings: dict[str, Any],
+                  boundary: dict[str, Any] | None = None) -> None:
     from safetensors.torch import save_file
 
     info, state, adapters = _read_checkpoint(checkpoint)
     info = {**info, "model_config": {**info["model_config"], **settings}}
+    if boundary:
+        pipe = copy.deepcopy(info["train_config"]["pipeline"])
+        pipe.setdefault("chunking", {}).setdefault("boundary", {}).update(boundary)
+        info = {**info, "train_config": {**info["train_config"], "pipeline": pipe}}
     model, pipeline_cfg = _build(
         {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
     )

@@ -48,13 +48,20 @@ VOCAB_FILE = "vocab.tokenizer.json"
 
 @dataclass
 class BM25Config:
-    """BM25 parameters (bm25s ``method``: robertson | lucene | atire | bm25l | bm25+)."""
+    """BM25 parameters (bm25s ``method``: robertson | lucene | atire | bm25l | bm25+).
+    ``ngram``: 1 indexes (stemmed, stopword-free) terms; 2 indexes pairs of consecutive terms,
+    a phrase-match view (a question that copies a phrase of the answer sentence)."""
 
     k1: float = 1.5
     b: float = 0.75
     method: str = "lucene"
     stemmer: str = "english"
     stopwords: str = "en"
+    ngram: int = 1
+
+    def __post_init__(self) -> None:
+        if self.ngram not in (1, 2):
+            raise ValueError(f"BM25Config.ngram must be 1 (terms) or 2 (term pairs), got {self.ngram}")
 
 
 class BM25Index:
@@ -73,6 +80,10 @@ class BM25Index:
         return len(self.chunks)
 
     def _tokens(self, texts: Sequence[str], update_vocab: bool) -> list[list[str]]:
+        if self.config.ngram == 2:  # every query word kept (no vocabulary filter) so pairs stay adjacent
+            words = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
+                                            show_progress=False)
+            return [[f"{a} {b}" for a, b in zip(w, w[1:]) if a and b] for w in words]
         return self.tokenizer.tokenize(
             list(texts), update_vocab=update_vocab, return_as="string", show_progress=False
         )
@@ -86,7 +97,10 @@ class BM25Index:
 
     def _index_texts(self, texts: Sequence[str]) -> None:
         self.tokenizer.reset_vocab()
-        self.retriever.index(self._tokens(texts, True), show_progress=False)
+        tokens = self._tokens(texts, True)
+        if self.config.ngram == 2:  # a text without any pair still needs a row
+            tokens = [t or ["<none>"] for t in tokens]
+        self.retriever.index(tokens, show_progress=False)
         self._size = len(texts)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[Chunk, float]]]:
@@ -112,6 +126,8 @@ class BM25Index:
         if not self._size:
             raise ValueError("BM25Index is empty: call index(chunks) or load(dir) first")
         tokens = [t for t in self._tokens([query], False)[0] if t]
+        if self.config.ngram == 2:
+            tokens = [t for t in tokens if t in self.retriever.vocab_dict]
         if not tokens:
             return np.zeros(self._size)
         return np.asarray(self.retriever.get_scores(tokens), dtype=np.float64)

@@ -207,10 +207,17 @@ class TrainedScorer:
         """The model scores with its learned lexical term: callers pass BM25 scores."""
         return self.model.lexical is not None
 
+    @property
+    def phrase(self) -> bool:
+        """The model adds a term-pair BM25 (``model.phrase_weight`` > 0): callers pass the
+        scores of a ``BM25Index(BM25Config(ngram=2))`` over the same chunks."""
+        return self.model.config.phrase_weight > 0
+
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
                   chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
                   q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
+                  phrase: np.ndarray | None = None,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
@@ -220,7 +227,8 @@ class TrainedScorer:
         pairs index them); the units' BM25 is computed here. With late interaction, likewise
         (the token rows index them); ``q_tokens``: the question's word-piece vectors
         (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
-        None."""
+        None. ``phrase`` (K,): the question's term-pair BM25 over the same chunks, required
+        when :attr:`phrase`."""
         chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
         if self.entity_vectors is None:
             chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
@@ -238,8 +246,9 @@ class TrainedScorer:
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
         lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
+        pairs = None if phrase is None else torch.as_tensor(phrase, dtype=torch.float32)[None]
         score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex,
-                                                  unit_lex, q_tokens)
+                                                  unit_lex, q_tokens, pairs)
         return score[0], cos[0], prox[0]
 
     def _require_all(self, chunk_vecs: torch.Tensor, state, what: str, key: str) -> None:
@@ -253,20 +262,23 @@ class TrainedScorer:
 
     def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
                dense: list[tuple[Chunk, float]], chunk_vecs: torch.Tensor | None = None,
-               chunks: list[Chunk] | None = None, lexical: np.ndarray | None = None) -> list[Hit]:
+               chunks: list[Chunk] | None = None, lexical: np.ndarray | None = None,
+               phrase: np.ndarray | None = None) -> list[Hit]:
         """Hybrid-scored hits over all chunks when given, else over the dense candidates
         (``lexical``: BM25 of the question over those chunks, for a model with the lexical
-        term; each hit's components then hold ``bm25`` too)."""
+        term; each hit's components then hold ``bm25`` too; ``phrase``: the term-pair BM25,
+        for a model with ``phrase_weight`` > 0, in the components as ``phrase_bm25``)."""
         if chunks is None:
             chunks = [c for c, _ in dense]
             chunk_vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
         score, cos, prox = self.score_all(pipeline, question, torch.from_numpy(q_vec), chunk_vecs,
-                                          lexical)
+                                          lexical, phrase=phrase)
         order = rank_order(chunks, score.numpy())
         parts = [{"cos": float(cos[i]), "kg_prox": float(prox[i])} for i in range(len(chunks))]
-        if lexical is not None:
-            for part, value in zip(parts, lexical):
-                part["bm25"] = float(value)
+        for name, values in (("bm25", lexical), ("phrase_bm25", phrase)):
+            if values is not None:
+                for part, value in zip(parts, values):
+                    part[name] = float(value)
         return [Hit(chunks[i], float(score[i]), parts[i]) for i in order]
 
     # ----- persistence with an index --------------------------------------------------------

@@ -319,7 +319,7 @@ class GraLCLitModule(pl.LightningModule):
         more tokens of ``docs[i]`` (their gold documents or windows) of
         ``mean p(cut inside the evidence) - mean p(cut anywhere in the document)``, with
         ``p = sigmoid((b - tau) / T)`` from the learned alpha / gamma / tau (a cut at token c
-        splits the evidence tokens [s, e) when s < c < e; never inside a word). Below 0 when
+        splits the evidence tokens [s, e) when s < c < e; only where a hard cut may fall). Below 0 when
         cuts are rarer inside evidence than elsewhere; 0 without usable evidence."""
         terms = []
         for e, f in zip(examples, docs):
@@ -331,7 +331,7 @@ class GraLCLitModule(pl.LightningModule):
                 continue
             s, t = int(inside[0]), int(inside[-1]) + 1
             p = self.model.boundary.cut_probability(self.model.boundaries(f))
-            p = p * f.word_start.to(p.dtype)
+            p = p * self.model.cut_allowed(f).to(p.dtype)
             terms.append(p[s + 1 : t].mean() - p.mean())
         if not terms:
             return torch.zeros((), device=self.device)

@@ -13,6 +13,7 @@ from gralc.chunking.boundaries import (
     BoundaryConfig,
     boundary_scores,
     compute_signals,
+    cut_allowed_mask,
     entity_crossing_mask,
     recommendation_evidence_pairs,
     semantic_signal,
@@ -123,7 +124,28 @@ def test_word_start_mask():
     assert word_start_mask(offsets).tolist() == [True, False, True, False]
 
 
+def test_cut_allowed_mask_sentence_starts_only():
+    # tokens: 0 "Tiny" | 1 "Intro" | 2-3 "One two." | 4-6 "Three four five." (one paragraph)
+    doc = build_document("d", "Tiny", [Sec("Intro", "introduction", ["One two. Three four five."])])
+    offsets = word_tokens(doc.text).offsets
+    assert cut_allowed_mask(doc, offsets, "word").all()
+    assert cut_allowed_mask(doc, offsets, "sentence").nonzero().flatten().tolist() == [0, 1, 2, 4]
+    # a window's slice of the offsets (tokens 3-6: "two." "Three" "four" "five."): only
+    # "Three" starts a sentence after the window's first token
+    assert cut_allowed_mask(doc, offsets[3:], "sentence")[1:].nonzero().flatten().tolist() == [0]
+    # word-pieces: "Ab" | "Cde" "fg" "hijkl." | "Mno" "pq" "rstu." (two sentences)
+    doc2 = build_document("e", "", [Sec("Ab", "introduction", ["Cdefg hijkl. Mnopq rstu."])])
+    pieces = np.array([[0, 2], [4, 7], [7, 9], [10, 16], [17, 20], [20, 22], [23, 28]])
+    assert [doc2.text[a:b] for a, b in pieces][4] == "Mno"
+    assert cut_allowed_mask(doc2, pieces, "word").tolist() == [True, True, False, True, True, False, True]
+    assert cut_allowed_mask(doc2, pieces, "sentence").tolist() == [True, True, False, False, True, False, False]
+    with pytest.raises(ValueError, match="cut_unit"):
+        cut_allowed_mask(doc, offsets, "paragraph")
+
+
 def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="cut_unit"):
+        BoundaryConfig(cut_unit="token")
     with pytest.raises(ValueError, match="decoder"):
         BoundaryConfig(decoder="greedy")
     with pytest.raises(ValueError, match="min_tokens"):

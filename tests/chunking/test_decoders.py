@@ -61,6 +61,23 @@ def test_peak_decode_forced_cut_inside_long_protected_span_warns(caplog):
     assert "forbidden" in caplog.text
 
 
+def test_peak_decode_forced_cut_prefers_fallback_positions():
+    """A forced cut with no allowed position (a sentence longer than max_tokens under
+    sentence-level cuts) falls on the best ``fallback`` position (a word start), not on the
+    best position overall; without fallback positions in range, on any."""
+    s = np.zeros(30)
+    s[6] = 0.9  # the best position: inside a word
+    s[4] = 0.1
+    forbidden = np.ones(30, dtype=bool)
+    word_start = np.zeros(30, dtype=bool)
+    word_start[[4, 8, 12, 16, 20, 24]] = True
+    assert peak_decode(s, 0.3, 2, 10, forbidden=forbidden)[0] == 6
+    cuts = peak_decode(s, 0.3, 2, 10, forbidden=forbidden, fallback=word_start)
+    assert cuts[0] == 4 and set(cuts) <= {4, 8, 12, 16, 20, 24}
+    assert all(e - b <= 10 for b, e in spans_from_cuts(cuts, 30))
+    assert peak_decode(s, 0.3, 2, 10, forbidden=forbidden, fallback=np.zeros(30, dtype=bool))[0] == 6
+
+
 def test_peak_decode_random_sizes_within_bounds():
     rng = np.random.default_rng(0)
     for _ in range(20):

@@ -258,3 +258,20 @@ def test_shared_strategy_invariants_with_document_encoder(long_prepared, check, 
     assert char_to_token_start(long_prepared.tokens.offsets, methods.start) in {
         c.token_start for c in chunks
     }
+
+
+@pytest.mark.parametrize("decoder", ["peak", "dp"])
+def test_sentence_cut_unit_never_ends_a_chunk_mid_sentence(minilm_path, decoder):
+    """``cut_unit=sentence``: every chunk starts at a sentence (or title) start, where the
+    word-level decoder, squeezed by the same small bounds, cuts inside sentences."""
+    from gralc.chunking.sentence_spans import sentence_token_spans
+
+    prepared = _prepared("three", minilm_path)
+    starts = {u.tok_start for u in sentence_token_spans(prepared.doc, prepared.tokens)}
+    bounds = dict(min_tokens=8, max_tokens=48, decoder=decoder, dp_target_tokens=24)
+    word = StructureAwareChunker(config=BoundaryConfig(**bounds)).chunk(prepared)
+    assert any(c.token_start not in starts for c in word)
+    chunks = StructureAwareChunker(config=BoundaryConfig(**bounds, cut_unit="sentence")).chunk(prepared)
+    _assert_tiles(chunks, prepared)
+    assert {c.token_start for c in chunks} <= starts
+    assert len(chunks) > 1

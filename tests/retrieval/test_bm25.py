@@ -98,3 +98,32 @@ def test_building_an_index_logs_nothing_below_the_application_level(
     BM25Index().index([Chunk(doc_id="d", chunk_id="d::0", text=TEXTS[0], char_start=0,
                              char_end=len(TEXTS[0]))])
     assert not [r for r in caplog.records if r.name.startswith("bm25s")]
+
+
+def _chunks(texts: list[str]) -> list[Chunk]:
+    return [Chunk("d", f"c{i}", t, 0, len(t)) for i, t in enumerate(texts)]
+
+
+def test_term_pair_index_rewards_the_question_phrase_in_order(tmp_path: Path) -> None:
+    """``ngram=2``: BM25 over pairs of consecutive (stemmed, stopword-free) terms; the same
+    words without the phrase score 0, and a query word the chunks lack never joins the words
+    around it into a false pair."""
+    texts = ["The incubation period of the virus was five days.",
+             "A period of incubation, said the virus, was days.",
+             "Nothing related here."]
+    pairs = BM25Index(BM25Config(ngram=2))
+    pairs.index(_chunks(texts))
+    s = pairs.scores("What is the incubation period of the virus?")
+    assert s[0] > 0 and s[1] == 0 and s[2] == 0
+    terms = BM25Index()
+    terms.index(_chunks(texts))
+    assert terms.scores("What is the incubation period of the virus?")[1] > 0  # unigrams match both
+    # "zebra" is in no chunk: "incubation zebra period" has no pair "incub period"
+    assert not pairs.scores("incubation zebra period").any()
+    assert pairs.scores("incubation period").argmax() == 0
+    pairs.save(tmp_path / "pairs")
+    loaded = BM25Index.load(tmp_path / "pairs")
+    assert loaded.config.ngram == 2
+    assert np.array_equal(loaded.scores("What is the incubation period of the virus?"), s)
+    with pytest.raises(ValueError, match="ngram"):
+        BM25Config(ngram=3)

@@ -201,3 +201,33 @@ def test_late_interaction_mixes_each_chunk_maxsim_into_its_score(make_cfg, datam
     # a question's word-piece vectors do not depend on the other questions asked with it
     both, mask2 = pipeline.encoder.encode_query_tokens([QUESTION, "Why?"])
     assert torch.equal(both[0][mask2[0]], q_tok[0][q_mask[0]])
+
+
+def test_phrase_weight_adds_the_normalised_term_pair_bm25(make_cfg, datamodule, tmp_path):
+    """model.phrase_weight=g: every chunk's score is its score without it + g * its term-pair
+    BM25 divided by the question's best; without the term-pair scores the model refuses."""
+    import pytest
+
+    from gralc.retrieval.bm25 import BM25Config, BM25Index
+
+    cfg = make_cfg(tmp_path)
+    model, pipeline, prepared = _untrained(cfg, datamodule)
+    scorer = TrainedScorer(replace_model(model, phrase_weight=0.2), cfg.pipeline)
+    assert scorer.phrase and not TrainedScorer(model, cfg.pipeline).phrase
+    chunks = scorer.chunk(pipeline, prepared)
+    vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
+    q = pipeline.encoder.encode_queries([QUESTION])[0]
+    pairs = BM25Index(BM25Config(ngram=2))
+    pairs.index(chunks)
+    phrase = pairs.scores(QUESTION)
+    assert phrase.max() > 0 and (phrase == 0).any()
+    score = scorer.score_all(pipeline, QUESTION, q, vecs, phrase=phrase)[0]
+    own = TrainedScorer(model, cfg.pipeline)
+    own.chunk(pipeline, prepared)
+    expected = own.score_all(pipeline, QUESTION, q, vecs)[0] + 0.2 * torch.as_tensor(phrase / phrase.max()).float()
+    assert torch.allclose(score, expected, atol=1e-6)
+    hits = scorer.rerank(pipeline, QUESTION, q.numpy(), [], vecs, chunks, phrase=phrase)
+    assert [h.score for h in hits] == sorted(float(x) for x in score)[::-1]
+    assert {h.components["phrase_bm25"] for h in hits} == {float(x) for x in phrase}
+    with pytest.raises(ValueError, match="phrase_weight"):
+        scorer.score_all(pipeline, QUESTION, q, vecs)

@@ -71,6 +71,30 @@ def test_every_learnable_parameter_gets_a_gradient(datamodule, make_cfg, tmp_pat
         assert p.grad is not None, n
 
 
+def test_sentence_cut_unit_cuts_and_soft_cuts_only_at_sentence_starts(datamodule, make_cfg, tmp_path):
+    """``pipeline.chunking.boundary.cut_unit=sentence``: hard cuts (peak and DP) fall on
+    sentence starts only, and the soft cut probability training pools under is 0 elsewhere."""
+    from gralc.chunking.sentence_spans import sentence_token_spans
+
+    small = ["pipeline.chunking.boundary.min_tokens=16", "pipeline.chunking.boundary.max_tokens=96"]
+    model = _model(datamodule, make_cfg(tmp_path, *small, "pipeline.chunking.boundary.cut_unit=sentence")).eval()
+    assert model.boundary_config.cut_unit == "sentence"
+    word = _model(datamodule, make_cfg(tmp_path, *small)).eval()
+    mid_sentence = 0
+    for f in list(datamodule.data.features.values())[:3]:
+        starts = {u.tok_start for u in sentence_token_spans(f.doc, f.offsets.numpy())}
+        for decoder in ("peak", "dp"):
+            spans = model.hard_spans(f, decoder=decoder)
+            assert spans[0][0] == 0 and spans[-1][1] == f.n_tokens
+            assert {s for s, _ in spans} <= starts
+            mid_sentence += sum(s not in starts for s, _ in word.hard_spans(f, decoder=decoder))
+        allowed = model.cut_allowed(f)
+        assert set(allowed.nonzero().flatten().tolist()) <= starts
+        p = model.boundary.cut_probability(model.boundaries(f)) * allowed
+        assert float(p[~allowed].abs().sum()) == 0.0 and float(p.sum()) > 0
+    assert mid_sentence > 0  # the word-level decoder does cut inside sentences here
+
+
 def test_hard_chunks_tile_the_document_and_respect_constraints(datamodule, make_cfg, tmp_path):
     model = _model(datamodule, make_cfg(tmp_path)).eval()
     for f in list(datamodule.data.features.values())[:3]:
@@ -296,15 +320,20 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
 
 
-@pytest.mark.parametrize("run, sentences, late", [("short_run", None, None),
-                                                  ("lexical_run", None, None),
-                                                  ("lexical_run", 0.3, None),
-                                                  ("lexical_run", 0.3, 0.4)])
-def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, late, request, tmp_path):
+PHRASE_AND_SENTENCE_CUTS = {"phrase_weight": 0.2, "cut_unit": "sentence"}
+
+
+@pytest.mark.parametrize("run, sentences, late, extra", [("short_run", None, None, {}),
+                                                         ("lexical_run", None, None, {}),
+                                                         ("lexical_run", 0.3, None, {}),
+                                                         ("lexical_run", 0.3, 0.4, {}),
+                                                         ("lexical_run", 0.3, 0.4, PHRASE_AND_SENTENCE_CUTS)])
+def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, late, extra, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
     models=[...] (its gralc_graph row) return the same ranking for a question (with the
     lexical term too: BM25 saved with the index; exported with sentence evidence: the
-    sentence units saved with the index; and with late interaction: the token vectors)."""
+    sentence units saved with the index; with late interaction: the token vectors; with a
+    term-pair BM25 and cuts at sentence starts only: the term-pair BM25 in ``phrase/``)."""
     from gralc.data.benchmarks import demo_benchmark
     from gralc.data.demo import DEMO_DIR
     from gralc.evaluation.evidence import PieceCounter
@@ -317,9 +346,13 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
     result = request.getfixturevalue(run)[3]
     settings = {k: v for k, v in (("sentence_evidence", sentences), ("late_interaction", late))
                 if v is not None}
-    out = export(Path(result["last_checkpoint"]), tmp_path / "export", settings=settings)
+    out = export(Path(result["last_checkpoint"]), tmp_path / "export", settings={**settings, **extra})
     Retriever.build(DEMO_DIR / "articles", model=out).save(tmp_path / "index")
     assert TrainedScorer.load(out).uses_units == (sentences is not None)
+    loaded = TrainedScorer.load(out)
+    assert loaded.model.boundary_config.cut_unit == extra.get("cut_unit", "word")
+    assert loaded.model.config.phrase_weight == extra.get("phrase_weight", 0.0)
+    assert (tmp_path / "index" / "phrase").is_dir() == bool(extra)
     assert (tmp_path / "index" / "sentence_units.safetensors").is_file() == (sentences is not None)
     assert (tmp_path / "index" / "chunk_tokens.safetensors").is_file() == (late is not None)
     bench = demo_benchmark()
