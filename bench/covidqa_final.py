@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
           f"late interaction {args.late_interaction}, term-pair BM25 {args.phrase_weight}, cuts at "
           f"{args.cut_unit or 'as trained'}, sentence evidence {chosen} (dev ev MRR per weight: "
           f"{ {f'{w:g}': round(v, 4) for w, v in dev_mrr.items()} }), "
-          f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s")
+          + (f"checkpoint {args.checkpoint} exported (trained elsewhere), {t_train:.0f} s" if args.checkpoint
+             else f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s"))
     print(f"selected: {result['selected']}; learned values: "
           + ", ".join(f"{k}={v:.4f}" for k, v in result["learned_values"].items()))
     print("eval.py gralc_graph: " + ", ".join(
