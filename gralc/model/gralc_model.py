@@ -186,10 +186,10 @@ class GraLCModel(nn.Module):
             return f.word_start
         return cut_allowed_mask(f.doc, f.offsets, self.boundary_config.cut_unit).to(f.word_start.device)
 
-    def forbidden(self, f: DocFeatures) -> torch.Tensor:
+    def forbidden(self, f: DocFeatures, allowed: torch.Tensor | None = None) -> torch.Tensor:
         """(N,) bool: cuts the hard decoders never make (inside a mention, a word, or with
-        ``cut_unit=sentence`` a sentence)."""
-        return f.entity_cross | ~self.cut_allowed(f)
+        ``cut_unit=sentence`` a sentence); ``allowed``: :meth:`cut_allowed` when known."""
+        return f.entity_cross | ~(self.cut_allowed(f) if allowed is None else allowed)
 
     def hard_spans(
         self,
@@ -198,9 +198,11 @@ class GraLCModel(nn.Module):
         min_tokens: int | None = None,
         max_tokens: int | None = None,
         b: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
     ) -> Spans:
         """Token spans tiling the document, decoded from b (default :meth:`boundaries`, the
-        learned alpha / gamma) with the learned tau; never differentiated."""
+        learned alpha / gamma) with the learned tau, cuts only where ``allowed`` (default
+        :meth:`cut_allowed`); never differentiated."""
         c = self.boundary_config
         decoder = decoder or c.decoder
         lo, hi = min_tokens or c.min_tokens, max_tokens or c.max_tokens
@@ -210,7 +212,7 @@ class GraLCModel(nn.Module):
         with torch.no_grad():
             b = self.boundaries(f) if b is None else b
             b = b.detach().cpu().double().numpy()
-        forbidden = self.forbidden(f).cpu().numpy()
+        forbidden = self.forbidden(f, allowed).cpu().numpy()
         if decoder == "peak":
             cuts = peak_decode(b, float(self.boundary.tau.detach()), lo, hi, forbidden,
                                fallback=f.word_start.cpu().numpy())
@@ -251,12 +253,13 @@ class GraLCModel(nn.Module):
         for f in docs:
             h_prime, u_prime = self.enrich(f)
             b = self.boundaries(f)
-            spans = self.hard_spans(f, b=b)
+            allowed = self.cut_allowed(f)  # once per document: hard and soft cuts share it
+            spans = self.hard_spans(f, b=b, allowed=allowed)
             if not spans:
                 vecs.append(h_prime.new_zeros(0, h_prime.shape[1]))
             elif soft:
                 p = self.boundary.cut_probability(b)
-                p = p * self.cut_allowed(f).to(p.dtype)  # never a soft cut where a hard one cannot be
+                p = p * allowed.to(p.dtype)  # never a soft cut where a hard one cannot be
                 vecs.append(soft_chunk_pool(h_prime, p, spans, extend=self.config.soft_extend))
             else:
                 vecs.append(torch.stack([h_prime[s:e].mean(0) for s, e in spans]))

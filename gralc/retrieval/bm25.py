@@ -80,13 +80,23 @@ class BM25Index:
         return len(self.chunks)
 
     def _tokens(self, texts: Sequence[str], update_vocab: bool) -> list[list[str]]:
-        if self.config.ngram == 2:  # every query word kept (no vocabulary filter) so pairs stay adjacent
-            words = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
-                                            show_progress=False)
+        if self.config.ngram == 2:
+            # every word kept (no vocabulary filter), so pairs stay adjacent; a query goes
+            # through a scratch tokenizer emptied each time, so searching never grows the index
+            tok = self.tokenizer if update_vocab else self._scratch_tokenizer()
+            words = tok.tokenize(list(texts), update_vocab=True, return_as="string", show_progress=False)
             return [[f"{a} {b}" for a, b in zip(w, w[1:]) if a and b] for w in words]
         return self.tokenizer.tokenize(
             list(texts), update_vocab=update_vocab, return_as="string", show_progress=False
         )
+
+    def _scratch_tokenizer(self) -> bm25s.tokenization.Tokenizer:
+        """A tokenizer with this index's settings and an empty vocabulary (term-pair queries)."""
+        if getattr(self, "_scratch", None) is None:
+            self._scratch = bm25s.tokenization.Tokenizer(
+                stopwords=self.config.stopwords, stemmer=Stemmer.Stemmer(self.config.stemmer))
+        self._scratch.reset_vocab()
+        return self._scratch
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         """Build the index over ``chunks`` (replaces any previous content)."""

@@ -121,6 +121,9 @@ def test_term_pair_index_rewards_the_question_phrase_in_order(tmp_path: Path) ->
     # "zebra" is in no chunk: "incubation zebra period" has no pair "incub period"
     assert not pairs.scores("incubation zebra period").any()
     assert pairs.scores("incubation period").argmax() == 0
+    words = dict(pairs.tokenizer.word_to_id)
+    pairs.scores("zebrafish quokka incubation")  # searching never grows the index's vocabulary
+    assert pairs.tokenizer.word_to_id == words
     pairs.save(tmp_path / "pairs")
     loaded = BM25Index.load(tmp_path / "pairs")
     assert loaded.config.ngram == 2

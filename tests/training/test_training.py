@@ -320,6 +320,21 @@ def test_feature_cache_round_trips_real_training_data(datamodule, tmp_path):
     assert torch.equal(e.q_vec, e2.q_vec) and e.q_concepts == e2.q_concepts and e.text == e2.text
 
 
+@pytest.mark.parametrize("settings, match", [({"cut_unit": "token"}, "cut_unit"),
+                                             ({"phrase_weight": 2.0}, "phrase_weight"),
+                                             ({"min_tokens": 8}, "min_tokens")])
+def test_export_refuses_bad_settings_before_writing(short_run, tmp_path, settings, match):
+    """A bad export-time setting (or one that is not an export-time setting) is one error
+    naming it, raised before anything is read or written: a user's --out folder is untouched."""
+    result = short_run[3]
+    out = tmp_path / "export"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=match):
+        export(Path(result["last_checkpoint"]), out, settings=settings)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
 PHRASE_AND_SENTENCE_CUTS = {"phrase_weight": 0.2, "cut_unit": "sentence"}
 
 
@@ -367,6 +382,12 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
     graph = next(r for r in rows if r.method == "gralc_graph")
     evaluated = [q["top"] for q in graph.per_query]
     assert searched == evaluated and all(len(s) == 10 for s in searched)
+    if extra:  # an index that lost its term-pair BM25 says what is missing and the fix
+        import shutil
+
+        shutil.rmtree(tmp_path / "index" / "phrase")
+        with pytest.raises(FileNotFoundError, match=r"phrase missing.*rebuild the index"):
+            Retriever.load(tmp_path / "index")
 
 
 def test_evidence_cut_loss_teaches_boundaries_to_keep_evidence_whole(datamodule, make_cfg, tmp_path):
