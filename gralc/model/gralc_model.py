@@ -340,6 +340,7 @@ class GraLCModel(nn.Module):
         unit_lexical: torch.Tensor | None = None,
         q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
         phrase: torch.Tensor | None = None,
+        late_interaction: float | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
@@ -350,16 +351,18 @@ class GraLCModel(nn.Module):
         unit (scored the same way, ``unit_lexical`` (Q, U) their BM25); cos and kg_prox
         stay the chunks' own. With ``late_interaction`` > 0 and ``chunks.token_vectors``,
         the score then mixes in the MaxSim of ``q_tokens`` (``(Q, L, d)`` word-piece vectors,
-        ``(Q, L)`` bool mask; required then) with each chunk's tokens. With ``phrase_weight``
-        g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase`` (Q, K) the raw
-        term-pair BM25 (required then)."""
+        ``(Q, L)`` bool mask; required then) with each chunk's tokens (``late_interaction``
+        overrides that weight: training passes ``optim.late_interaction``). With
+        ``phrase_weight`` g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase``
+        (Q, K) the raw term-pair BM25 (required then): one order of terms for training and
+        inference."""
         score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
         w = self.config.sentence_evidence
         if w > 0 and chunks.units is not None:
             unit_score = self._score_parts(q, q_ent, q_mask, chunks.units, unit_lexical,
                                            "unit_lexical=(Q, U): the units")[0]
             score = with_sentence_evidence(score, unit_score, chunks.unit_pairs, w)
-        m = self.config.late_interaction
+        m = self.config.late_interaction if late_interaction is None else late_interaction
         if m > 0 and chunks.token_vectors is not None:
             if q_tokens is None:
                 raise ValueError(

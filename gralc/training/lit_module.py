@@ -26,6 +26,8 @@ With ``optim.late_interaction = m > 0`` the score is ``(1 - m) * score + m * Max
 questions' adapted word-piece vectors against the chunks' H' token vectors (ColBERT-style),
 so both sides of the late interaction inference can mix in are trained for it; validation
 scores with the same mix, so the checkpoint (and initial-vs-trained) choice judges that score.
+With ``model.phrase_weight = g > 0`` the term-pair BM25 of the batch's chunks is added last,
+as inference adds it, so the adapters learn around it.
 
 A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
 the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
@@ -48,8 +50,7 @@ from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
 from gralc.model.gralc_model import GraLCModel
-from gralc.model.late_interaction import maxsim, with_late_interaction
-from gralc.retrieval.bm25 import TermStats, bm25_matrix
+from gralc.retrieval.bm25 import BM25Config, TermStats, bm25_matrix
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -269,8 +270,8 @@ class GraLCLitModule(pl.LightningModule):
 
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
-        """Multi-positive InfoNCE over the batch (mean over questions; the score with MaxSim
-        mixed in at ``optim.late_interaction`` when > 0) plus the optional terms
+        """Multi-positive InfoNCE over the batch (mean over questions; the score of
+        :meth:`batch_scores`) plus the optional terms
         (``optim.dense_weight``, ``scalar_anchor``, ``evidence_cut_weight``), and the chunk
         count; the weighted terms are kept in ``loss_parts`` for the logger."""
         examples = batch.examples
@@ -280,11 +281,7 @@ class GraLCLitModule(pl.LightningModule):
                             token_grad=True)
         spans_per, starts = chunks.spans, chunks.starts
         qs = self.queries(examples, tokens=late > 0)
-        lexical = self.lexical_scores(examples, docs, chunks, self.term_stats)
-        scores, cos, _ = self.model.score_parts(qs.vectors, qs.entities, qs.entity_mask, chunks,
-                                                lexical, self.unit_lexical(examples, docs, chunks))
-        if late > 0:  # ColBERT-style: MaxSim in the training score, gradient through both sides
-            scores = self.with_maxsim(scores, qs, chunks)
+        scores, cos = self.batch_scores(examples, docs, chunks, qs, self.term_stats)
         positive = torch.zeros_like(scores, dtype=torch.bool)
         # docs[i] is example i's gold doc (or window); positives from the cached (fixed) features
         for i, (e, f) in enumerate(zip(examples, cached)):
@@ -304,13 +301,34 @@ class GraLCLitModule(pl.LightningModule):
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
 
-    def with_maxsim(self, scores: torch.Tensor, qs: Queries, chunks: ChunkSet) -> torch.Tensor:
-        """(B, K) ``scores`` with the MaxSim of the questions' adapted word-pieces (``qs``,
-        from :meth:`queries` with ``tokens``) against ``chunks``' token vectors mixed in at
-        ``optim.late_interaction`` (the score training optimises, and validation selects on)."""
-        sim = maxsim(qs.tokens.to(self.device), qs.token_mask.to(self.device),
-                     chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
-        return with_late_interaction(scores, sim.to(scores.dtype), self.optim.late_interaction)
+    def batch_scores(self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
+               qs: Queries, stats: TermStats | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(score, cos)``, each (B, K): the score training optimises and validation selects
+        on, composed by :meth:`GraLCModel.score_parts` as inference composes it: the hybrid with
+        its lexical term (``stats``: its BM25 term statistics) and sentence units, MaxSim of the
+        questions' adapted word-pieces (``qs.tokens``) against ``chunks``' token vectors at
+        ``optim.late_interaction`` (ColBERT-style, gradient through both sides), then
+        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`)."""
+        q_tokens = None if qs.tokens is None else (qs.tokens.to(self.device),
+                                                   qs.token_mask.to(self.device))
+        score, cos, _ = self.model.score_parts(
+            qs.vectors, qs.entities, qs.entity_mask, chunks,
+            self.lexical_scores(examples, docs, chunks, stats),
+            self.unit_lexical(examples, docs, chunks), q_tokens=q_tokens,
+            phrase=self.phrase_scores(examples, docs, chunks),
+            late_interaction=self.optim.late_interaction)
+        return score, cos
+
+    def phrase_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
+                      chunks: ChunkSet) -> torch.Tensor | None:
+        """(B, K) term-pair BM25 (``BM25Config(ngram=2)``) of each question against the texts
+        of ``chunks``, term statistics from these chunks, for a model with
+        ``model.phrase_weight`` > 0; else None."""
+        if self.model.config.phrase_weight <= 0:
+            return None
+        return torch.from_numpy(bm25_matrix(
+            [e.text for e in examples], self.chunk_texts(docs, chunks), BM25Config(ngram=2)
+        )).to(self.device)
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]
@@ -404,11 +422,7 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=False, units=self.uses_units, tokens=late)
         qs = self.queries(batch.examples, tokens=late)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
-        lexical = self.lexical_scores(batch.examples, docs, chunks)
-        scores, cos, _ = self.model.score_parts(qs.vectors, qs.entities, qs.entity_mask, chunks,
-                                                lexical, self.unit_lexical(batch.examples, docs, chunks))
-        if late:
-            scores = self.with_maxsim(scores, qs, chunks)
+        scores, cos = self.batch_scores(batch.examples, docs, chunks, qs)
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:

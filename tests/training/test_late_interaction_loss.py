@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
 from gralc.config import ConfigError
 from gralc.encoding.lora import LoraEncoder
 from gralc.model.gralc_model import GraLCModel
+from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
+from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.training.config import validate
 from gralc.training.datamodule import TrainBatch, ValBatch
 from gralc.training.lit_module import GraLCLitModule, info_nce
@@ -138,3 +141,38 @@ def test_bad_weights_are_refused(make_cfg, tmp_path):
         validate(make_cfg(tmp_path, "lora.enabled=true", "optim.late_interaction=1.0"))
     with pytest.raises(ConfigError, match="lora.enabled=true"):
         validate(make_cfg(tmp_path, "optim.late_interaction=0.5"))
+
+
+def test_the_term_pair_bm25_is_in_the_training_score_as_at_inference(datamodule, lora):
+    """With ``model.phrase_weight`` = g the training score (and so the loss, and validation)
+    adds ``g * normalise_lexical(term-pair BM25)`` of the batch's chunk texts AFTER the MaxSim
+    mix, the order inference composes it in (not scaled by ``1 - m``)."""
+    cfg, enc = lora
+    train = [e for e in datamodule.data.train if e.positives.char_ranges][:3]
+    batch = TrainBatch(train, [datamodule.data.features[e.doc_id] for e in train])
+    model = GraLCModel(replace(cfg.model, phrase_weight=0.25), cfg.pipeline.chunking.boundary,
+                       datamodule.token_dim, datamodule.concept_dim).eval()
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, windows_per_doc=1)
+    with torch.no_grad():
+        _, views = lit.training_views(batch)
+        chunks = model(views, soft=True, tokens=True)
+        qs = lit.queries(train, tokens=True)
+        score = lit.batch_scores(train, views, chunks, qs)[0]
+        model.config.phrase_weight = 0.0
+        plain = lit.batch_scores(train, views, chunks, qs)[0]
+        model.config.phrase_weight = 0.25
+    # by hand: an index of the chunk texts over pairs of consecutive stemmed terms
+    idx = BM25Index(BM25Config(ngram=2))
+    idx._index_texts(lit.chunk_texts(views, chunks))
+    raw = torch.from_numpy(np.stack([idx.scores(e.text) for e in train]))
+    assert raw.gt(0).any(), "no question shares a term pair with a chunk: the test cannot fail"
+    assert torch.allclose(score, plain + 0.25 * normalise_lexical(raw.float()), atol=1e-5)
+    # validation scores the same way
+    gold = train[0].doc_id
+    val = ValBatch([e for e in datamodule.data.dev if e.doc_id == gold][:4] or train[:1],
+                   [datamodule.data.features[gold]])
+    with torch.no_grad():
+        with_phrase = lit.retrieval_scores(val)[0]
+        model.config.phrase_weight = 0.0
+        without = lit.retrieval_scores(val)[0]
+    assert not torch.allclose(with_phrase, without, atol=1e-4)
