@@ -301,8 +301,10 @@ class GraLCLitModule(pl.LightningModule):
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
 
-    def batch_scores(self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
-               qs: Queries, stats: TermStats | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch_scores(
+        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
+        qs: Queries, stats: TermStats | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(score, cos)``, each (B, K): the score training optimises and validation selects
         on, composed by :meth:`GraLCModel.score_parts` as inference composes it: the hybrid with
         its lexical term (``stats``: its BM25 term statistics) and sentence units, MaxSim of the
