@@ -20,6 +20,16 @@ settings of the model of record, ``gralc.export --phrase-weight 0.05 --cut-unit 
     python -m bench.late_interaction_cv --run results/cv_late/lora_lexical_small_late \
         --weights 0 0.8 --phrase-weight 0.05 --cut-unit sentence --out results/li_sentence_phrase
 
+A refit run (``bench.covidqa_cv --set loader.dev_fraction=0 ...``: every training article
+trained, no dev split, no ``initial.ckpt``) takes its untrained models from ``--untrained
+RUN`` (an earlier run of the same variant and seed: the untrained model depends on neither
+the data nor the split) and gets no ``trained m=cv`` row: its dev articles were trained on, so
+M must be fixed (``--weights 0 0.8``: the ``trained m=0.8`` row):
+
+    python -m bench.late_interaction_cv --run results/cv_late_refit/lora_lexical_small_late \
+        --untrained results/cv_late/lora_lexical_small_late --weights 0 0.8 \
+        --phrase-weight 0.05 --cut-unit sentence --out results/li_refit
+
 ``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
 ``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
 several sessions, e.g. folds 0-1, 2 and 3-4).
@@ -109,6 +119,14 @@ def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
     return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
 
 
+def is_refit(folder: Path) -> bool:
+    """The fold was trained without a dev split (``result.json``: ``selected`` = "last")."""
+    import json
+
+    result = folder / "result.json"
+    return result.is_file() and json.loads(result.read_text()).get("selected") == "last"
+
+
 def selected_checkpoint(folder: Path) -> Path:
     """The fold's model as ``bench.covidqa_cv`` selected it (``result.json``: the best trained
     epoch, or ``initial.ckpt`` where no trained epoch beat it on dev), so the ``trained`` rows
@@ -188,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="add G x the term-pair BM25 (model.phrase_weight) to every row's score")
     ap.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
                     help="the models' hard cuts at word or sentence starts (default: as trained)")
+    ap.add_argument("--untrained", default=None, metavar="RUN",
+                    help="take each fold's untrained model (initial.ckpt) from this run's folder "
+                         "instead of --run's (required for a refit run, which has none)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default=None, help="folder for late_interaction.json (default: --run)")
     args = ap.parse_args(argv)
@@ -197,11 +218,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--run (or --pool) is required")
     if 0.0 not in args.weights or any(not 0 <= m < 1 for m in args.weights):
         ap.error(f"--weights {args.weights}: each in [0, 1), 0 included (the row without it)")
-    missing = [str(p) for k in args.train_folds for p in [Path(args.run) / f"fold{k}" / "initial.ckpt"]
-               if not p.is_file() or not list((p.parent / "checkpoints").glob("best-*.ckpt"))]
+    untrained = Path(args.untrained or args.run)
+    missing = [str(Path(args.run) / f"fold{k}") for k in args.train_folds
+               if not list((Path(args.run) / f"fold{k}" / "checkpoints").glob("best-*.ckpt"))]
+    missing += [str(p) for k in args.train_folds
+                for p in [untrained / f"fold{k}" / "initial.ckpt"] if not p.is_file()]
     if missing:
-        ap.error(f"--run {args.run}: no finished fold at {', '.join(missing)} (initial.ckpt and "
-                 "checkpoints/best-*.ckpt): run bench.covidqa_cv --train first")
+        ap.error(f"no finished fold at {', '.join(missing)} (--run: checkpoints/best-*.ckpt; "
+                 "--untrained, default --run: initial.ckpt): run bench.covidqa_cv --train first")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
@@ -212,17 +236,24 @@ def main(argv: list[str] | None = None) -> int:
         side = cv_side(bench, args.folds, k, args.seed, "train")
         dev = dev_side(side, side.documents, "lora_lexical_small", [])
         test = cv_side(bench, args.folds, k, args.seed, "test")
-        for tag, ckpt in (("untrained", folder / "initial.ckpt"), ("trained", best)):
+        refit = is_refit(folder)
+        for tag, ckpt in (("untrained", untrained / f"fold{k}" / "initial.ckpt"), ("trained", best)):
             scorer = TrainedScorer.load(ckpt)
             terms = (args.sentence_evidence, args.phrase_weight, args.cut_unit)
-            chunks, graph, late, phrase = scored(scorer, dev, base_pipe, *terms)
-            dev_mrr = {m: means(dev, chunks, (1 - m) * graph + m * late + phrase, settings)["ev_mrr"]
-                       for m in args.weights}
-            chosen = max(sorted(dev_mrr), key=lambda m: dev_mrr[m])  # ties: the smaller
+            choose = not (refit and tag == "trained")  # a refit trained on its dev articles
+            if choose:
+                chunks, graph, late, phrase = scored(scorer, dev, base_pipe, *terms)
+                dev_mrr = {m: means(dev, chunks, (1 - m) * graph + m * late + phrase,
+                                    settings)["ev_mrr"] for m in args.weights}
+                chosen = max(sorted(dev_mrr), key=lambda m: dev_mrr[m])  # ties: the smaller
             chunks, graph, late, phrase = scored(scorer, test, base_pipe, *terms)
             for m in args.weights:
                 table.setdefault(f"{tag} m={m:g}", []).append(
                     means(test, chunks, (1 - m) * graph + m * late + phrase, settings))
+            if not choose:
+                print(f"fold {k} {tag}: a refit (no dev split), no m chosen "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
+                continue
             table.setdefault(f"{tag} m=cv", []).append(
                 {**table[f"{tag} m={chosen:g}"][-1], "chosen": chosen})
             print(f"fold {k} {tag}: dev ev MRR {({f'{m:g}': round(v, 4) for m, v in dev_mrr.items()})}"

@@ -21,7 +21,9 @@ class LoaderConfig:
     """``batch_size`` questions per batch (never two of one document); each batch adds
     ``extra_negative_docs`` random training documents whose chunks are negatives.
     ``dev_fraction`` / ``split_seed``: document-level dev split (not PubMedQA, which has its
-    official split). ``holdout_fraction``: share of the training DOCUMENTS (with all their
+    official split); ``dev_fraction=0``: no dev split (a refit on every training document once
+    the epochs and settings were chosen with one: no validation, the last epoch is the
+    model; early stopping must be off, see :func:`has_dev_split`). ``holdout_fraction``: share of the training DOCUMENTS (with all their
     questions; seeded by ``split_seed``) moved to the dev set after the split, for a larger
     model-selection signal (PubMedQA's official dev set has 50 questions; its test set is never
     touched). Held-out documents are no extra negatives either. ``max_train_questions``: cap
@@ -292,6 +294,14 @@ class TrainConfig:
     resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
 
 
+def has_dev_split(cfg: TrainConfig) -> bool:
+    """Training validates on a dev split: always for PubMedQA (its official split) and when
+    ``loader.dev_fraction`` or ``loader.holdout_fraction`` > 0; otherwise a refit on every
+    training document (no validation, the last epoch is the selected model)."""
+    return (cfg.data.name == "pubmedqa" or cfg.loader.dev_fraction > 0
+            or cfg.loader.holdout_fraction > 0)
+
+
 def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks the schema cannot express; raises ConfigError. (Whether ``lora.target_modules``
     name layers of the encoder is checked when the encoder is loaded, see run.train.)"""
@@ -331,6 +341,13 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             "`python -m gralc.export CKPT --out DIR --late-interaction M`")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
+    if not 0.0 <= cfg.loader.dev_fraction < 1.0:
+        raise ConfigError(f"loader.dev_fraction must be in [0, 1), got {cfg.loader.dev_fraction}")
+    if not has_dev_split(cfg) and cfg.callbacks.early_stopping.enabled:
+        raise ConfigError(
+            "loader.dev_fraction=0 trains on every document with no dev split, so there is nothing "
+            "for early stopping to monitor: add callbacks.early_stopping.enabled=false (the run "
+            "keeps its last epoch; choose trainer.max_epochs with a dev split first)")
     if not 0.0 <= cfg.loader.holdout_fraction < 1.0:
         raise ConfigError(
             f"loader.holdout_fraction must be in [0, 1), got {cfg.loader.holdout_fraction}"

@@ -46,7 +46,7 @@ from gralc.config import to_dict
 from gralc.data.benchmarks import Benchmark, load_benchmarks
 from gralc.model.doc_features import DocFeatures, build_features
 from gralc.model.query_features import QueryEncoder
-from gralc.training.config import TrainConfig
+from gralc.training.config import TrainConfig, has_dev_split
 from gralc.training.features import load_features, save_features
 from gralc.training.pairs import (
     PAIR_SOURCES,
@@ -424,9 +424,11 @@ class GraLCDataModule(pl.LightningDataModule):
             )
         if self.cfg.loader.max_train_questions is not None:
             data.train = data.train[: self.cfg.loader.max_train_questions]
-        if not data.train or not data.dev:
+        needs_dev = has_dev_split(self.cfg)
+        if not data.train or (needs_dev and not data.dev):
             raise ValueError(
-                f"{self.cfg.data.name}: {len(data.train)} train / {len(data.dev)} dev questions; need both"
+                f"{self.cfg.data.name}: {len(data.train)} train / {len(data.dev)} dev questions; "
+                f"need {'both' if needs_dev else 'training questions'}"
             )
         mix = load_mix_sources(self.cfg, data)
         for pool in mix:

@@ -139,7 +139,8 @@ PAIR_SOURCES: dict[str, PairSource] = {
 def split_questions(
     questions: list[Question], source: str, dev_fraction: float = 0.2, seed: int = 0
 ) -> tuple[list[Question], list[Question]]:
-    """``(train, dev)``. PubMedQA: the official ``Question.split``; others: by gold document."""
+    """``(train, dev)``. PubMedQA: the official ``Question.split``; others: by gold document
+    (``dev_fraction`` of the documents, at least one; 0: no dev split, every question trains)."""
     if source == "pubmedqa":
         train = [q for q in questions if q.split == "train"]
         dev = [q for q in questions if q.split == "dev"]
@@ -151,7 +152,7 @@ def split_questions(
     else:
         doc_ids = sorted({q.gold_doc_id for q in questions})
         random.Random(seed).shuffle(doc_ids)
-        n_dev = max(1, round(dev_fraction * len(doc_ids))) if len(doc_ids) > 1 else 0
+        n_dev = max(1, round(dev_fraction * len(doc_ids))) if len(doc_ids) > 1 and dev_fraction > 0 else 0
         dev_docs = set(doc_ids[:n_dev])
         train = [q for q in questions if q.gold_doc_id not in dev_docs and q.split != "test"]
         dev = [q for q in questions if q.gold_doc_id in dev_docs and q.split != "test"]

@@ -13,7 +13,9 @@ Output layout (``paths.output_dir``)::
     wandb_run_id.txt                                 (W&B run id, reused on resume)
     hpc_ckpt_N.ckpt                                  (SLURM only: saved on SIGUSR1 before requeue)
 
-Model selection. With ``trainer.validate_before_fit`` (default) a fresh run validates the
+Model selection. With ``loader.dev_fraction=0`` (no dev split: a refit on every training
+document once the epochs were chosen with one) nothing is validated and the last epoch is
+``best_checkpoint`` (``selected: "last"``). With ``trainer.validate_before_fit`` (default) a fresh run validates the
 untrained model first and saves it as ``initial.ckpt``; the result's ``best_checkpoint`` is
 then the better of it and the best trained epoch by val/mrr (a trained epoch wins ties), so a
 run whose training only hurts the dev score returns its initial model
@@ -57,7 +59,7 @@ from gralc.data.demo import check_vocabulary
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
 from gralc.safe_load import load_torch
-from gralc.training.config import TrainConfig, validate
+from gralc.training.config import TrainConfig, has_dev_split, validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule
 
@@ -173,11 +175,12 @@ def write_text_atomic(path: Path, text: str) -> None:
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
     out = Path(cfg.paths.output_dir)
     es = cfg.callbacks.early_stopping
+    dev = has_dev_split(cfg)  # without one (a refit): no validation, the newest epoch is "best"
     cbs: list[Callback] = [
         ModelCheckpoint(
             dirpath=out / "checkpoints",
             filename="best-{epoch}-{step}",
-            monitor=cfg.callbacks.checkpoint.monitor,
+            monitor=cfg.callbacks.checkpoint.monitor if dev else None,
             mode=cfg.callbacks.checkpoint.mode,
             save_top_k=1,
         ),
@@ -234,6 +237,7 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
         precision=t.precision,
         log_every_n_steps=t.log_every_n_steps,
         limit_train_batches=t.limit_train_batches,
+        limit_val_batches=None if dev else 0,
         val_check_interval=t.val_check_interval,
         gradient_clip_val=t.gradient_clip_val,
         enable_progress_bar=t.enable_progress_bar,
@@ -355,11 +359,12 @@ def train(
         hard_windows=cfg.lora.hard_windows,
     )
     trainer = build_trainer(cfg, callbacks)
-    if cfg.trainer.validate_before_fit and ckpt_path is None:
+    dev = has_dev_split(cfg)  # else a refit: no initial-vs-trained choice, the last epoch is kept
+    if cfg.trainer.validate_before_fit and dev and ckpt_path is None:
         validate_initial(trainer, lit, dm, out)
     monitor = cfg.callbacks.checkpoint.monitor
     initial_path, initial_score = (
-        _initial_record(out, monitor) if cfg.trainer.validate_before_fit else (None, None)
+        _initial_record(out, monitor) if cfg.trainer.validate_before_fit and dev else (None, None)
     )
     with warnings.catch_warnings():
         if encoder is not None:  # LoraEncoder keeps its frozen transformer in eval mode on purpose
@@ -380,7 +385,7 @@ def train(
         "final_learned_values": model.learned_values(),
         "best_val_mrr": score if monitor == "val/mrr" else None,
         "best_checkpoint": path,
-        "selected": selected,
+        "selected": selected if dev else "last",  # "last": no dev split (loader.dev_fraction=0)
         "monitor": monitor,  # the *_score entries are of this metric
         "best_score": score,
         "initial_score": initial_score,

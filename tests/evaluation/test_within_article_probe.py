@@ -86,6 +86,27 @@ def test_a_run_without_fold_models_is_refused_by_name(tmp_path):
     assert selected_checkpoint(tmp_path / "fold0").name == "best-epoch=1.ckpt"
 
 
+def test_a_refit_run_takes_its_untrained_models_from_another_run(tmp_path, capsys):
+    """A refit fold (``selected: "last"``, no initial.ckpt) is recognised, and without
+    ``--untrained`` the missing untrained model is named before any data is read."""
+    import json
+
+    from bench.late_interaction_cv import is_refit, main
+
+    fold = tmp_path / "refit" / "fold0"
+    (fold / "checkpoints").mkdir(parents=True)
+    (fold / "checkpoints" / "best-epoch=1-step=9.ckpt").write_bytes(b"")
+    (fold / "result.json").write_text(json.dumps({"selected": "last"}))
+    assert is_refit(fold) and not is_refit(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--run", str(tmp_path / "refit"), "--train-folds", "0", "--weights", "0", "0.8"])
+    assert f"{fold / 'initial.ckpt'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an --untrained run without the fold's initial.ckpt
+        main(["--run", str(tmp_path / "refit"), "--untrained", str(tmp_path / "other"),
+              "--train-folds", "0", "--weights", "0", "0.8"])
+    assert str(tmp_path / "other" / "fold0" / "initial.ckpt") in capsys.readouterr().err
+
+
 def test_the_length_penalty_ranks_a_shorter_chunk_up():
     score = np.array([[0.80, 0.79, 0.50]])
     n = np.array([512, 64, 128])

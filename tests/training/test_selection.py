@@ -108,3 +108,31 @@ def test_document_positives_are_every_chunk_of_the_gold_document(make_cfg, tmp_p
 def test_bad_selection_settings_are_rejected(make_cfg, tmp_path, override):
     with pytest.raises(ConfigError, match=override.split("=")[0]):
         validate(make_cfg(tmp_path, override))
+
+
+def test_a_refit_without_dev_split_trains_on_every_document_and_keeps_the_last_epoch(
+        datamodule, make_cfg, tmp_path):
+    """``loader.dev_fraction=0``: the dev documents train too, nothing is validated (no
+    initial model, no val/ metrics), and the last epoch is the selected model."""
+    cfg = make_cfg(tmp_path, "trainer.max_epochs=2", "loader.dev_fraction=0",
+                   "callbacks.early_stopping.enabled=false")
+    model = _model(datamodule, cfg)
+    result = train(cfg, model=model)
+    assert result["n_dev_questions"] == 0
+    assert result["n_train_questions"] == len(datamodule.data.train) + len(datamodule.data.dev)
+    assert result["selected"] == "last" and result["initial_score"] is None
+    assert not (tmp_path / "initial.ckpt").exists()
+    assert Path(result["best_checkpoint"]).name == f"best-epoch=1-step={result['global_step']}.ckpt"
+    loaded, _ = load_model(result["best_checkpoint"])
+    assert _same_parameters(loaded, model)  # the final, trained model
+    assert not _same_parameters(loaded, _model(datamodule, cfg))
+    logged = (next((tmp_path / "csv").rglob("metrics.csv"))).read_text()
+    assert "train/loss" in logged and "val/" not in logged
+
+
+def test_a_refit_refuses_early_stopping_before_loading_anything(make_cfg, tmp_path):
+    cfg = make_cfg(tmp_path, "loader.dev_fraction=0")  # early stopping on, as train.yaml has it
+    with pytest.raises(ConfigError, match="callbacks.early_stopping.enabled=false"):
+        validate(cfg)
+    with pytest.raises(ConfigError, match="loader.dev_fraction must be in"):
+        validate(make_cfg(tmp_path, "loader.dev_fraction=1.0"))
