@@ -1,0 +1,69 @@
+"""Model soups (gralc.training.soup): the weighted mean of runs of one initialisation, loaded
+and exported as any checkpoint; runs of other initial weights are refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from gralc.model.gralc_model import GraLCModel
+from gralc.model.persistence import export, load_model
+from gralc.safe_load import load_torch
+from gralc.training.run import train
+from gralc.training.soup import main, soup
+
+
+def _run(make_cfg, out: Path, datamodule, *overrides: str) -> str:
+    cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false", *overrides)
+    torch.manual_seed(cfg.seed)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim)
+    return train(cfg, model=model)["last_checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def runs(make_cfg, datamodule, tmp_path_factory):
+    """Two runs of one initialisation (other learning rates) and one of another seed."""
+    base = tmp_path_factory.mktemp("soup")
+    return (_run(make_cfg, base / "a", datamodule),
+            _run(make_cfg, base / "b", datamodule, "optim.lr=0.01"),
+            _run(make_cfg, base / "c", datamodule, "seed=1"))
+
+
+def test_a_soup_is_the_weighted_mean_and_exports_like_any_checkpoint(runs, tmp_path):
+    a, b, _ = runs
+    path = soup([a, b], tmp_path / "soup.ckpt", weights=[1, 3])
+    sa, sb = (load_torch(p)["state_dict"] for p in (a, b))
+    got = load_torch(path)
+    moved = [k for k in sa if sa[k].is_floating_point() and not torch.equal(sa[k], sb[k])]
+    assert moved  # the two runs differ, so the mean is a third model
+    for k in sa:
+        want = 0.25 * sa[k].double() + 0.75 * sb[k].double() if sa[k].is_floating_point() else sa[k]
+        assert torch.allclose(got["state_dict"][k].double(), want, atol=1e-6), k
+    assert "optimizer_states" not in got  # weights only: not a state of either run
+    assert got["gralc"]["soup"] == {"checkpoints": [a, b], "weights": [0.25, 0.75]}
+    model, _ = load_model(path)
+    assert got["gralc"]["learned_values"] == pytest.approx(model.learned_values())
+    assert got["gralc"]["learned_values"] != pytest.approx(load_torch(b)["gralc"]["learned_values"])
+    reloaded, _ = load_model(export(path, tmp_path / "export"))
+    assert reloaded.learned_values() == pytest.approx(model.learned_values())
+
+
+def test_runs_of_other_initial_weights_are_refused_before_writing(runs, tmp_path, capsys):
+    a, _, c = runs
+    with pytest.raises(ValueError, match=r"c/checkpoints/last.ckpt: started from other initial "
+                                         r"weights .*'seed': \(0, 1\)"):
+        soup([a, c], tmp_path / "soup.ckpt")
+    assert not (tmp_path / "soup.ckpt").exists()
+    with pytest.raises(ValueError, match="at least two"):
+        soup([a], tmp_path / "soup.ckpt")
+    with pytest.raises(ValueError, match="one non-negative weight per checkpoint"):
+        soup([a, a], tmp_path / "soup.ckpt", weights=[1.0])
+    (tmp_path / "taken.ckpt").write_bytes(b"mine")
+    with pytest.raises(SystemExit):
+        main([a, a, "--out", str(tmp_path / "taken.ckpt")])
+    assert (tmp_path / "taken.ckpt").read_bytes() == b"mine"  # never overwritten
+    assert main([a, str(tmp_path / "missing.ckpt"), "--out", str(tmp_path / "s.ckpt")]) == 2
+    assert "missing.ckpt" in capsys.readouterr().err
