@@ -10,6 +10,9 @@ them with the protocol's dev choices::
     python -m bench.average_folds --a results/cv_late/lora_lexical_small_late \
         --b results/cv_late_ep3/lora_lexical_small_late --out results/cv_avg/lora_lexical_small_late
     python -m bench.late_interaction_cv --run results/cv_avg/lora_lexical_small_late --sentence-evidence 0.3
+
+A soup of three runs of one recipe: average two (t = 0.5), then move that a third of the way
+to the third run's selected models (``--b-checkpoint selected --t 0.3333333333333333``).
 """
 
 from __future__ import annotations
@@ -22,9 +25,15 @@ from bench.covidqa_cv import interpolated_checkpoint
 from bench.late_interaction_cv import selected_checkpoint
 
 
+def second_checkpoint(b: Path, b_checkpoint: str) -> Path:
+    """Fold ``b``'s checkpoint to average in: ``checkpoints/<b_checkpoint>``, or with
+    ``selected`` the model the protocol selected in that fold (:func:`selected_checkpoint`)."""
+    return selected_checkpoint(b) if b_checkpoint == "selected" else b / "checkpoints" / b_checkpoint
+
+
 def check_fold(a: Path, b: Path, out: Path, b_checkpoint: str) -> None:
     """Refuse, by name, a fold whose inputs are missing or whose ``out`` already holds files."""
-    for need in (a / "initial.ckpt", b / "checkpoints" / b_checkpoint):
+    for need in (a / "initial.ckpt", second_checkpoint(b, b_checkpoint)):
         if not need.is_file():
             raise SystemExit(f"{need}: missing; --a and --b must be bench.covidqa_cv variant folders "
                              "holding the folds asked for")
@@ -37,7 +46,7 @@ def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Pa
     """Write ``out/checkpoints/best-avg.ckpt`` (fold ``a``'s selected model averaged with
     ``b/checkpoints/<b_checkpoint>``) and copy ``a``'s ``initial.ckpt`` / ``config.yaml``
     (inputs and ``out`` as :func:`check_fold` accepts them)."""
-    second = b / "checkpoints" / b_checkpoint
+    second = second_checkpoint(b, b_checkpoint)
     first = selected_checkpoint(a)
     target = interpolated_checkpoint(str(first), str(second), t, out / "checkpoints" / "best-avg.ckpt")
     for name in ("initial.ckpt", "config.yaml"):
@@ -51,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", required=True, help="variant folder whose selected fold models are averaged")
     ap.add_argument("--b", required=True, help="variant folder holding the second checkpoint of each fold")
-    ap.add_argument("--b-checkpoint", default="last.ckpt", help="file name under each --b fold's checkpoints/")
+    ap.add_argument("--b-checkpoint", default="last.ckpt",
+                    help="file name under each --b fold's checkpoints/, or 'selected': the model "
+                         "bench.covidqa_cv selected in that fold (best trained epoch or initial.ckpt)")
     ap.add_argument("--t", type=float, default=0.5, help="weight of the --b checkpoint")
     ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", required=True)

@@ -40,3 +40,21 @@ def test_every_fold_is_checked_before_any_is_written(tmp_path):
     with pytest.raises(SystemExit, match="fold1"):
         main(["--a", str(a), "--b", str(b), "--folds", "0", "1", "--out", str(out)])
     assert not (out / "fold0").exists()
+
+
+def test_selected_takes_the_fold_model_the_protocol_selected(tmp_path):
+    a = _fold(tmp_path, "a", 1.0, "best-epoch=1-step=9.ckpt")
+    b = _fold(tmp_path, "b", 4.0, "best-epoch=0-step=4.ckpt")
+    torch.save({"state_dict": {"w": torch.full((2,), 9.0), "step": torch.tensor(9)}},
+               b / "fold0" / "checkpoints" / "last.ckpt")
+    out = tmp_path / "soup"
+    assert main(["--a", str(a), "--b", str(b), "--b-checkpoint", "selected", "--t", "0.25",
+                 "--folds", "0", "--out", str(out)]) == 0
+    got = load_torch(str(selected_checkpoint(out / "fold0")), what="checkpoint")["state_dict"]
+    assert torch.allclose(got["w"], torch.full((2,), 1.75))  # 0.75 * 1 + 0.25 * 4, not last.ckpt's 9
+    (b / "fold0" / "result.json").write_text('{"selected": "initial"}')  # selection kept the initial model
+    out2 = tmp_path / "soup_initial"
+    main(["--a", str(a), "--b", str(b), "--b-checkpoint", "selected", "--t", "0.5", "--folds", "0",
+          "--out", str(out2)])
+    got = load_torch(str(selected_checkpoint(out2 / "fold0")), what="checkpoint")["state_dict"]
+    assert torch.allclose(got["w"], torch.full((2,), 0.5))  # halfway to b's initial zeros
