@@ -3,8 +3,12 @@ fine-tuned from the same initial weights (Wortsman et al., ICML 2022), e.g. a ru
 a dev split and its refit on every document (``loader.dev_fraction=0``), or WiSE-FT's
 interpolation between the untrained and the trained model (weights ``1 - t, t``).
 
-    python -m gralc.training.soup RUN_A/checkpoints/best-*.ckpt RUN_B/checkpoints/last.ckpt \\
-        --out outputs/soup.ckpt              # then: python -m gralc.export outputs/soup.ckpt --out DIR
+    python -m gralc.training.soup RUN_A RUN_B --out outputs/soup.ckpt
+    python -m gralc.export outputs/soup.ckpt --out DIR
+
+An ingredient is a checkpoint (.ckpt) or a run folder (``paths.output_dir``), which stands for
+the model its ``result.json`` selected (``best_checkpoint``: the best trained epoch on dev,
+``initial.ckpt`` when none beat it, the last epoch of a refit).
 
 Every floating tensor of the state dict is averaged (LoRA adapters and learned scalars
 alike); averaging only means something between models that started from the same weights,
@@ -59,12 +63,32 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]],
     return out
 
 
+def selected_checkpoint(run: Path) -> Path:
+    """The checkpoint a finished run folder's ``result.json`` selected, looked up by file name
+    under the folder (so a moved run still resolves). Raises ValueError naming what is missing."""
+    import json
+
+    result = run / "result.json"
+    if not result.is_file():
+        raise ValueError(f"{run}: a folder but no result.json; pass a finished run folder "
+                         "(paths.output_dir) or a .ckpt file")
+    try:
+        name = Path(json.loads(result.read_text())["best_checkpoint"]).name
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
+    for candidate in (run / "checkpoints" / name, run / name):
+        if candidate.is_file():
+            return candidate
+    raise ValueError(f"{result}: its best_checkpoint {name} is neither in {run / 'checkpoints'} "
+                     f"nor in {run}; pass the .ckpt file")
+
+
 def soup(checkpoints: Sequence[str | Path], out: str | Path,
          weights: Sequence[float] | None = None) -> Path:
     """Write ``out``: the ``weights``-weighted mean (default uniform; normalised to sum 1) of
     the ``checkpoints``' floating weights, the rest (and the configuration) as in the last
     one. Raises ValueError naming the checkpoint that does not fit before anything is written."""
-    paths = [Path(p) for p in checkpoints]
+    paths = [selected_checkpoint(Path(p)) if Path(p).is_dir() else Path(p) for p in checkpoints]
     if len(paths) < 2:
         raise ValueError(f"a soup needs at least two checkpoints, got {len(paths)}")
     w = [1.0] * len(paths) if weights is None else [float(x) for x in weights]
@@ -103,7 +127,9 @@ def soup(checkpoints: Sequence[str | Path], out: str | Path,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("checkpoints", nargs="+", help="training checkpoints (.ckpt) of one initialisation")
+    ap.add_argument("checkpoints", nargs="+",
+                    help="training checkpoints (.ckpt) or run folders (their selected model) of "
+                         "one initialisation")
     ap.add_argument("--weights", type=float, nargs="+", default=None,
                     help="one weight per checkpoint (default: uniform)")
     ap.add_argument("--out", required=True, help="the soup checkpoint (.ckpt) to write")

@@ -3,6 +3,7 @@ and exported as any checkpoint; runs of other initial weights are refused by nam
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,17 @@ def test_runs_of_other_initial_weights_are_refused_before_writing(runs, tmp_path
     assert (tmp_path / "taken.ckpt").read_bytes() == b"mine"  # never overwritten
     assert main([a, str(tmp_path / "missing.ckpt"), "--out", str(tmp_path / "s.ckpt")]) == 2
     assert "missing.ckpt" in capsys.readouterr().err
+
+
+def test_a_run_folder_stands_for_the_model_its_result_selected(runs, tmp_path, capsys):
+    runs_ab = [Path(p).parent.parent for p in runs[:2]]  # RUN/checkpoints/last.ckpt -> RUN
+    path = soup(runs_ab, tmp_path / "soup.ckpt")
+    used = [Path(p) for p in load_torch(path)["gralc"]["soup"]["checkpoints"]]
+    for run, ckpt in zip(runs_ab, used):
+        chosen = json.loads((run / "result.json").read_text())["best_checkpoint"]
+        assert ckpt.name == Path(chosen).name and run in ckpt.parents and ckpt.is_file()
+    empty = tmp_path / "not_a_run"
+    empty.mkdir()
+    assert main([str(runs_ab[0]), str(empty), "--out", str(tmp_path / "s.ckpt")]) == 2
+    assert "not_a_run: a folder but no result.json" in capsys.readouterr().err
+    assert not (tmp_path / "s.ckpt").exists()
