@@ -130,12 +130,15 @@ def is_refit(folder: Path) -> bool:
 def selected_checkpoint(folder: Path) -> Path:
     """The fold's model as ``bench.covidqa_cv`` selected it (``result.json``: the best trained
     epoch, or ``initial.ckpt`` where no trained epoch beat it on dev), so the ``trained`` rows
-    follow the protocol's selection inside the training folds."""
-    import json
+    follow the protocol's selection inside the training folds; a folder without ``result.json``,
+    e.g. one ``bench.average_folds`` wrote, holds its one model as ``checkpoints/best-*.ckpt``)."""
+    from gralc.training.run import run_selected_checkpoint
 
-    result = folder / "result.json"
-    if result.is_file() and json.loads(result.read_text()).get("selected") == "initial":
-        return folder / "initial.ckpt"
+    if (folder / "result.json").is_file():
+        try:
+            return run_selected_checkpoint(folder)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
     best = sorted((folder / "checkpoints").glob("best-*.ckpt"))
     if not best:
         raise SystemExit(f"{folder}: no trained fold model (checkpoints/best-*.ckpt); --run must be "

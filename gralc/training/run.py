@@ -291,6 +291,24 @@ def select_checkpoint(
     return (initial_path, initial_score, "initial") if keep else (best_path, best_score, "trained")
 
 
+def run_selected_checkpoint(run: Path) -> Path:
+    """The checkpoint a finished run folder's ``result.json`` selected, looked up by file name
+    under the folder (so a moved run still resolves). Raises ValueError naming what is missing."""
+    result = run / "result.json"
+    if not result.is_file():
+        raise ValueError(f"{run}: a folder but no result.json; pass a finished run folder "
+                         "(paths.output_dir) or a .ckpt file")
+    try:
+        name = Path(json.loads(result.read_text())["best_checkpoint"]).name
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
+    for candidate in (run / "checkpoints" / name, run / name):
+        if candidate.is_file():
+            return candidate
+    raise ValueError(f"{result}: its best_checkpoint {name} is neither in {run / 'checkpoints'} "
+                     f"nor in {run}; pass the .ckpt file")
+
+
 def _initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
     path = out / "initial.json"
     if not path.is_file():

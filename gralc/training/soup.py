@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from gralc.safe_load import load_torch
+from gralc.training.run import run_selected_checkpoint
 
 #: train_config entries that decide a run's initial weights: the soup's ingredients must agree
 INIT_KEYS = (("seed",), ("lora", "enabled"), ("lora", "r"), ("lora", "alpha"),
@@ -63,32 +64,12 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]],
     return out
 
 
-def selected_checkpoint(run: Path) -> Path:
-    """The checkpoint a finished run folder's ``result.json`` selected, looked up by file name
-    under the folder (so a moved run still resolves). Raises ValueError naming what is missing."""
-    import json
-
-    result = run / "result.json"
-    if not result.is_file():
-        raise ValueError(f"{run}: a folder but no result.json; pass a finished run folder "
-                         "(paths.output_dir) or a .ckpt file")
-    try:
-        name = Path(json.loads(result.read_text())["best_checkpoint"]).name
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
-    for candidate in (run / "checkpoints" / name, run / name):
-        if candidate.is_file():
-            return candidate
-    raise ValueError(f"{result}: its best_checkpoint {name} is neither in {run / 'checkpoints'} "
-                     f"nor in {run}; pass the .ckpt file")
-
-
 def soup(checkpoints: Sequence[str | Path], out: str | Path,
          weights: Sequence[float] | None = None) -> Path:
     """Write ``out``: the ``weights``-weighted mean (default uniform; normalised to sum 1) of
     the ``checkpoints``' floating weights, the rest (and the configuration) as in the last
     one. Raises ValueError naming the checkpoint that does not fit before anything is written."""
-    paths = [selected_checkpoint(Path(p)) if Path(p).is_dir() else Path(p) for p in checkpoints]
+    paths = [run_selected_checkpoint(Path(p)) if Path(p).is_dir() else Path(p) for p in checkpoints]
     if len(paths) < 2:
         raise ValueError(f"a soup needs at least two checkpoints, got {len(paths)}")
     w = [1.0] * len(paths) if weights is None else [float(x) for x in weights]

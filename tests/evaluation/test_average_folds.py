@@ -52,7 +52,8 @@ def test_selected_takes_the_fold_model_the_protocol_selected(tmp_path):
                  "--folds", "0", "--out", str(out)]) == 0
     got = load_torch(str(selected_checkpoint(out / "fold0")), what="checkpoint")["state_dict"]
     assert torch.allclose(got["w"], torch.full((2,), 1.75))  # 0.75 * 1 + 0.25 * 4, not last.ckpt's 9
-    (b / "fold0" / "result.json").write_text('{"selected": "initial"}')  # selection kept the initial model
+    (b / "fold0" / "result.json").write_text(  # selection kept the initial model (a moved run)
+        '{"selected": "initial", "best_checkpoint": "/elsewhere/fold0/initial.ckpt"}')
     out2 = tmp_path / "soup_initial"
     main(["--a", str(a), "--b", str(b), "--b-checkpoint", "selected", "--t", "0.5", "--folds", "0",
           "--out", str(out2)])

@@ -96,7 +96,8 @@ def test_a_refit_run_takes_its_untrained_models_from_another_run(tmp_path, capsy
     fold = tmp_path / "refit" / "fold0"
     (fold / "checkpoints").mkdir(parents=True)
     (fold / "checkpoints" / "best-epoch=1-step=9.ckpt").write_bytes(b"")
-    (fold / "result.json").write_text(json.dumps({"selected": "last"}))
+    (fold / "result.json").write_text(json.dumps(
+        {"selected": "last", "best_checkpoint": "/elsewhere/checkpoints/best-epoch=1-step=9.ckpt"}))
     assert is_refit(fold) and not is_refit(tmp_path)
     with pytest.raises(SystemExit):
         main(["--run", str(tmp_path / "refit"), "--train-folds", "0", "--weights", "0", "0.8"])

@@ -82,3 +82,19 @@ def test_a_run_folder_stands_for_the_model_its_result_selected(runs, tmp_path, c
     assert main([str(runs_ab[0]), str(empty), "--out", str(tmp_path / "s.ckpt")]) == 2
     assert "not_a_run: a folder but no result.json" in capsys.readouterr().err
     assert not (tmp_path / "s.ckpt").exists()
+
+
+def test_a_run_folder_whose_selected_checkpoint_is_gone_is_named(tmp_path):
+    from gralc.training.run import run_selected_checkpoint
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps({"best_checkpoint": "/x/checkpoints/best-epoch=1.ckpt"}))
+    with pytest.raises(ValueError, match=r"best-epoch=1.ckpt is neither in .*checkpoints"):
+        run_selected_checkpoint(run)
+    (run / "result.json").write_text("{}")
+    with pytest.raises(ValueError, match="no readable best_checkpoint"):
+        run_selected_checkpoint(run)
+    (run / "checkpoints" / "best-epoch=1.ckpt").write_bytes(b"")
+    (run / "result.json").write_text(json.dumps({"best_checkpoint": "/x/checkpoints/best-epoch=1.ckpt"}))
+    assert run_selected_checkpoint(run) == run / "checkpoints" / "best-epoch=1.ckpt"  # a moved run
