@@ -293,10 +293,10 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
     ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
     done = Path(args.out) / variant / f"fold{fold}" / "result.json"
     if args.reuse and done.is_file():
-        import json
+        from gralc.training.run import run_selected_checkpoint
 
         logger.warning("%s fold %d: reusing %s", variant, fold, done)
-        return json.loads(done.read_text())["best_checkpoint"], []
+        return str(run_selected_checkpoint(done.parent)), []
     run_dir = Path(args.out) / variant / f"fold{fold}"
     resume = []
     if args.extend_from:  # continue that run's fold for more epochs, in --out

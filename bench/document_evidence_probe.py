@@ -18,7 +18,6 @@ and the ``gralc_graph`` row is scored on the held-out fold for every g:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -37,6 +36,7 @@ from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
+from gralc.training.run import run_selected_checkpoint
 
 logger = logging.getLogger("bench.document_evidence_probe")
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     bench, pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir)
     rows: dict[str, list[dict]] = {}
     for k, path in enumerate(results):
-        ckpt = json.loads(path.read_text())["best_checkpoint"]
+        ckpt = str(run_selected_checkpoint(path.parent))
         scorer = TrainedScorer.load(ckpt)
         scorer.model.config = replace(scorer.model.config, sentence_evidence=args.sentence_evidence[k])
         w_lex = scorer.learned_values().get("lexical_weight", 0.0)
