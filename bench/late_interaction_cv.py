@@ -30,6 +30,11 @@ M must be fixed (``--weights 0 0.8``: the ``trained m=0.8`` row):
         --untrained results/cv_late/lora_lexical_small_late --weights 0 0.8 \
         --phrase-weight 0.05 --cut-unit sentence --out results/li_refit
 
+Under the table, each ``trained`` row's gain over the ``untrained`` row of the same m in
+ev R@512wp and ev MRR, with a 95 % interval from a paired bootstrap that resamples the held-out
+articles inside each fold (:mod:`gralc.evaluation.significance`); ``late_interaction.json``
+keeps every held-out question's values (``questions``, ``articles``) beside the means.
+
 ``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
 ``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
 several sessions, e.g. folds 0-1, 2 and 3-4).
@@ -51,6 +56,7 @@ from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
 from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
+from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import trained_scores
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
@@ -60,6 +66,7 @@ from gralc.retrieval.ranking import rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, write_json_atomic
 
+GAIN_METRICS = ("ev_recall@512wp", "ev_mrr")  # the metrics of #14's bars
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr")
 
@@ -104,6 +111,11 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
 
 def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
     """Evidence metrics of the ranking by ``score`` (Q, K), averaged over the questions."""
+    return {m: statistics.fmean(v) for m, v in per_question(bench, chunks, score, settings).items()}
+
+
+def per_question(bench, chunks, score: np.ndarray, settings) -> dict[str, list[float]]:
+    """Evidence metrics of the ranking by ``score`` (Q, K): per metric, one value per question."""
     docs = {d.id: d for d in bench.documents}
     doc_of = np.array([c.doc_id for c in chunks])
     rows = []
@@ -116,7 +128,7 @@ def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
                              within_article=within)
         m["mrr"] = reciprocal_rank([c.doc_id for c in run], q.gold_doc_id)
         rows.append(m)
-    return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
+    return {m: [float(r[m]) for r in rows] for m in METRICS}
 
 
 def is_refit(folder: Path) -> bool:
@@ -167,11 +179,34 @@ def print_table(table: dict[str, list[dict]]) -> None:
         print(f"| {name} | " + " | ".join(cells) + f" | {chosen or ''} |")
 
 
+def print_gains(questions: dict[str, list[dict[str, list[float]]]], articles: list[list[str]],
+                metrics: tuple[str, ...] = GAIN_METRICS) -> dict[str, dict[str, dict]]:
+    """Markdown table: each ``trained`` row's gain over the ``untrained`` row of the same m, in
+    the bars' ``metrics``, with a 95 % interval from a paired bootstrap over the held-out
+    articles (:func:`gralc.evaluation.significance.paired_gain`); returns the gains."""
+    gains: dict[str, dict[str, dict]] = {}
+    print("\n| trained over untrained | " + " | ".join(
+        f"{m} gain [95 % CI] (share <= 0)" for m in metrics) + " |")
+    print("|---|" + "---|" * len(metrics))
+    for name in [n for n in questions if n.startswith("trained ") and "un" + n in questions]:
+        cells = []
+        for metric in metrics:
+            folds = [FoldPairs(a=t[metric], b=u[metric], clusters=arts) for t, u, arts in
+                     zip(questions[name], questions["un" + name], articles, strict=True)]
+            got = paired_gain(folds)
+            gains.setdefault(name, {})[metric] = got.as_dict()
+            cells.append(f"{got.gain:+.3f} [{got.low:+.3f}, {got.high:+.3f}] ({got.share_not_above:.4f})")
+        print(f"| {name[len('trained '):]} | " + " | ".join(cells) + " |")
+    return gains
+
+
 def pool(runs: list[str]) -> int:
     """Print one table over the folds of every RUN's ``late_interaction.json``."""
     import json
 
     table: dict[str, list[dict]] = {}
+    questions: dict[str, list[dict]] = {}
+    articles: list[list[str]] = []
     folds: list[int] = []
     for run in runs:
         path = Path(run) / "late_interaction.json"
@@ -185,12 +220,19 @@ def pool(runs: list[str]) -> int:
         folds += saved["args"]["train_folds"]
         for name, rows in saved["rows"].items():
             table.setdefault(name, []).extend(rows)
+        if "questions" in saved:  # per-question values (runs since 2026-11-26): gains too
+            follow_selection(run, saved["args"]["train_folds"], saved["questions"])
+            articles += saved["articles"]
+            for name, rows in saved["questions"].items():
+                questions.setdefault(name, []).extend(rows)
     n = {len(v) for v in table.values()}
     if len(n) != 1:
         raise SystemExit(f"--pool: the runs do not share their rows (fold counts {sorted(n)}); "
                          "pool runs made with the same --weights")
     print(f"\n# pooled: folds {sorted(folds)} from {', '.join(runs)}\n")
     print_table(table)
+    if questions and {len(v) for v in questions.values()} == {len(folds)}:
+        print_gains(questions, articles)
     return 0
 
 
@@ -233,12 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
     table: dict[str, list[dict]] = {}
+    questions: dict[str, list[dict[str, list[float]]]] = {}  # row -> per fold, metric -> (Q,)
+    articles: list[list[str]] = []  # per fold, each held-out question's article
     for k in args.train_folds:
         folder = Path(args.run) / f"fold{k}"
         best = selected_checkpoint(folder)
         side = cv_side(bench, args.folds, k, args.seed, "train")
         dev = dev_side(side, side.documents, "lora_lexical_small", [])
         test = cv_side(bench, args.folds, k, args.seed, "test")
+        articles.append([q.gold_doc_id for q in test.questions])
         refit = is_refit(folder)
         for tag, ckpt in (("untrained", untrained / f"fold{k}" / "initial.ckpt"), ("trained", best)):
             scorer = TrainedScorer.load(ckpt)
@@ -251,22 +296,27 @@ def main(argv: list[str] | None = None) -> int:
                 chosen = max(sorted(dev_mrr), key=lambda m: dev_mrr[m])  # ties: the smaller
             chunks, graph, late, phrase = scored(scorer, test, base_pipe, *terms)
             for m in args.weights:
+                values = per_question(test, chunks, (1 - m) * graph + m * late + phrase, settings)
                 table.setdefault(f"{tag} m={m:g}", []).append(
-                    means(test, chunks, (1 - m) * graph + m * late + phrase, settings))
+                    {name: statistics.fmean(v) for name, v in values.items()})
+                questions.setdefault(f"{tag} m={m:g}", []).append(values)
             if not choose:
                 print(f"fold {k} {tag}: a refit (no dev split), no m chosen "
                       f"({time.perf_counter() - t0:.0f} s)", flush=True)
                 continue
             table.setdefault(f"{tag} m=cv", []).append(
                 {**table[f"{tag} m={chosen:g}"][-1], "chosen": chosen})
+            questions.setdefault(f"{tag} m=cv", []).append(questions[f"{tag} m={chosen:g}"][-1])
             print(f"fold {k} {tag}: dev ev MRR {({f'{m:g}': round(v, 4) for m, v in dev_mrr.items()})}"
                   f", chosen m={chosen:g} ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"\n# COVID-QA dev, folds {args.train_folds} of {args.folds} by article (seed {args.seed}); "
           f"sentence evidence W={args.sentence_evidence:g}, term-pair BM25 g={args.phrase_weight:g}, cuts at "
           f"{args.cut_unit or 'the trained'} starts; models: {args.run}\n")
     print_table(table)
+    gains = print_gains(questions, articles)
     write_json_atomic(Path(args.out or args.run) / "late_interaction.json",
-                      run_metadata({"args": vars(args), "rows": table,
+                      run_metadata({"args": vars(args), "rows": table, "gains": gains,
+                                    "questions": questions, "articles": articles,
                                     "seconds": time.perf_counter() - t0}))
     return 0
 

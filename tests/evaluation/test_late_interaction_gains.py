@@ -1,0 +1,55 @@
+"""bench.late_interaction_cv's gains table: trained over untrained, paired by held-out question,
+pooled over runs, following each fold's selection."""
+
+import json
+
+import pytest
+
+from bench.late_interaction_cv import METRICS, main, print_gains
+
+
+def _run(tmp_path, name, fold, trained, untrained, articles, selected="best-epoch=1-step=9.ckpt"):
+    folder = tmp_path / name / f"fold{fold}"
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "checkpoints" / "best-epoch=1-step=9.ckpt").write_bytes(b"")
+    (folder / "initial.ckpt").write_bytes(b"")
+    (folder / "result.json").write_text(json.dumps({"selected": "trained", "best_checkpoint": selected}))
+
+    def values(v):  # MRR half the recall, every other metric as recall
+        return {m: [x / 2 for x in v] if m == "ev_mrr" else v for m in METRICS}
+
+    def means(v):
+        return {m: sum(x) / len(x) for m, x in values(v).items()}
+
+    saved = {"args": {"train_folds": [fold]},
+             "rows": {"untrained m=0": [means(untrained)], "trained m=0": [means(trained)]},
+             "questions": {"untrained m=0": [values(untrained)], "trained m=0": [values(trained)]},
+             "articles": [articles]}
+    (tmp_path / name / "late_interaction.json").write_text(json.dumps(saved))
+    return str(tmp_path / name)
+
+
+def test_pooled_runs_report_the_paired_gain_with_an_interval(tmp_path, capsys):
+    a = _run(tmp_path, "a", 0, trained=[1.0, 1.0, 0.0], untrained=[0.0, 1.0, 0.0], articles=["x", "x", "y"])
+    b = _run(tmp_path, "b", 1, trained=[1.0, 0.0], untrained=[1.0, 0.0], articles=["z", "w"])
+    assert main(["--pool", a, b]) == 0
+    out = capsys.readouterr().out
+    # fold 0: +1/3, fold 1: 0 -> +0.167 recall, +0.083 MRR
+    assert "| m=0 | +0.167 [" in out and "| +0.083 [" in out
+
+
+def test_a_fold_that_kept_its_initial_model_gains_nothing(tmp_path, capsys):
+    a = _run(tmp_path, "a", 0, trained=[1.0, 1.0], untrained=[0.0, 0.0], articles=["x", "y"],
+             selected="initial.ckpt")
+    assert main(["--pool", a]) == 0
+    assert "| m=0 | +0.000 [+0.000, +0.000] (1.0000)" in capsys.readouterr().out
+
+
+def test_gains_pair_rows_of_the_same_m_only():
+    q = {"trained m=0.8": [{"ev_recall@512wp": [1.0, 1.0], "ev_mrr": [1.0, 0.5]}],
+         "untrained m=0.8": [{"ev_recall@512wp": [0.0, 1.0], "ev_mrr": [0.5, 0.5]}],
+         "trained m=cv": [{"ev_recall@512wp": [1.0, 1.0], "ev_mrr": [1.0, 1.0]}]}
+    got = print_gains(q, [["x", "y"]])
+    assert list(got) == ["trained m=0.8"]  # no untrained m=cv row to pair with
+    assert got["trained m=0.8"]["ev_recall@512wp"]["gain"] == pytest.approx(0.5)
+    assert got["trained m=0.8"]["ev_mrr"]["gain"] == pytest.approx(0.25)
