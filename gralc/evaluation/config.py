@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gralc.data.benchmarks import DataConfig
 from gralc.evaluation.generation import GenerationConfig
 from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
+from gralc.evaluation.significance import SignificanceConfig
 from gralc.pipeline import PipelineConfig
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
@@ -46,6 +47,8 @@ class EvalConfig:
     chunks answer the questions that carry a gold long answer (``gen_f1``, Table 6);
     ``graph``: SemRAG's corpus graph, communities, reports and graph search (the
     ``graph_local`` / ``graph_global`` rows);
+    ``significance``: every row's gain over a reference row (default ``bm25``), with a
+    paired bootstrap interval over the gold documents (``gains.json``, ``tables.md``);
     ``resume``: reuse the rows a killed run with the same settings already wrote."""
 
     seed: int = 0
@@ -60,6 +63,7 @@ class EvalConfig:
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    significance: SignificanceConfig = field(default_factory=SignificanceConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     progress: bool = True

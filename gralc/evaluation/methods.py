@@ -435,7 +435,7 @@ def score_runs(
         stats["pieces_mean"] = float(np.mean([len(settings.pieces(c)) for c in chunks]))
     k_max = max(ks)
     detail = [
-        {"question_id": q.id, "top": [c.chunk_id for c, _ in run[:k_max]], **row}
+        {"question_id": q.id, "gold_doc_id": q.gold_doc_id, "top": [c.chunk_id for c, _ in run[:k_max]], **row}
         for q, run, row in zip(bench.questions, runs, per_query)
     ]
     return MethodResult(method, bench.name, metrics, stats, timings, detail)

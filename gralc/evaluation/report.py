@@ -1,9 +1,10 @@
-"""Evaluation reports: metrics.json / metrics.csv / per_query.jsonl / config.yaml / tables.md.
+"""Evaluation reports: metrics.json / metrics.csv / per_query.jsonl / gains.json / config.yaml / tables.md.
 
 The Markdown tables follow the paper's layout: Table 1 (PubMedQA* ranking), Table 4
 (document-length conditions, ``pmc[<condition>]`` benchmarks), Table 5 (section coverage and
 cross-section recall), Table 6 (generation, when ``gen_*`` metrics are present) and one
-generic ranking table per benchmark. Every table carries the chunk count and mean chunk
+generic ranking table per benchmark, after the evidence-level tables and each row's paired gain
+over a reference row (:mod:`gralc.evaluation.significance`). Every table carries the chunk count and mean chunk
 length. With paper reference numbers (``paper``), each metric the paper reports gets a
 ``paper`` and a ``Δ`` (ours - paper) column. Only the numbers passed in are reported.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gralc.documents.conditions import CONDITIONS
+from gralc.evaluation.significance import FoldPairs, SignificanceConfig, paired_gain
 
 if TYPE_CHECKING:  # runner imports torch; the report only reads its records
     from gralc.evaluation.methods import MethodResult
@@ -264,9 +266,53 @@ def budget_columns(results: Sequence[MethodResult]) -> list[str]:
     return [f"{b}@{n}wp" for b in BUDGET_BASES for n in sorted({n for _, n in found}) if (b, n) in found]
 
 
-def markdown_tables(results: Sequence[MethodResult], paper: Mapping[str, PaperRef] | None = None) -> str:
+def gains_over_reference(results: Sequence[MethodResult], config: SignificanceConfig
+                         ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """``{benchmark: {method: {metric: gain}}}``: each row's gain over ``config.reference`` on
+    the questions both scored (:meth:`PairedGain.as_dict`, paired by question, the bootstrap
+    resampling gold documents); benchmarks without the reference row are left out."""
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for b in benchmarks_of(results):
+        rows = [r for r in results if r.benchmark == b]
+        ref = next((r for r in rows if r.method == config.reference), None)
+        if ref is None:
+            continue
+        base = {q["question_id"]: q for q in ref.per_query}
+        for r in rows:
+            if r is ref:
+                continue
+            for metric in config.metrics:
+                pairs = [(q[metric], base[q["question_id"]][metric], q.get("gold_doc_id", q["question_id"]))
+                         for q in r.per_query
+                         if metric in q and metric in base.get(q["question_id"], {})]
+                if pairs:
+                    a, ref_values, docs = zip(*pairs, strict=True)
+                    got = paired_gain([FoldPairs(a, ref_values, docs)], config.resamples, config.level, config.seed)
+                    out.setdefault(b, {}).setdefault(r.method, {})[metric] = {**got.as_dict(), "questions": len(pairs)}
+    return out
+
+
+def gains_table(gains: Mapping[str, Mapping[str, Mapping[str, float]]], reference: str) -> str:
+    """A Markdown table of one benchmark's gains: per row and metric, ``gain [low, high]``;
+    a gain whose interval excludes 0 is **bold**."""
+    metrics = _ordered([m for by_metric in gains.values() for m in by_metric])
+    lines = ["| method | " + " | ".join(f"{label(m)} − {reference}" for m in metrics) + " |",
+             "|" + "|".join(["---"] * (len(metrics) + 1)) + "|"]
+    for method, by_metric in gains.items():
+        cells = []
+        for m in metrics:
+            g = by_metric.get(m)
+            text = "" if g is None else f"{g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]"
+            cells.append(f"**{text}**" if g is not None and (g["low"] > 0 or g["high"] < 0) else text)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_tables(results: Sequence[MethodResult], paper: Mapping[str, PaperRef] | None = None,
+                    gains: Mapping[str, Any] | None = None, significance: SignificanceConfig | None = None) -> str:
     """All paper-shaped tables whose data is present (with paper/Δ columns when ``paper`` has
-    numbers for them), then a generic ranking table per benchmark."""
+    numbers for them), then a generic ranking table per benchmark; with ``gains``
+    (:func:`gains_over_reference` under ``significance``), each benchmark's gains table."""
     benches = benchmarks_of(results)
     parts = ["# GraLC evaluation report", ""]
     for b in benches:  # evidence level first: does the right passage come back?
@@ -277,6 +323,13 @@ def markdown_tables(results: Sequence[MethodResult], paper: Mapping[str, PaperRe
                       format_table(results, b, evidence_columns(rows)), "",
                       f"### Budgeted evidence recall, precision and IoU ({b})", "",
                       format_table(results, b, budget_columns(rows)), ""]
+    for b in benches:  # then: is a row's lead over the reference more than noise?
+        if gains and significance and gains.get(b):
+            parts += [f"## Gains over {significance.reference}: {b}", "",
+                      f"Each row minus {significance.reference} on the same questions, with a "
+                      f"{significance.level:.0%} interval from a paired bootstrap over the gold "
+                      f"documents ({significance.resamples} resamples); **bold**: the interval "
+                      "excludes 0.", "", gains_table(gains[b], significance.reference), ""]
     pubmedqa = [b for b in benches if family(b) == "pubmedqa"]
     for b in pubmedqa:
         parts += [f"## Table 1 style: PubMedQA* retrieval ({b})", "",
@@ -333,6 +386,7 @@ def write_report(
     config: Any,
     timings: Mapping[str, float] | None = None,
     paper: Mapping[str, PaperRef] | None = None,
+    significance: SignificanceConfig | None = None,
 ) -> Path:
     """Write every report file into ``out_dir`` and return ``out_dir/metrics.json``.
 
@@ -342,6 +396,7 @@ def write_report(
     (``time.*``) as a column. per_query.jsonl: one line per (benchmark, method, question).
     config.yaml: the resolved config. tables.md: :func:`markdown_tables`. ``paper``: reference
     numbers keyed by benchmark or family (e.g. :data:`PAPER_REFERENCE`), or None.
+    gains.json: with ``significance`` (its ``reference`` set), :func:`gains_over_reference`.
     """
     if not results:
         raise ValueError("write_report: no results to report")
@@ -380,10 +435,15 @@ def write_report(
             for row in r.per_query:
                 fh.write(json.dumps(_clean({"benchmark": r.benchmark, "method": r.method, **row})) + "\n")
 
+    gains = None
+    if significance is not None and significance.reference:
+        gains = gains_over_reference(results, significance)
+        write_json_atomic(out / "gains.json", _clean({"reference": significance.reference,
+                                                      "level": significance.level, "gains": gains}))
     from omegaconf import OmegaConf
 
     (out / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(cfg)))
     stamp = f"\n\nRun {meta['created']}, code {meta['git_hash']}, gralc {meta['gralc_version']}.\n"
-    (out / "tables.md").write_text(markdown_tables(results, paper).replace("\n", stamp, 1))
+    (out / "tables.md").write_text(markdown_tables(results, paper, gains, significance).replace("\n", stamp, 1))
     return path
 

@@ -37,6 +37,22 @@ def output_dir(cfg: EvalConfig) -> Path:
     return Path(expand_run_dir(cfg.paths.output_dir or "results/{run_id}"))
 
 
+def check_reference(cfg: EvalConfig) -> None:
+    """``significance.reference`` must name a row: an unknown name is refused (a typo), a known
+    row this run does not include is warned about (its gains table is left out)."""
+    from gralc.evaluation.trained_rows import ROWS
+
+    reference = cfg.significance.reference
+    trained = [f"gralc_{r}" for r in ROWS]
+    if reference is None or reference in cfg.methods or (cfg.models and reference in trained):
+        return
+    if reference not in [m.name for m in DEFAULT_METHODS] + trained:
+        raise ValueError(f"significance.reference={reference}: no such row; name a method "
+                         f"({', '.join(cfg.methods)}) or significance.reference=null")
+    logger.warning("significance.reference=%s is not among this run's rows: no gains table "
+                   "(add it to methods=[...] or choose another reference)", reference)
+
+
 def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     """Run the configured methods and write the report; returns results and the run dir."""
     seed_everything(cfg.seed)
@@ -52,6 +68,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     for model_path in cfg.models:  # validate before any encoding
         if not Path(model_path).exists():
             raise FileNotFoundError(f"models=[{model_path}]: no such checkpoint or export folder")
+    check_reference(cfg)
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
     out = output_dir(cfg)
@@ -115,7 +132,7 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
     config = to_dict(cfg)
     if config["generation"]["api_key"]:
         config["generation"]["api_key"] = "<redacted>"  # never written into a results folder
-    write_report(results, out, config, timings, paper=PAPER_REFERENCE)
+    write_report(results, out, config, timings, paper=PAPER_REFERENCE, significance=cfg.significance)
     try:
         from gralc.evaluation.plots import write_plots
 

@@ -12,9 +12,30 @@ Field & Welsh 2007). Resampling questions one by one would make the interval too
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+
+@dataclass
+class SignificanceConfig:
+    """``eval.py significance.*``: ``reference``, the row every other row's gain is measured
+    against, paired by question (None: no gains); ``metrics``, the metrics compared (one a row
+    lacks is left out); ``resamples`` and ``level`` of the bootstrap interval; ``seed``."""
+
+    reference: str | None = "bm25"
+    metrics: list[str] = field(default_factory=lambda: ["ev_recall@512wp", "ev_mrr", "mrr"])
+    resamples: int = 10_000
+    level: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.resamples < 1:
+            raise ValueError(f"significance.resamples={self.resamples}: must be >= 1")
+        if not 0 < self.level < 1:
+            raise ValueError(f"significance.level={self.level}: must lie in (0, 1), e.g. 0.95")
+        if not self.metrics:
+            raise ValueError("significance.metrics is empty: name at least one metric, e.g. [mrr]")
 
 
 @dataclass(frozen=True)

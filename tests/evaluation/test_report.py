@@ -159,3 +159,54 @@ def test_plots_skip_absent_data(tmp_path, caplog):
     assert "skip mrr_by_condition.png" in caplog.text and "skip seccov_by_k.png" in caplog.text
     one_pmc = write_plots(results(benches=("pmc[full]",)), tmp_path / "one")
     assert [p.name for p in one_pmc] == ["seccov_by_k.png", "precision_vs_breadth.png"]
+
+
+def _scored(method: str, hits: list[float], docs: list[str]) -> MethodResult:
+    per_query = [{"question_id": f"q{i}", "gold_doc_id": d, "mrr": h, "ev_mrr": h}
+                 for i, (h, d) in enumerate(zip(hits, docs, strict=True))]
+    per_query.append({"question_id": "q-no-evidence", "gold_doc_id": "z", "mrr": 1.0})  # no ev_mrr
+    return MethodResult(method, "covidqa", {"mrr": 0.0}, {}, {}, per_query)
+
+
+def test_gains_over_the_reference_are_paired_by_question(tmp_path):
+    from gralc.evaluation.significance import SignificanceConfig
+
+    docs = ["a", "a", "b", "c"]
+    res = [_scored("bm25", [0.0, 1.0, 0.0, 1.0], docs), _scored("late", [1.0, 1.0, 1.0, 1.0], docs),
+           _scored("naive", [0.0, 1.0, 0.0, 1.0], docs)]
+    sig = SignificanceConfig(reference="bm25", metrics=["ev_mrr", "mrr"], resamples=2000)
+    write_report(res, tmp_path, {}, significance=sig)
+    gains = json.loads((tmp_path / "gains.json").read_text())
+    assert gains["reference"] == "bm25" and set(gains["gains"]["covidqa"]) == {"late", "naive"}
+    late = gains["gains"]["covidqa"]["late"]
+    assert late["ev_mrr"]["gain"] == pytest.approx(0.5) and late["ev_mrr"]["questions"] == 4
+    assert late["mrr"]["gain"] == pytest.approx(0.4) and late["mrr"]["questions"] == 5
+    assert gains["gains"]["covidqa"]["naive"]["ev_mrr"]["gain"] == 0.0
+    tables = (tmp_path / "tables.md").read_text()
+    assert "## Gains over bm25: covidqa" in tables
+    # late gains +1 on q0 (doc a) and q2 (doc b), 0 on q1 (a) and q3 (c): a resample of doc c
+    # alone gains 0, so the interval reaches 0 and the cell is not bold
+    assert "| late | +0.500 [+0.000, +1.000] |" in tables
+    assert "| naive | +0.000 [+0.000, +0.000] | +0.000 [+0.000, +0.000] |" in tables
+    # a row that gains on every question of every document: the interval excludes 0, bold
+    write_report([_scored("bm25", [0.0] * 4, docs), _scored("sure", [1.0] * 4, docs)], tmp_path / "b", {},
+                 significance=sig)
+    assert "| sure | **+1.000 [+1.000, +1.000]** |" in (tmp_path / "b" / "tables.md").read_text()
+
+
+def test_a_reference_that_is_no_row_is_refused_and_one_not_run_is_warned(caplog):
+    from gralc.evaluation.config import EvalConfig
+    from gralc.evaluation.run import check_reference
+    from gralc.evaluation.significance import SignificanceConfig
+
+    cfg = EvalConfig(methods=["naive", "late"], significance=SignificanceConfig(reference="bm2"))
+    with pytest.raises(ValueError, match="significance.reference=bm2: no such row"):
+        check_reference(cfg)
+    cfg.significance.reference = "bm25"
+    check_reference(cfg)
+    assert "not among this run's rows" in caplog.text
+    cfg.significance.reference = "gralc_graph"
+    cfg.models = ["some/export"]
+    check_reference(cfg)  # a trained row of the given model
+    with pytest.raises(ValueError, match="significance.level=1.5"):
+        SignificanceConfig(level=1.5)
