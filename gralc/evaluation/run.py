@@ -144,9 +144,9 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
 
 
 def _settings_digest(cfg: EvalConfig) -> str:
-    """What a row's numbers depend on (everything but the row list, paths and display)."""
+    """What a row's numbers depend on (everything but the row list, paths, display and the gains report)."""
     settings = {k: v for k, v in to_dict(cfg).items()
-                if k not in ("methods", "models", "paths", "progress", "resume", "wandb")}
+                if k not in ("methods", "models", "paths", "progress", "resume", "wandb", "significance")}
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

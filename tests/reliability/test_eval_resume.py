@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gralc.config import load_config
@@ -39,6 +41,13 @@ def test_a_killed_run_keeps_its_rows_and_resumes(tmp_path, monkeypatch):
     assert calls == ["bm25"]  # late was kept, not recomputed
     assert [r.method for r in results] == ["late", "bm25"]
     assert results[0].metrics["ev_recall@5"] >= 0 and (out / "metrics.json").is_file()
+    gains = json.loads((out / "gains.json").read_text())  # late over the default reference, bm25
+    assert set(gains["gains"]["demo"]["late"]) == {"ev_recall@512wp", "ev_mrr", "mrr"}
+    assert "## Gains over bm25: demo" in (out / "tables.md").read_text()
+
+    calls.clear()  # another gains report is no other row setting: every row kept
+    run_mod.evaluate(cfg_for(out, "resume=true", "significance.level=0.9"))
+    assert calls == []
 
     calls.clear()  # other settings: the kept rows do not apply
     run_mod.evaluate(cfg_for(out, "resume=true", "evidence.min_coverage=0.9"))
