@@ -21,15 +21,25 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import faiss
 import numpy as np
 
 import gralc
 from gralc.artefacts import write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.ranking import rank_chunks
+
+if TYPE_CHECKING:
+    import faiss
+
+
+def _faiss():
+    """FAISS, imported where an index is built, searched or read: training and lexical
+    search (``gralc.retrieval.bm25`` reads this module's file helpers) never load it."""
+    import faiss
+
+    return faiss
 
 INDEX_FILE, VECTORS_FILE, CHUNKS_FILE, CONFIG_FILE = (
     "index.faiss", "vectors.npy", "chunks.jsonl", "config.json",
@@ -126,7 +136,7 @@ class ChunkIndex:
         return len(self.chunks)
 
     def _build(self, n: int) -> faiss.Index:
-        cfg = self.config
+        faiss, cfg = _faiss(), self.config
         if cfg.kind == "flat":
             return faiss.IndexFlatIP(self.dim)
         if cfg.kind == "hnsw":
@@ -165,7 +175,7 @@ class ChunkIndex:
         if bad.any():
             ids = [c.chunk_id for c, b in zip(chunks, bad) if b]
             raise ValueError(f"chunks {ids[:5]} have zero or non-finite embeddings")
-        faiss.normalize_L2(vecs)
+        _faiss().normalize_L2(vecs)
         if self.index is None:
             self.index = self._build(len(vecs))
             if not self.index.is_trained:
@@ -191,7 +201,7 @@ class ChunkIndex:
         n = len(self.chunks)
         if n == 0:
             return [[] for _ in range(len(q))]
-        faiss.normalize_L2(q)
+        _faiss().normalize_L2(q)
         k = min(k, n)
         width = min(n, k + 1)  # one extra to see whether the k-th score is tied
         all_scores, all_ids = self.index.search(q, width)
@@ -235,10 +245,10 @@ class ChunkIndex:
             "n_vectors": len(self.chunks),
             "encoder_id": encoder_id,
             "pipeline_config": pipeline_config,
-            "faiss_version": faiss.__version__,
+            "faiss_version": _faiss().__version__,
             **provenance(),
         }
-        faiss.write_index(self.index, str(folder / INDEX_FILE))
+        _faiss().write_index(self.index, str(folder / INDEX_FILE))
         np.save(folder / VECTORS_FILE, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
         meta["sha256"] = {name: file_sha256(folder / name) for name in CHECKED_FILES}
@@ -270,7 +280,7 @@ class ChunkIndex:
             raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
         require(d / INDEX_FILE)
         try:
-            self.index = faiss.read_index(str(d / INDEX_FILE))
+            self.index = _faiss().read_index(str(d / INDEX_FILE))
         except RuntimeError as e:
             raise ValueError(f"{d / INDEX_FILE}: corrupt FAISS index ({e})") from e
         sizes = {"chunks": len(self.chunks), "vectors": len(self.vectors), "faiss": self.index.ntotal}

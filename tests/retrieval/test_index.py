@@ -154,3 +154,19 @@ def test_merge_of_shards_equals_one_index(data) -> None:
     assert ids(merged.search(q, 10)) == ids(whole.search(q, 10))
     with pytest.raises(ValueError, match="duplicate"):
         ChunkIndex.merge([a, a])
+
+
+def test_training_and_lexical_search_never_load_faiss():
+    """FAISS is imported where a dense index is built, searched or read, not with the training
+    stack or BM25 (a GPU image or a training-only install need not carry it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gralc.training.run, gralc.retrieval.bm25; "
+            "assert 'faiss' not in sys.modules, 'faiss loaded on import'; "
+            "import numpy as np; from gralc.retrieval.faiss_index import ChunkIndex; "
+            "from gralc.chunking.chunk import Chunk; i = ChunkIndex(2); "
+            "i.add([Chunk(doc_id='d', chunk_id='c', text='t', char_start=0, char_end=1, embedding=np.ones(2))]); "
+            "assert 'faiss' in sys.modules and len(i.search(np.ones((1, 2)), 1)[0]) == 1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
