@@ -288,6 +288,17 @@ def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, pr
     return out
 
 
+def fold_overrides(data: str, cv: tuple[int, int, int] | None, run_dir: Path, cache_dir: str | Path,
+                   epochs: int, threads: int, variant: str, device: str = "cpu") -> list[str]:
+    """``train.py`` overrides that train ``variant`` on the training side of ``cv`` = (folds,
+    held-out fold, fold seed), or on every article for ``cv=None`` (the final model)."""
+    folds = [] if cv is None else [f"data.cv_folds={cv[0]}", f"data.cv_fold={cv[1]}", f"data.cv_seed={cv[2]}"]
+    return ["data=squad", f"data.path={data}", *folds, f"paths.output_dir={run_dir}",
+            f"paths.cache_dir={cache_dir}", f"pipeline.encoder.cache_dir={cache_dir}/encodings",
+            f"pipeline.encoder.device={device}", f"trainer.accelerator={'cpu' if device == 'cpu' else 'gpu'}",
+            f"trainer.max_epochs={epochs}", f"trainer.num_threads={threads}", *VARIANTS[variant]]
+
+
 def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, list[float]]:
     """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch).
     ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
@@ -303,14 +314,8 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
         if not run_dir.exists():
             copy_run(Path(args.extend_from) / variant / f"fold{fold}", run_dir)
         resume = ["resume=last"]
-    overrides = [
-        "data=squad", f"data.path={args.data}", f"data.cv_folds={args.folds}",
-        f"data.cv_fold={fold}", f"data.cv_seed={args.seed}",
-        f"paths.output_dir={run_dir}",
-        f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
-        "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
-        f"trainer.num_threads={args.threads}", *VARIANTS[variant], *args.set, *resume,
-    ]
+    overrides = [*fold_overrides(args.data, (args.folds, fold, args.seed), run_dir, args.cache_dir,
+                                 args.epochs, args.threads, variant), *args.set, *resume]
     cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
     timer = EpochTimer()
     result = train(cfg, callbacks=[timer])

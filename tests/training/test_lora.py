@@ -106,6 +106,17 @@ def test_adapters_change_and_are_checkpointed(runs):
     assert runs["last"].stat().st_size < 5e6
 
 
+def test_one_seed_trains_the_same_weights_twice(runs, make_cfg, tmp_path):
+    """A second fresh run of the first run's config and seed on this machine (fp32) ends with
+    bit-identical weights, adapters, GAT, MLP and learned scalars alike: a change is judged
+    against a fixed baseline, not against run-to-run noise."""
+    train(make_cfg(tmp_path, *LORA, "trainer.max_epochs=1"))
+    again = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
+    first = runs["ckpt1"]["state_dict"]
+    assert again.keys() == first.keys() and any("lora_B" in k for k in first)
+    assert [k for k in first if not torch.equal(first[k], again[k])] == []
+
+
 def test_resume_restores_the_adapters(runs):
     saved = {
         k.removeprefix("encoder."): v
