@@ -35,6 +35,10 @@ ev R@512wp and ev MRR, with a 95 % interval from a paired bootstrap that resampl
 articles inside each fold (:mod:`gralc.evaluation.significance`); ``late_interaction.json``
 keeps every held-out question's values (``questions``, ``articles``) beside the means.
 
+``--seed-mean RUN ...``: no scoring; one recipe trained under several seeds
+(``bench.seed_folds``), each RUN scored on the same folds: every row's mean and spread over
+the seeds, and the gains with each question's values averaged over the seeds first.
+
 ``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
 ``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
 several sessions, e.g. folds 0-1, 2 and 3-4).
@@ -236,11 +240,52 @@ def pool(runs: list[str]) -> int:
     return 0
 
 
+def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "ev_mrr", "wa_ndcg@10")) -> dict:
+    """One recipe trained under several seeds, each RUN's ``late_interaction.json`` scored on
+    the same folds: per row, the five-fold mean of each seed, their mean and spread; then each
+    trained row's gain over the untrained row of the same m with every question's values
+    averaged over the seeds first (the recipe's expected gain, not one draw's), the interval
+    from the same paired bootstrap over held-out articles. Returns the gains."""
+    import json
+
+    saved = []
+    for run in runs:
+        path = Path(run) / "late_interaction.json"
+        if not path.is_file() or "questions" not in (got := json.loads(path.read_text())):
+            raise SystemExit(f"--seed-mean {run}: no {path} with per-question values "
+                             f"(run bench.late_interaction_cv --run ... --out {run} first)")
+        saved.append(got)
+    first = saved[0]
+    for run, got in zip(runs[1:], saved[1:]):
+        if got["articles"] != first["articles"] or set(got["questions"]) != set(first["questions"]):
+            raise SystemExit(f"--seed-mean {run}: other folds, questions or rows than {runs[0]}; "
+                             "average runs scored with the same folds and --weights")
+    print(f"\n# {len(runs)} seeds: {', '.join(runs)}\n")
+    print("| row | " + " | ".join(f"{m} mean ± std over seeds (each seed)" for m in metrics) + " |")
+    print("|---|" + "---|" * len(metrics))
+    for name in first["rows"]:
+        cells = []
+        for m in metrics:
+            each = [statistics.fmean(f[m] for f in got["rows"][name]) for got in saved]
+            spread = statistics.stdev(each) if len(each) > 1 else 0.0
+            cells.append(f"{statistics.fmean(each):.3f} ± {spread:.3f} ("
+                         + ", ".join(f"{v:.3f}" for v in each) + ")")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    averaged = {name: [{m: list(np.mean([got["questions"][name][i][m] for got in saved], axis=0))
+                        for m in fold} for i, fold in enumerate(rows)]
+                for name, rows in first["questions"].items()}
+    print("\nGain with each question's values averaged over the seeds:")
+    return print_gains(averaged, first["articles"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", help="a bench.covidqa_cv variant folder (fold0, ...)")
     ap.add_argument("--pool", nargs="+", metavar="RUN",
                     help="only print one table over these runs' late_interaction.json")
+    ap.add_argument("--seed-mean", nargs="+", metavar="RUN",
+                    help="only print the mean over seeds of these runs' late_interaction.json "
+                         "(one recipe under several seeds, same folds) and the seed-averaged gains")
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
@@ -259,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.pool:
         return pool(args.pool)
+    if args.seed_mean:
+        seed_mean(args.seed_mean)
+        return 0
     if not args.run:
         ap.error("--run (or --pool) is required")
     if 0.0 not in args.weights or any(not 0 <= m < 1 for m in args.weights):

@@ -53,3 +53,20 @@ def test_gains_pair_rows_of_the_same_m_only():
     assert list(got) == ["trained m=0.8"]  # no untrained m=cv row to pair with
     assert got["trained m=0.8"]["ev_recall@512wp"]["gain"] == pytest.approx(0.5)
     assert got["trained m=0.8"]["ev_mrr"]["gain"] == pytest.approx(0.25)
+
+
+def test_seeds_are_averaged_question_by_question_before_the_gain(tmp_path, capsys):
+    # seed a: +1/2 recall (question 1 hit only when trained); seed b: no gain
+    a = _run(tmp_path, "a", 0, trained=[1.0, 1.0], untrained=[0.0, 1.0], articles=["x", "y"])
+    b = _run(tmp_path, "b", 0, trained=[0.0, 1.0], untrained=[0.0, 1.0], articles=["x", "y"])
+    assert main(["--seed-mean", a, b]) == 0
+    out = capsys.readouterr().out
+    assert "| trained m=0 | 0.750 ± 0.354 (1.000, 0.500) |" in out  # each seed's mean, then theirs
+    assert "| m=0 | +0.250 [" in out and "| +0.125 [" in out  # recall and MRR, seed-averaged
+
+
+def test_seeds_scored_on_other_folds_are_refused(tmp_path):
+    a = _run(tmp_path, "a", 0, trained=[1.0], untrained=[0.0], articles=["x"])
+    b = _run(tmp_path, "b", 0, trained=[1.0], untrained=[0.0], articles=["y"])
+    with pytest.raises(SystemExit, match="other folds, questions or rows"):
+        main(["--seed-mean", a, b])
