@@ -23,6 +23,8 @@ from pathlib import Path
 
 from bench.covidqa_cv import interpolated_checkpoint
 from bench.late_interaction_cv import selected_checkpoint
+from gralc.safe_load import load_torch
+from gralc.training.soup import check_one_initialisation
 
 
 def second_checkpoint(b: Path, b_checkpoint: str) -> Path:
@@ -32,14 +34,20 @@ def second_checkpoint(b: Path, b_checkpoint: str) -> Path:
 
 
 def check_fold(a: Path, b: Path, out: Path, b_checkpoint: str) -> None:
-    """Refuse, by name, a fold whose inputs are missing or whose ``out`` already holds files."""
+    """Refuse, by name, a fold whose inputs are missing, started from other initial weights
+    (another seed) or whose ``out`` already holds files."""
     for need in (a / "initial.ckpt", second_checkpoint(b, b_checkpoint)):
         if not need.is_file():
             raise SystemExit(f"{need}: missing; --a and --b must be bench.covidqa_cv variant folders "
                              "holding the folds asked for")
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out}: already holds files; choose a new --out")
-    selected_checkpoint(a)  # a trained fold model, or its own message
+    first, second = selected_checkpoint(a), second_checkpoint(b, b_checkpoint)  # or their message
+    try:  # models of two seeds do not average (gralc.training.soup)
+        check_one_initialisation([first, second], [load_torch(p, what="training checkpoint (.ckpt)")
+                                                   for p in (first, second)])
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Path:

@@ -246,14 +246,12 @@ def interpolated_checkpoint(initial: str, trained: str, t: float, out: Path) -> 
     space interpolation between the untrained and the trained model, WiSE-FT; LoRA adapters
     and scalars alike), the rest as in ``trained``; written to ``out`` (atomically)."""
     from gralc.safe_load import load_torch
-    from gralc.training.soup import average_state_dicts
+    from gralc.training.soup import average_state_dicts, check_one_initialisation
 
     a = load_torch(initial, what="training checkpoint (.ckpt)")
     b = load_torch(trained, what="training checkpoint (.ckpt)")
-    sa, sb = a["state_dict"], b["state_dict"]
-    if set(sa) != set(sb):
-        raise ValueError(f"{initial} and {trained} hold different weights: not one run's models")
-    b["state_dict"] = average_state_dicts([sa, sb], [1 - t, t])
+    check_one_initialisation([initial, trained], [a, b])  # one seed, one architecture
+    b["state_dict"] = average_state_dicts([a["state_dict"], b["state_dict"]], [1 - t, t])
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     torch.save(b, tmp)

@@ -9,12 +9,13 @@ from bench.late_interaction_cv import selected_checkpoint
 from gralc.safe_load import load_torch
 
 
-def _fold(root, name, value, ckpt):
+def _fold(root, name, value, ckpt, seed=0):
     fold = root / name / "fold0"
     (fold / "checkpoints").mkdir(parents=True)
-    state = {"state_dict": {"w": torch.full((2,), value), "step": torch.tensor(3)}}
+    run = {"gralc": {"train_config": {"seed": seed, "lora": {"enabled": True, "r": 8}}}}
+    state = {"state_dict": {"w": torch.full((2,), value), "step": torch.tensor(3)}, **run}
     torch.save(state, fold / "checkpoints" / ckpt)
-    torch.save({"state_dict": {"w": torch.zeros(2), "step": torch.tensor(0)}}, fold / "initial.ckpt")
+    torch.save({"state_dict": {"w": torch.zeros(2), "step": torch.tensor(0)}, **run}, fold / "initial.ckpt")
     return fold.parent
 
 
@@ -59,3 +60,14 @@ def test_selected_takes_the_fold_model_the_protocol_selected(tmp_path):
           "--out", str(out2)])
     got = load_torch(str(selected_checkpoint(out2 / "fold0")), what="checkpoint")["state_dict"]
     assert torch.allclose(got["w"], torch.full((2,), 0.5))  # halfway to b's initial zeros
+
+
+def test_models_of_two_seeds_are_refused_before_anything_is_written(tmp_path):
+    """Seeds start from other LoRA factors and GAT heads: their average is no model of either
+    (measured: a soup of three seeds' soups lost 0.03 evidence recall on COVID-QA)."""
+    a = _fold(tmp_path, "a", 1.0, "best-epoch=1-step=9.ckpt", seed=1)
+    b = _fold(tmp_path, "b", 3.0, "last.ckpt", seed=2)
+    out = tmp_path / "avg"
+    with pytest.raises(SystemExit, match=r"other initial weights .*'seed': \(1, 2\)"):
+        main(["--a", str(a), "--b", str(b), "--folds", "0", "--out", str(out)])
+    assert not out.exists()
