@@ -12,8 +12,9 @@ articles too, last epoch). The soup of record averages the two. Layout, read by
     python -m bench.seed_folds --seeds 1 2 --final-seeds 0 1 2 --device cuda --jobs 16 --threads 1 \\
         --out results/seeds                                                       # one GPU
 
-A job whose folder holds a ``result.json`` is kept (re-running resumes); each job writes its
-log beside its folder (``fold{K}.log``); ``OUT/jobs.json`` records every job's command, exit
+A job whose folder holds a ``result.json`` is kept, a stopped one goes on from its
+``last.ckpt`` (``resume=auto``), and a job folder holding files train.py does not write is
+refused before anything runs; each job appends its log beside its folder (``fold{K}.log``); ``OUT/jobs.json`` records every job's command, exit
 status and wall seconds with the git hash (one entry per invocation). ``--deadline S`` starts no job after S seconds and
 stops the ones still running then (a device lease's end); they are reported, not kept.
 """
@@ -61,6 +62,16 @@ def jobs(args: argparse.Namespace) -> list[tuple[str, Path, list[str]]]:
     return [(name, d, job_overrides(args, s, r, k, d)) for name, d, s, r, k in todo]
 
 
+#: what train.py writes into its output folder: an unfinished job's folder holds nothing else
+TRAIN_FILES = {"config.yaml", "run.json", "initial.ckpt", "initial.json", "csv", "checkpoints"}
+
+
+def foreign_folders(todo: list[tuple[str, Path, list[str]]]) -> list[Path]:
+    """Unfinished job folders that hold files train.py does not write (someone else's)."""
+    return [d for _, d, _ in todo if d.is_dir() and not (d / "result.json").is_file()
+            and {p.name for p in d.iterdir()} - TRAIN_FILES]
+
+
 def run_job(name: str, run_dir: Path, overrides: list[str], threads: int, stop_at: float) -> dict:
     """One ``train.py`` process (log: ``run_dir``.log); killed at ``stop_at`` (monotonic)."""
     if (run_dir / "result.json").is_file():
@@ -72,7 +83,8 @@ def run_job(name: str, run_dir: Path, overrides: list[str], threads: int, stop_a
            "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, str(REPO / "train.py"), *overrides]
     t0 = time.monotonic()
-    with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
+    overrides = [*overrides, "resume=auto"]  # a stopped job goes on from its last.ckpt
+    with open(run_dir.parent / f"{run_dir.name}.log", "a") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             rc = proc.wait(timeout=max(1.0, stop_at - t0))
@@ -115,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1 or args.threads < 1:
         ap.error("--jobs and --threads must be >= 1")
     todo = jobs(args)
+    if foreign := foreign_folders(todo):
+        ap.error(f"{foreign[0]} holds files train.py does not write and no result.json "
+                 f"({len(foreign)} such job folder(s)): move them away or give another --out")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     stop_at = time.monotonic() + (args.deadline if args.deadline else float("inf"))
     t0 = time.monotonic()

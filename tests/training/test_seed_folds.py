@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from bench.covidqa_cv import REPO, VARIANTS
-from bench.seed_folds import jobs, parser, run_job
+from bench.seed_folds import jobs, main, parser, run_job
 from gralc.config import load_config
 from gralc.training.config import TrainConfig
 
@@ -59,3 +61,19 @@ def test_a_job_is_kept_skipped_failed_or_stopped(tmp_path):
     assert failed["status"].startswith("failed (exit") and "no_such_key" in (tmp_path / "c.log").read_text()
     stopped = run_job("d", tmp_path / "d", [f"paths.output_dir={tmp_path / 'd'}"], 1, time.monotonic() + 3)
     assert stopped["status"] == "stopped (deadline)" and stopped["seconds"] < 30
+
+
+def test_a_job_folder_holding_someone_elses_files_is_refused_before_any_job_runs(tmp_path, capsys):
+    args = ["--seeds", "1", "--train-folds", "0", "1", "--recipes", "run", "--jobs", "2"]
+    fold1 = tmp_path / "out" / "seed1" / "run" / "lora_lexical_small_late" / "fold1"
+    fold1.mkdir(parents=True)
+    (fold1 / "notes.txt").write_text("mine")
+    (fold1 / "config.yaml").write_text("")  # train.py's own files alone would be resumed
+    data = tmp_path / "squad.json"
+    data.write_text('{"data": []}')
+    with pytest.raises(SystemExit):
+        main(["--data", str(data), "--out", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert f"{fold1} holds files train.py does not write" in err and "another --out" in err
+    assert (fold1 / "notes.txt").read_text() == "mine" and not (fold1.parent / "fold0").exists()
+    assert not (tmp_path / "out" / "jobs.json").exists()
