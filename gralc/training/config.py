@@ -69,7 +69,10 @@ class OptimConfig:
     vectors, re-encoded through the adapters, against the chunks' enriched token vectors,
     with gradient through both; 0: off; LoRA only); validation (``val/*`` metrics, the
     checkpoint and initial-vs-trained choice) scores with the same mix. Inference mixes it
-    in only where the export sets ``model.late_interaction``."""
+    in only where the export sets ``model.late_interaction``. ``schedule``: the learning rate
+    over the run's optimiser steps, ``constant`` or ``linear`` (a linear warm-up over the first
+    ``warmup_fraction`` of the steps, then a linear decay to 0 at the last step, the schedule
+    sentence-transformers fine-tunes with); every parameter group follows it."""
 
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -80,6 +83,12 @@ class OptimConfig:
     lexical_stats: str = "batch"
     dense_weight: float = 0.0
     late_interaction: float = 0.0
+    schedule: str = "constant"
+    warmup_fraction: float = 0.1
+
+
+#: learning-rate schedules of ``optim.schedule``
+SCHEDULES = ("constant", "linear")
 
 
 @dataclass
@@ -382,6 +391,12 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         )
     if cfg.optim.temperature <= 0:
         raise ConfigError(f"optim.temperature must be > 0, got {cfg.optim.temperature}")
+    if cfg.optim.schedule not in SCHEDULES:
+        raise ConfigError(
+            f"optim.schedule must be one of {', '.join(SCHEDULES)}, got {cfg.optim.schedule!r}")
+    if not 0 <= cfg.optim.warmup_fraction < 1:
+        raise ConfigError(
+            f"optim.warmup_fraction must be in [0, 1), got {cfg.optim.warmup_fraction}")
     if cfg.trainer.num_nodes < 1:
         raise ConfigError(f"trainer.num_nodes must be >= 1, got {cfg.trainer.num_nodes}")
     for name in ("early_stopping", "checkpoint"):

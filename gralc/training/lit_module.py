@@ -491,7 +491,9 @@ class GraLCLitModule(pl.LightningModule):
         self.log("val/ev_mrr", m["ev_mrr"], batch_size=n)
 
     # ----- optimiser, checkpoints -----------------------------------------------------------
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> torch.optim.Optimizer | dict[str, Any]:
+        """AdamW (see :class:`~gralc.training.config.OptimConfig`); with ``optim.schedule =
+        linear`` also its per-step warm-up / linear-decay schedule over the run's steps."""
         scalars, others = [], []  # others: GAT, MLP and the LoRA adapters
         for name, p in self.trainable():
             if p.requires_grad:
@@ -505,7 +507,16 @@ class GraLCLitModule(pl.LightningModule):
                     "lr": self.optim.lr * self.optim.scalar_lr_scale,
                 }
             )
-        return torch.optim.AdamW(groups, lr=self.optim.lr)
+        optimizer = torch.optim.AdamW(groups, lr=self.optim.lr)
+        if self.optim.schedule == "constant":
+            return optimizer
+        from transformers import get_linear_schedule_with_warmup
+
+        steps = int(self.trainer.estimated_stepping_batches)
+        scheduler = get_linear_schedule_with_warmup(
+            optimizer, round(self.optim.warmup_fraction * steps), steps)
+        return {"optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         bad = self.non_finite_parameters()

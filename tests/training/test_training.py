@@ -279,6 +279,46 @@ def test_killed_run_resumes_with_its_global_step(datamodule, make_cfg, tmp_path)
     assert result["global_step"] == 6
 
 
+class LearningRates(pl.Callback):
+    """Every parameter group's learning rate at each optimiser step."""
+
+    def __init__(self) -> None:
+        self.steps: list[list[float]] = []
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        self.steps.append([g["lr"] for g in optimizer.param_groups])
+
+
+def test_linear_schedule_warms_up_decays_and_resumes_where_it_stopped(datamodule, make_cfg, tmp_path):
+    """``optim.schedule=linear``: over 2 epochs x 3 steps with warm-up over a third of them,
+    every group's rate (the scalars' at lr * scalar_lr_scale) rises over 2 steps, then falls
+    linearly toward 0 at the end; a run killed in epoch 1 resumes on the same schedule; the
+    default keeps the rate constant; a bad schedule is refused at load."""
+    args = ("trainer.limit_train_batches=3", "trainer.max_epochs=2", "optim.warmup_fraction=0.34",
+            "callbacks.early_stopping.enabled=false", "optim.schedule=linear")  # keep schedule last
+    whole = LearningRates()
+    train(make_cfg(tmp_path / "whole", *args), callbacks=[whole])
+    lr, scale = 0.003, 10.0  # SMALL's optim.lr and the default scalar_lr_scale
+    factors = [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]  # step / 2 while warming, then (6 - step) / 4
+    assert len(whole.steps) == 6 and all(len(groups) == 2 for groups in whole.steps)
+    assert [g[0] for g in whole.steps] == pytest.approx([lr * f for f in factors])
+    assert [g[1] for g in whole.steps] == pytest.approx([lr * scale * f for f in factors])
+
+    with pytest.raises(Kill):
+        train(make_cfg(tmp_path / "killed", *args), callbacks=[KillAt(epoch=1)])
+    resumed = LearningRates()
+    train(make_cfg(tmp_path / "killed", *args, "resume=last"), callbacks=[resumed])
+    assert np.allclose(resumed.steps, whole.steps[3:])
+
+    constant = LearningRates()
+    train(make_cfg(tmp_path / "constant", *args[:-1]), callbacks=[constant])
+    assert np.allclose(constant.steps, [[lr, lr * scale]] * 6)
+    with pytest.raises(ConfigError, match="optim.schedule must be one of constant, linear"):
+        validate(make_cfg(tmp_path, "optim.schedule=cosine"))
+    with pytest.raises(ConfigError, match="optim.warmup_fraction"):
+        validate(make_cfg(tmp_path, "optim.warmup_fraction=1"))
+
+
 def test_nan_loss_stops_training_without_a_broken_checkpoint(datamodule, make_cfg, tmp_path):
     cfg = make_cfg(tmp_path, "trainer.max_epochs=2")
     model = _model(datamodule, cfg)
