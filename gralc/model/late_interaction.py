@@ -40,9 +40,16 @@ def piece_best(pieces: torch.Tensor, token_vectors: torch.Tensor, token_chunk: t
     token of each chunk (``token_vectors`` (T, d) unit rows, ``token_chunk`` (T,) their chunk
     row); a chunk without tokens gets -1."""
     q = F.normalize(pieces.float(), dim=-1)
-    sim = q @ token_vectors.to(q.device).T
-    best = torch.full((q.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=q.device)
-    rows = token_chunk.to(q.device).expand(q.shape[0], -1)
+    return best_per_chunk(q @ token_vectors.to(q.device).T, token_chunk, n_chunks)
+
+
+def best_per_chunk(sim: torch.Tensor, token_chunk: torch.Tensor, n_chunks: int) -> torch.Tensor:
+    """(L, K): the largest of each row of ``sim`` (L, T) (word-piece x token similarities)
+    among each chunk's tokens (``token_chunk`` (T,) their chunk row); -1 for a chunk without
+    tokens. The one reduction of every MaxSim: exact, or from compressed token codes
+    (:mod:`gralc.retrieval.token_store`)."""
+    best = torch.full((sim.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=sim.device)
+    rows = token_chunk.to(sim.device).expand(sim.shape[0], -1)
     return best.scatter_reduce(1, rows, sim, reduce="amax", include_self=True)
 
 
@@ -63,4 +70,4 @@ def with_late_interaction(scores: torch.Tensor, late: torch.Tensor, weight: floa
     return (1.0 - weight) * scores + weight * late
 
 
-__all__ = ["chunk_tokens", "maxsim", "piece_best", "with_late_interaction"]
+__all__ = ["best_per_chunk", "chunk_tokens", "maxsim", "piece_best", "with_late_interaction"]

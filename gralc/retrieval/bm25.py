@@ -77,7 +77,7 @@ class BM25Index:
         self._size = 0  # texts indexed (chunks, or bm25_matrix's bare texts)
 
     def __len__(self) -> int:
-        return len(self.chunks)
+        return self._size
 
     def _tokens(self, texts: Sequence[str], update_vocab: bool) -> list[list[str]]:
         if self.config.ngram == 2:
@@ -117,7 +117,7 @@ class BM25Index:
         """Top-k ``(chunk, BM25 score)`` per query, ordered score desc, then doc_id desc,
         chunk_id desc. Chunks sharing no term with the query score 0 and rank last."""
         if not self.chunks:
-            raise ValueError("BM25Index is empty: call index(chunks) or load(dir) first")
+            raise ValueError("BM25Index holds no chunk records: call index(chunks) or load(dir) first")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if isinstance(queries, str):
@@ -145,7 +145,7 @@ class BM25Index:
     def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
         """(Q, K) BM25 of every query against every chunk (rows of :meth:`scores`)."""
         if not queries:
-            return np.zeros((0, len(self.chunks)))
+            return np.zeros((0, self._size))
         return np.stack([self.scores(q) for q in queries])
 
     def save(self, directory: str | os.PathLike[str], force: bool = False) -> Path:
@@ -167,8 +167,10 @@ class BM25Index:
         (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str]) -> BM25Index:
-        """Read a directory written by :meth:`save`; errors name the missing/corrupt file."""
+    def load(cls, directory: str | os.PathLike[str], records: bool = True) -> BM25Index:
+        """Read a directory written by :meth:`save`; errors name the missing/corrupt file.
+        ``records=False``: scores only (:meth:`scores`), the chunk records are counted, not
+        read (an index's own chunk list serves them; a million records cost gigabytes)."""
         d = Path(directory)
         if not d.is_dir():
             raise FileNotFoundError(f"BM25 index directory {d} does not exist")
@@ -179,12 +181,25 @@ class BM25Index:
         if not (d / "bm25").is_dir():
             raise FileNotFoundError(f"{d / 'bm25'} is missing: rebuild the BM25 index")
         self.retriever = bm25s.BM25.load(str(d / "bm25"))
-        self.chunks = read_chunks(d / CHUNKS_FILE)
-        self._size = len(self.chunks)
-        if self.retriever.scores["num_docs"] != len(self.chunks):
+        if records:
+            self.chunks = read_chunks(d / CHUNKS_FILE)
+            self._size = len(self.chunks)
+        else:
+            self._size = count_lines(d / CHUNKS_FILE)
+        if self.retriever.scores["num_docs"] != self._size:
             raise ValueError(f"{d}: BM25 holds {self.retriever.scores['num_docs']} documents, "
-                             f"{CHUNKS_FILE} {len(self.chunks)} chunks")
+                             f"{CHUNKS_FILE} {self._size} chunks")
         return self
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a text file, read in blocks."""
+    require(path)
+    n = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            n += block.count(b"\n")
+    return n
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,19 @@ class ChunkIndex:
             out.append(pairs[:k])
         return out
 
+    def search_rows(self, query_vecs: np.ndarray, n: int) -> list[np.ndarray]:
+        """Per query row of ``query_vecs`` (Q, d) the FAISS rows of its ``n`` nearest chunks
+        (fewer when the index is smaller; approximate for HNSW / IVF), unordered: the dense
+        candidates of a two-stage search."""
+        q = np.array(query_vecs, dtype=np.float32, ndmin=2, copy=True)
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"query_vecs must have shape (Q, {self.dim}), got {q.shape}")
+        if not len(self.chunks) or n < 1:
+            return [np.zeros(0, np.int64) for _ in range(len(q))]
+        _faiss().normalize_L2(q)
+        _, ids = self.index.search(q, min(n, len(self.chunks)))
+        return [row[row >= 0].astype(np.int64) for row in ids]
+
     # ----- persistence --------------------------------------------------------------------
     def save(
         self,
@@ -275,7 +288,8 @@ class ChunkIndex:
         self.chunks = read_chunks(d / CHUNKS_FILE)
         require(d / VECTORS_FILE)
         try:
-            self.vectors = np.load(d / VECTORS_FILE)
+            # memory-mapped: a search reads the rows of its candidates only
+            self.vectors = np.load(d / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as e:
             raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
         require(d / INDEX_FILE)
