@@ -19,9 +19,12 @@ import sys
 
 from gralc.artefacts import OutputDirError, check_output_dir
 from gralc.cli import pipeline_overrides
+from gralc.config import load_config
 from gralc.inference import SEARCHERS, Retriever
+from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
+from gralc.retrieval.token_codec import load_codec_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,21 +46,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fusion", default="weighted", choices=["weighted", "rrf"])
     parser.add_argument("--lexical-weight", type=float, default=FusionConfig.lexical_weight,
                         help="weight of the normalised BM25 score in weighted fusion")
+    parser.add_argument("--search", nargs="+", default=[], metavar="key=value",
+                        help="with --model: its two-stage search settings stored with the index "
+                             "(dense=100 lexical=100 phrase=20 units=20 exact=32; see "
+                             "gralc.retrieval.candidates)")
+    parser.add_argument("--codec", help="with --model: store token vectors with this trained codec "
+                                        "(a folder of `python -m gralc.shard_index codec`) instead of "
+                                        "training one on the corpus's first tokens")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        check_output_dir(args.out, "index", args.force, [args.corpus])  # before any encoding
+        inputs = [p for p in (args.corpus, args.model, args.codec) if p]
+        check_output_dir(args.out, "index", args.force, inputs)  # before any encoding
+        if (args.search or args.codec) and not args.model:
+            raise ValueError("--search and --codec set a trained model's index: add --model")
         fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
+        search = load_config(CandidateConfig, None, args.search) if args.search else None
+        codec = load_codec_dir(args.codec) if args.codec else None
         retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                     index_config=IndexConfig(kind=args.index),
                                     searcher=args.searcher, fusion=fusion,
                                     overrides=pipeline_overrides(args.overrides),
-                                    graph=True if args.graph else None)
+                                    graph=True if args.graph else None, search=search,
+                                    token_codec=codec)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        out = retriever.save(args.out, force=args.force, inputs=[args.corpus])
+        out = retriever.save(args.out, force=args.force, inputs=inputs)
     except OutputDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

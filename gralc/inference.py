@@ -29,10 +29,12 @@ from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Config, BM25Index
+from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
 from gralc.retrieval.hits import Hit
+from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
@@ -45,8 +47,9 @@ SEARCHERS = ("dense", "hybrid", *GRAPH_SEARCHERS)
 @dataclass
 class RetrieverSpec:
     """What was indexed and how: ``strategy`` (a registered chunker, or ``gralc`` for a
-    trained model), ``model`` (export dir / checkpoint for ``gralc``); a trained model
-    scores every chunk with its hybrid score (``candidates`` is kept for approximate use).
+    trained model), ``model`` (export dir / checkpoint for ``gralc``).
+    A trained model searches in two stages (``search``: the fields of
+    :class:`~gralc.retrieval.candidates.CandidateConfig`, :mod:`gralc.retrieval.trained_search`).
     ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
     of :class:`~gralc.retrieval.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
     search of the corpus graph saved in ``graph/``). ``graph``: the
@@ -54,13 +57,14 @@ class RetrieverSpec:
 
     strategy: str = "structure_aware"
     model: str | None = None
-    candidates: int = 100
     pipeline: dict[str, Any] = field(default_factory=dict)
     searcher: str = "dense"
     fusion: dict[str, Any] = field(default_factory=dict)
     #: SHA-256 of the model's weights when the index was built (``load`` refuses another model)
     model_sha256: str | None = None
     graph: dict[str, Any] | None = None
+    #: a trained model's two-stage search (:class:`~gralc.retrieval.candidates.CandidateConfig`)
+    search: dict[str, Any] = field(default_factory=dict)
 
 
 def model_digest(model: str | Path) -> str:
@@ -85,6 +89,8 @@ class Retriever:
         self.lexical, self.graph, self.phrase = lexical, graph, phrase
         self.fusion = FusionConfig(**spec.fusion)
         self._graph_searcher = None
+        self._trained_search = None
+        self.search_config = CandidateConfig(**(spec.search or {}))
 
     # ----- building ----------------------------------------------------------------------
     @classmethod
@@ -101,6 +107,8 @@ class Retriever:
         fusion: FusionConfig | None = None,
         overrides: Sequence[str] = (),
         graph: GraphConfig | bool | None = None,
+        search: CandidateConfig | None = None,
+        token_codec: TokenCodecConfig | TokenCodec | None = None,
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
@@ -112,6 +120,9 @@ class Retriever:
         may change there, anything else is an error naming both values).
         ``graph`` (a :class:`GraphConfig`, or True for the defaults; implied by a graph
         searcher): grow the corpus knowledge graph batch by batch and save it with the index.
+        A trained model's index: ``search`` its two-stage search settings; ``token_codec``
+        how its chunks' token vectors are stored (a config: the codec is trained on the
+        corpus's first tokens; a trained codec, e.g. the one every shard of a build shares).
         """
         if searcher not in SEARCHERS:
             raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
@@ -133,22 +144,9 @@ class Retriever:
             raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
         scorer = None
         if model is not None:
-            from gralc.retrieval.trained_scorer import TrainedScorer
-
-            scorer = TrainedScorer.load(model)
-            if overrides:
-                pipeline_config = load_config(PipelineConfig, None, overrides,
-                                              base=pipeline_config or scorer.pipeline_config)
-            if pipeline_config is not None:  # the model runs with its own settings
-                conflicts = config_conflicts(scorer.pipeline_config, pipeline_config, RUNTIME_KEYS)
-                if conflicts:
-                    raise ValueError(
-                        f"{model} was trained with other pipeline settings than those given: "
-                        f"{'; '.join(conflicts)}. A trained model always runs with its saved "
-                        "settings: drop these overrides (runtime keys such as "
-                        "encoder.device / cache_dir / batch_size may differ)"
-                    )
-            pipeline_config = pipeline_config or scorer.pipeline_config
+            scorer, pipeline_config = trained_model(model, pipeline_config, overrides)
+            if token_codec is not None:
+                scorer.token_codec = token_codec
             strategy = "gralc"
         else:
             check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, corpus)
@@ -188,7 +186,8 @@ class Retriever:
                              pipeline=to_dict(pipeline.config), searcher=searcher,
                              fusion=to_dict(fusion or FusionConfig()),
                              model_sha256=None if model is None else model_digest(model),
-                             graph=to_dict(graph) if graph else None)
+                             graph=to_dict(graph) if graph else None,
+                             search=to_dict(search or CandidateConfig()) if model is not None else {})
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
         return cls(spec, index, pipeline, scorer, lexical, graph_index, phrase)
 
@@ -217,7 +216,10 @@ class Retriever:
         return Path(directory)
 
     @classmethod
-    def load(cls, directory: str | Path) -> Retriever:
+    def load(cls, directory: str | Path, search: Sequence[str] = ()) -> Retriever:
+        """Open an index (read-only; large arrays memory-mapped). ``search``: ``key=value``
+        overrides of a trained model's two-stage search settings (``exhaustive=true``,
+        ``dense=200``, ...; :class:`~gralc.retrieval.candidates.CandidateConfig`)."""
         from gralc.config import config_from_dict
 
         directory = Path(directory)
@@ -228,12 +230,21 @@ class Retriever:
                 "`python -m gralc.index CORPUS --out DIR`"
             )
         try:
-            spec = RetrieverSpec(**read_json(spec_file))
+            raw = read_json(spec_file)
+            if isinstance(raw, dict) and isinstance(raw.get("candidates"), int):
+                raw.pop("candidates")  # an unused setting of indexes before two-stage search
+            spec = RetrieverSpec(**raw)
+            search_cfg = config_from_dict(CandidateConfig, spec.search or {}, f"{spec_file} (search)")
         except TypeError as exc:
             raise ValueError(f"{spec_file}: unexpected content ({exc}); rebuild the index") from None
         # validated in memory: loading never writes into the index folder (read-only storage,
         # concurrent readers)
         pipeline_cfg = config_from_dict(PipelineConfig, spec.pipeline, f"{spec_file} (pipeline)")
+        if search:
+            if spec.model is None:
+                raise ValueError(f"search settings {list(search)} apply to a trained model's index; "
+                                 f"{directory} was built with --strategy {spec.strategy}")
+            search_cfg = load_config(CandidateConfig, None, list(search), base=search_cfg)
         index = ChunkIndex.load(directory)
         scorer = None
         if spec.model is not None:
@@ -248,10 +259,11 @@ class Retriever:
                                  "from the old model; rebuild the index or restore that model")
 
             scorer = TrainedScorer.load(spec.model)
-            scorer.load_index_state(directory, index.chunks)
+            scorer.load_index_state(directory, len(index))
         lexical = None
         if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
-            lexical = BM25Index.load(directory / LEXICAL_DIR)
+            # a trained model reads BM25 scores only: the index's own chunk list serves the hits
+            lexical = BM25Index.load(directory / LEXICAL_DIR, records=spec.searcher == "hybrid")
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
@@ -260,7 +272,7 @@ class Retriever:
             if not (directory / PHRASE_DIR).is_dir():
                 raise FileNotFoundError(f"{directory / PHRASE_DIR} missing: the model adds a term-pair "
                                         "BM25 (model.phrase_weight > 0); rebuild the index with --model")
-            phrase = BM25Index.load(directory / PHRASE_DIR)
+            phrase = BM25Index.load(directory / PHRASE_DIR, records=False)
             if len(phrase) != len(index):
                 raise ValueError(f"{directory / PHRASE_DIR}: {len(phrase)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
@@ -270,31 +282,50 @@ class Retriever:
         elif spec.searcher in GRAPH_SEARCHERS:
             raise FileNotFoundError(f"{directory / GRAPH_DIR} missing: the index's searcher is "
                                     f"{spec.searcher}; rebuild it with --searcher {spec.searcher}")
+        spec.search = to_dict(search_cfg)
         return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph, phrase)
 
     # ----- searching ---------------------------------------------------------------------
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
-        ``dense``, ``lexical``, ``fused`` for a hybrid index)."""
-        q = self.pipeline.encoder.encode_queries([question]).numpy().astype(np.float32)
+        ``dense``, ``lexical``, ``fused`` for a hybrid index; a trained model's ``bm25``,
+        ``phrase_bm25``, ``maxsim``)."""
+        return self.search_batch([question], k)[0]
+
+    def search_batch(self, questions: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        """:meth:`search` of several questions, encoded and scored as one batch where the
+        searcher allows (a trained model, dense and hybrid indexes)."""
+        if isinstance(questions, str):
+            raise TypeError("questions must be a list of strings, not one string")
+        questions = list(questions)
+        if not questions:
+            return []
         if self.spec.searcher in GRAPH_SEARCHERS:
-            concepts = [m.concept_id for m in self.pipeline.linker.link(question)]
-            return self.graph_searcher().query(q[0], concepts, k)
+            q = self.pipeline.encoder.encode_queries(questions).numpy().astype(np.float32)
+            return [self.graph_searcher().query(v, [m.concept_id for m in self.pipeline.linker.link(t)], k)
+                    for v, t in zip(q, questions)]
         depth = k if self.spec.searcher != "hybrid" else max(k, self.fusion.candidates)
         if self.scorer is None:
-            dense = [Hit(c, s, {"cos": s}) for c, s in self.index.search(q, depth)[0]]
+            q = self.pipeline.encoder.encode_queries(questions).numpy().astype(np.float32)
+            dense = [[Hit(c, s, {"cos": s}) for c, s in run] for run in self.index.search(q, depth)]
         else:
-            import torch
-
-            vectors = torch.from_numpy(self.index.vectors)  # exact hybrid over every chunk
-            bm25 = self.lexical.scores(question) if self.scorer.lexical else None
-            pairs = self.phrase.scores(question) if self.scorer.phrase else None
-            dense = self.scorer.rerank(self.pipeline, question, q[0], [], vectors,
-                                       self.index.chunks, bm25, pairs)[:depth]
+            dense = self.trained_search().search_batch(questions, depth)
         if self.spec.searcher != "hybrid":
             return dense
-        return fuse(dense, self.lexical.search([question], depth)[0], self.fusion, k)
+        lexical = self.lexical.search(questions, depth)
+        return [fuse(d, lex, self.fusion, k) for d, lex in zip(dense, lexical)]
 
+    def trained_search(self):
+        """The :class:`~gralc.retrieval.trained_search.TrainedSearch` of a trained model's
+        index (built once; its ``config`` is this index's ``search`` settings)."""
+        if self.scorer is None:
+            raise ValueError("this index was built without a trained model (--model)")
+        if self._trained_search is None:
+            from gralc.retrieval.trained_search import TrainedSearch
+
+            self._trained_search = TrainedSearch(self.scorer, self.pipeline, self.index,
+                                                 self.lexical, self.phrase, self.search_config)
+        return self._trained_search
 
     def graph_searcher(self):
         """The :class:`~gralc.retrieval.graph_search.GraphSearcher` of this index (built once)."""
@@ -311,6 +342,51 @@ class Retriever:
                 kind, self.index.chunks, self.graph, config=cfg.search, vectors=self.index.vectors,
                 pieces=lambda c: len(tok(c.text, add_special_tokens=False)["input_ids"]))
         return self._graph_searcher
+
+
+def trained_model(model: str | Path, pipeline_config: PipelineConfig | None = None,
+                  overrides: Sequence[str] = ()):
+    """``(TrainedScorer, the pipeline config it runs with)``: the model's own saved settings,
+    ``overrides`` applied; only runtime keys (encoder.device, cache_dir, batch_size, ...) may
+    differ from the model's, anything else is an error naming both values."""
+    from gralc.retrieval.trained_scorer import TrainedScorer
+
+    scorer = TrainedScorer.load(model)
+    if overrides:
+        pipeline_config = load_config(PipelineConfig, None, overrides,
+                                      base=pipeline_config or scorer.pipeline_config)
+    if pipeline_config is not None:  # the model runs with its own settings
+        conflicts = config_conflicts(scorer.pipeline_config, pipeline_config, RUNTIME_KEYS)
+        if conflicts:
+            raise ValueError(
+                f"{model} was trained with other pipeline settings than those given: "
+                f"{'; '.join(conflicts)}. A trained model always runs with its saved "
+                "settings: drop these overrides (runtime keys such as "
+                "encoder.device / cache_dir / batch_size may differ)"
+            )
+    return scorer, pipeline_config or scorer.pipeline_config
+
+
+def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecConfig | None = None,
+                      batch_docs: int = 32, overrides: Sequence[str] = ()) -> TokenCodec:
+    """The token codec a single ``Retriever.build(corpus, model=model)`` trains: on the first
+    ``config.train_tokens`` token vectors of the corpus (its sorted files, in batches of
+    ``batch_docs`` documents), for every shard of a sharded build to share."""
+    scorer, pipeline_config = trained_model(model, None, overrides)
+    if not scorer.uses_tokens:
+        raise ValueError(f"{model} does not score with late interaction (model.late_interaction=0): "
+                         "its indexes store no token vectors and need no codec")
+    scorer.token_codec = config or TokenCodecConfig()
+    docs = load_documents_from(corpus)
+    if not docs:
+        raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
+    pipeline = Pipeline(pipeline_config)
+    for start in range(0, len(docs), batch_docs):
+        scorer.chunk(pipeline, pipeline.prepare(docs[start : start + batch_docs], progress=False),
+                     reset=start == 0)
+        if scorer.table.codec is not None:
+            break
+    return scorer.table.finish().codec
 
 
 def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphConfig) -> GraphIndex:

@@ -49,6 +49,17 @@ def blas_kernel() -> str:
     return os.environ.get("OPENBLAS_CORETYPE", "default (auto-detected)")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Git hash, versions, host facts and time, for a file saved next to every result."""
     import gralc
@@ -60,6 +71,7 @@ def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "torch": torch.__version__,
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "openblas_coretype": blas_kernel(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "argv": sys.argv,

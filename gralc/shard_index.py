@@ -1,14 +1,22 @@
 """Sharded indexing of a large corpus: build one index per shard, then merge them.
 
     python -m gralc.shard_index build --corpus DIR --shard I --num-shards N --out OUT/shard_I
-        [--strategy NAME] [--index flat|hnsw|ivf] [--graph]
+        [--strategy NAME | --model EXPORT [--codec OUT/codec]] [--index flat|hnsw|ivf] [--graph]
     python -m gralc.shard_index merge --shards OUT/shard_* --out OUT/merged
+
+A trained model that scores with late interaction stores its chunks' token vectors as codes
+(:mod:`gralc.retrieval.token_codec`); the shards of one build must share one codec, trained
+once before them on the corpus's first tokens, exactly as a single build trains it:
+
+    python -m gralc.shard_index codec --corpus DIR --model EXPORT --out OUT/codec
 
 Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
 (``files[I*F//N : (I+1)*F//N]``), so merging the shards in shard order gives exactly the
 chunks, in the same order, of a single-process ``python -m gralc.index DIR`` (the test checks
 it). Each shard directory is a normal :class:`~gralc.inference.Retriever` index plus
 ``shard.json``; the merged directory is a normal index (``Retriever.load`` / ``gralc.search``).
+A trained model's merge joins the shards' chunk tables (concepts, sentence units, token codes)
+and rebuilds the BM25 indexes over all chunks (corpus-wide term statistics, as one build has).
 With ``--graph`` each shard grows its part of the corpus knowledge graph; the merge adds the
 shards' graphs (nodes, edges, weights, chunk ids) and computes communities, reports and
 vectors once over the whole (re-reading the shards' files, no encoding of documents).
@@ -29,8 +37,17 @@ from typing import Any
 from gralc.artefacts import check_output_dir, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
-from gralc.inference import GRAPH_DIR, RETRIEVER_FILE, Retriever
+from gralc.inference import (
+    GRAPH_DIR,
+    LEXICAL_DIR,
+    PHRASE_DIR,
+    RETRIEVER_FILE,
+    Retriever,
+    train_token_codec,
+)
 from gralc.retrieval.faiss_index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
+from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec_dir, save_codec_dir
+from gralc.retrieval.trained_scorer import TABLE_DIR
 
 SHARD_FILE = "shard.json"
 logger = logging.getLogger(__name__)
@@ -60,14 +77,29 @@ def build_shard(
     force: bool = False,
     overrides: list[str] | tuple[str, ...] = (),
     graph: bool = False,
+    model: str | Path | None = None,
+    codec: str | Path | None = None,
 ) -> Retriever:
     """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``);
     ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`); ``overrides``:
-    ``key=value`` pipeline settings, as for ``gralc.index``."""
-    check_output_dir(out, "index", force, [corpus])  # before any encoding
+    ``key=value`` pipeline settings, as for ``gralc.index``; ``model``: a trained model's
+    index, its token codes written with ``codec`` (a folder of :func:`build_codec`; required
+    when the model scores with late interaction)."""
+    inputs = [corpus, *(p for p in (model, codec) if p is not None)]
+    check_output_dir(out, "index", force, inputs)  # before any encoding
     files = shard_files(corpus, shard, num_shards)
-    retriever = Retriever.build(corpus, strategy, index_config=index_config, files=files,
-                                overrides=overrides, graph=True if graph else None)
+    token_codec = None
+    if model is not None:
+        from gralc.retrieval.trained_scorer import TrainedScorer
+
+        if codec is None and TrainedScorer.load(model).uses_tokens:
+            raise ValueError(f"{model} scores with late interaction: every shard must store its token "
+                             "vectors with one codec; train it once with `python -m gralc.shard_index "
+                             "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
+        token_codec = None if codec is None else load_codec_dir(codec)
+    retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
+                                overrides=overrides, graph=True if graph else None,
+                                token_codec=token_codec)
     manifest = {
         "corpus": str(Path(corpus).resolve()),
         "shard": shard,
@@ -75,8 +107,20 @@ def build_shard(
         "files": [str(f.relative_to(corpus)) for f in files],
         "n_chunks": len(retriever.index),
     }
-    retriever.save(out, force=force, inputs=[corpus], extra={SHARD_FILE: manifest})
+    retriever.save(out, force=force, inputs=inputs, extra={SHARD_FILE: manifest})
     return retriever
+
+
+def build_codec(corpus: str | Path, model: str | Path, out: str | Path, force: bool = False,
+                config: TokenCodecConfig | None = None,
+                overrides: list[str] | tuple[str, ...] = ()) -> TokenCodec:
+    """Train the token codec of a sharded build of ``corpus`` with ``model`` (the one a single
+    build would train: on the corpus's first tokens) and write it to ``out``."""
+    check_output_dir(out, "token_codec", force, [corpus, model])
+    codec = train_token_codec(corpus, model, config, overrides=overrides)
+    with write_artefact(out, "token_codec", force, [corpus, model]) as tmp:
+        save_codec_dir(codec, tmp)
+    return codec
 
 
 def _read_shard(directory: Path) -> dict[str, Any]:
@@ -108,17 +152,41 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool 
             f"shards {got} given, need exactly {want}: rebuild the missing ones "
             "(python -m gralc.shard_index build ... --shard I) or drop the duplicates"
         )
-    if first["spec"].get("model") is not None:
-        raise NotImplementedError("merging shards of a trained-model index is not supported")
-    merged = ChunkIndex.merge([ChunkIndex.load(m["dir"]) for m in shards])
+    parts = [ChunkIndex.load(m["dir"]) for m in shards]
+    merged = ChunkIndex.merge(parts)
     graph = _merge_graphs(shards)
+    trained = _merge_trained(shards, parts, merged) if first["spec"].get("model") is not None else None
     meta = read_json(first["dir"] / CONFIG_FILE)
     with write_artefact(out, "index", force, shard_dirs) as tmp:
         merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
         (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
+        if trained is not None:
+            table, indexes = trained
+            (tmp / TABLE_DIR).mkdir()
+            table.save(tmp / TABLE_DIR)
+            for name, bm25 in indexes.items():
+                (tmp / name).mkdir()
+                bm25.write_to(tmp / name)
     return merged
+
+
+def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged: ChunkIndex):
+    """``(ChunkTable, {folder: BM25Index})`` of a trained model's merged index: the shards'
+    tables joined (one codec), BM25 and the term-pair BM25 rebuilt over every chunk."""
+    from gralc.retrieval.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.chunk_table import ChunkTable
+
+    tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), records=True) for m, p in zip(shards, parts)]
+    table = ChunkTable.concat(tables)
+    indexes = {}
+    for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2))):
+        if (shards[0]["dir"] / name).is_dir():
+            bm25 = BM25Index(config)
+            bm25.index(merged.chunks)
+            indexes[name] = bm25
+    return table, indexes
 
 
 def _merge_graphs(shards: list[dict[str, Any]]):
@@ -161,6 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
     b.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     b.add_argument("--graph", action="store_true", help="grow this shard's corpus knowledge graph")
+    b.add_argument("--model", help="a trained GraLC export or checkpoint (instead of --strategy)")
+    b.add_argument("--codec", help="the token codec of this build (`codec` subcommand), for a model "
+                                   "that scores with late interaction")
+    c = sub.add_parser("codec", help="train the token codec every shard of a trained model's build shares")
+    c.add_argument("--corpus", required=True, help="directory of corpus files")
+    c.add_argument("--model", required=True, help="a trained GraLC export or checkpoint")
+    c.add_argument("--out", required=True, help="codec folder to write")
+    c.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     m = sub.add_parser("merge", help="merge shard indexes into one")
     m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
     m.add_argument("--out", required=True, help="merged index directory to write")
@@ -171,8 +247,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
                             IndexConfig(kind=args.index), force=args.force,
-                            overrides=pipeline_overrides(args.overrides), graph=args.graph)
+                            overrides=pipeline_overrides(args.overrides), graph=args.graph,
+                            model=args.model, codec=args.codec)
             print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
+        elif args.command == "codec":
+            from gralc.retrieval.trained_scorer import TrainedScorer
+
+            if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
+                print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")
+                return 0
+            codec = build_codec(args.corpus, args.model, args.out, force=args.force)
+            print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "
+                  f"into {args.out}")
         else:
             merged = merge_shards(args.shards, args.out, force=args.force)
             print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")

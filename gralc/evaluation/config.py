@@ -9,6 +9,7 @@ from gralc.evaluation.generation import GenerationConfig
 from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
 from gralc.evaluation.significance import SignificanceConfig
 from gralc.pipeline import PipelineConfig
+from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.graph_search import GraphConfig
@@ -46,7 +47,9 @@ class EvalConfig:
     ``generation``: with ``enabled`` and an OpenAI-compatible endpoint, every row's top
     chunks answer the questions that carry a gold long answer (``gen_f1``, Table 6);
     ``graph``: SemRAG's corpus graph, communities, reports and graph search (the
-    ``graph_local`` / ``graph_global`` rows);
+    ``graph_local`` / ``graph_global`` rows); ``search``: how a trained model's rows search
+    (two stages, :class:`~gralc.retrieval.candidates.CandidateConfig`; ``search.exhaustive=true``
+    scores every chunk);
     ``significance``: every row's gain over a reference row (default ``bm25``), with a
     paired bootstrap interval over the gold documents (``gains.json``, ``tables.md``);
     ``resume``: reuse the rows a killed run with the same settings already wrote."""
@@ -63,6 +66,7 @@ class EvalConfig:
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    search: CandidateConfig = field(default_factory=CandidateConfig)
     significance: SignificanceConfig = field(default_factory=SignificanceConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)

@@ -35,6 +35,7 @@ from gralc.evaluation.metrics import (
 )
 from gralc.pipeline import Pipeline, build_chunker
 from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.graph_search import (
@@ -136,6 +137,8 @@ class RunSettings:
     generation: GenerationConfig | None = None
     #: the corpus graph of the graph_local / graph_global rows (``eval.py graph.*``)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    #: a trained model's two-stage search (``eval.py search.*``; ``exhaustive=true``: every chunk)
+    search: CandidateConfig = field(default_factory=CandidateConfig)
 
     @property
     def depth(self) -> int:

@@ -81,7 +81,8 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     pipeline = Pipeline(cfg.pipeline)
     out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
     settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
-                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph)
+                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph,
+                           cfg.search)
     results: list[MethodResult] = []
     timings: dict[str, float] = {}
     prepared_for: dict[int, list] = {}

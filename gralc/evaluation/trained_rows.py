@@ -1,10 +1,11 @@
 """Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine),
-``gralc_graph`` (the same chunks scored by the model's learned score: beta*cos +
-(1-beta)*kg_prox, and with the lexical term BM25 over the same chunks mixed in by the learned
-w_lex),
-and each fused with BM25 over the same chunks (``gralc_kg_hybrid``, ``gralc_graph_hybrid``,
-the evaluation's ``fusion`` setting). Each row is a :class:`TrainedSearcher`, scored through
-the :class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
+``gralc_graph`` (the same chunks ranked by the model's own score, searched as the product
+searches: :class:`~gralc.retrieval.trained_search.TrainedSearch`, two stages unless
+``settings.search.exhaustive``), and each fused with BM25 over the same chunks
+(``gralc_kg_hybrid``, ``gralc_graph_hybrid``, the evaluation's ``fusion`` setting). Each row
+is a :class:`RankedRows` (or, for probes that hold every chunk's score, a
+:class:`TrainedSearcher`), scored through the :class:`~gralc.evaluation.methods.Scorer`
+protocol like every baseline row."""
 
 from __future__ import annotations
 
@@ -101,13 +102,7 @@ def trained_scores(
     or not, knowledge base, boundary window): where ``pipeline`` differs in any of them the
     documents and questions are prepared again with the model's (``pipeline``'s runtime
     settings, e.g. its encoder cache, are kept) and a warning names the differences."""
-    own = with_runtime(scorer.pipeline_config, pipeline.config)
-    differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
-    if differ:  # a trained model always runs with the settings saved in it
-        logger.warning("%s runs with its own saved pipeline settings, not the evaluation's: %s",
-                       model_path or "the model", "; ".join(differ))
-        pipeline = Pipeline(own)
-        prepared = pipeline.prepare([p.doc for p in prepared], progress=False)
+    pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
     t0 = time.perf_counter()
     chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
     t_chunk = time.perf_counter() - t0
@@ -148,6 +143,26 @@ def trained_rows(scores: TrainedScores, bench: Benchmark, settings: RunSettings,
     return out
 
 
+class RankedRows:
+    """One trained row from rankings already made: per question its top ``runs`` and its
+    ranking of its gold document's chunks (``within``), fused with BM25 (``lexical`` runs)
+    when given."""
+
+    def __init__(self, runs: list[Run], within: list[Run], gold: list[str],
+                 lexical: list[Run] | None, fusion: FusionConfig) -> None:
+        self.runs, self._within, self.gold, self.lexical, self.fusion = runs, within, gold, lexical, fusion
+
+    def search(self, depth: int) -> list[Run]:
+        if self.lexical is None:
+            return [run[:depth] for run in self.runs]
+        return [_pairs(fuse(d, lex, self.fusion, depth)) for d, lex in zip(self.runs, self.lexical)]
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        if doc_id != self.gold[qi]:
+            raise ValueError(f"question {qi}: only its gold document's ranking is kept")
+        return self._within[qi]
+
+
 def evaluate_trained(
     model_path: str | Path,
     bench: Benchmark,
@@ -157,11 +172,94 @@ def evaluate_trained(
     scorer: TrainedScorer | None = None,
     prefix: str = "gralc",
 ) -> list[MethodResult]:
-    """The trained rows on one benchmark (``scorer`` reuses an already loaded model; see
-    :func:`trained_scores` for the pipeline the model runs with)."""
+    """The trained rows (:data:`ROWS`) on one benchmark (``scorer`` reuses an already loaded
+    model; the model runs with the pipeline settings saved in it, see :func:`own_pipeline`).
+    ``gralc_graph`` is the product's search (:class:`TrainedSearch` with ``settings.search``:
+    candidates, token codes) of every question over all the benchmark's chunks, each
+    question's gold document ranked by the same score."""
+    settings = settings or RunSettings()
     scorer = scorer or TrainedScorer.load(model_path)
-    scores = trained_scores(scorer, bench, prepared, pipeline, prefix, model_path)
-    return trained_rows(scores, bench, settings or RunSettings(), scorer, prefix)
+    pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
+    t0 = time.perf_counter()
+    chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
+    search = searchable(scorer, pipeline, chunks, settings.search)
+    return searched_rows(search, bench, settings, prefix, {"chunk_s": time.perf_counter() - t0})
+
+
+def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], config=None):
+    """A :class:`~gralc.retrieval.trained_search.TrainedSearch` over ``chunks`` (just made by
+    ``scorer.chunk``): an exact FAISS index of their vectors, their BM25 and, for a model that
+    adds it, their term-pair BM25, as ``gralc.index --model`` builds them."""
+    from gralc.retrieval.faiss_index import ChunkIndex
+    from gralc.retrieval.trained_search import TrainedSearch
+
+    index = ChunkIndex(pipeline.encoder.dim)
+    index.add(chunks)
+    bm25 = BM25Index()
+    bm25.index(chunks)
+    phrase = None
+    if scorer.phrase:
+        phrase = BM25Index(BM25Config(ngram=2))
+        phrase.index(chunks)
+    return TrainedSearch(scorer, pipeline, index, bm25 if scorer.lexical else None, phrase, config)
+
+
+def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",
+                  timings: dict[str, float] | None = None, rows: tuple[str, ...] = ROWS
+                  ) -> list[MethodResult]:
+    """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
+    ``graph`` its top hits and each question's gold document ranked by the same score,
+    ``kg`` the chunk vectors' cosine, ``_hybrid`` each fused with BM25."""
+    index, chunks = search.index, search.index.chunks
+    texts = [q.text for q in bench.questions]
+    gold = [q.gold_doc_id for q in bench.questions]
+    by_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_doc.setdefault(c.doc_id, []).append(i)
+    own = [np.asarray(by_doc.get(d, []), dtype=np.int64) for d in gold]
+    n = max(settings.depth, settings.fusion.candidates)
+    t1 = time.perf_counter()
+    q = search.encode(texts)
+    graph = [_pairs(h) for h in search.search_encoded(q, n)]
+    t_graph = time.perf_counter() - t1
+    graph_within = [_pairs(h) for h in search.search_encoded(q, max(1, max(map(len, own), default=1)), own)]
+    kg = index.search(q.vectors.numpy(), n)
+    unit = q.vectors.numpy() / np.linalg.norm(q.vectors.numpy(), axis=1, keepdims=True).clip(1e-12)
+    kg_within = [_ranked([chunks[j] for j in r], np.asarray(index.vectors)[r] @ v) for r, v in zip(own, unit)]
+    lexical = None
+    if any(name.endswith("_hybrid") for name in rows):
+        bm25 = search.lexical
+        if bm25 is None or not bm25.chunks:  # none, or loaded for its scores only
+            bm25 = BM25Index()
+            bm25.index(chunks)
+        lexical = bm25.search(texts, n)
+    out = []
+    for name in rows:
+        runs, within = (kg, kg_within) if name.startswith("kg") else (graph, graph_within)
+        row = RankedRows(runs, within, gold, lexical if name.endswith("_hybrid") else None,
+                         settings.fusion)
+        row_timings = dict(timings or {}, score_s=t_graph if name.startswith("graph") else 0.0)
+        r = score_scorer(f"{prefix}_{name}", bench, chunks, row, settings, row_timings)
+        r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
+        if name == "graph":
+            r.metrics["search/candidates_per_question"] = search.candidates_per_question
+        out.append(r)
+    return out
+
+
+def own_pipeline(scorer: TrainedScorer, pipeline: Pipeline, prepared: list[PreparedDocument],
+                 model_path: str | Path = "") -> tuple[Pipeline, list[PreparedDocument]]:
+    """The model's own saved pipeline settings (encoder, LoRA-adapted or not, knowledge base,
+    boundary window) with ``pipeline``'s runtime settings; where they differ in any input
+    setting the documents are prepared again with them and a warning names the differences."""
+    own = with_runtime(scorer.pipeline_config, pipeline.config)
+    differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
+    if not differ:
+        return pipeline, prepared
+    logger.warning("%s runs with its own saved pipeline settings, not the evaluation's: %s",
+                   model_path or "the model", "; ".join(differ))
+    pipeline = Pipeline(own)
+    return pipeline, pipeline.prepare([p.doc for p in prepared], progress=False)
 
 
 def _ranked(chunks, scores) -> list:

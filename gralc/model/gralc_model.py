@@ -341,6 +341,7 @@ class GraLCModel(nn.Module):
         q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
         phrase: torch.Tensor | None = None,
         late_interaction: float | None = None,
+        late: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
@@ -352,7 +353,10 @@ class GraLCModel(nn.Module):
         stay the chunks' own. With ``late_interaction`` > 0 and ``chunks.token_vectors``,
         the score then mixes in the MaxSim of ``q_tokens`` (``(Q, L, d)`` word-piece vectors,
         ``(Q, L)`` bool mask; required then) with each chunk's tokens (``late_interaction``
-        overrides that weight: training passes ``optim.late_interaction``). With
+        overrides that weight: training passes ``optim.late_interaction``); ``late`` (Q, K):
+        the MaxSim already computed (e.g. from compressed token codes,
+        :mod:`gralc.retrieval.token_store`), used instead of ``q_tokens`` and the chunks'
+        token vectors. With
         ``phrase_weight`` g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase``
         (Q, K) the raw term-pair BM25 (required then): one order of terms for training and
         inference."""
@@ -363,7 +367,12 @@ class GraLCModel(nn.Module):
                                            "unit_lexical=(Q, U): the units")[0]
             score = with_sentence_evidence(score, unit_score, chunks.unit_pairs, w)
         m = self.config.late_interaction if late_interaction is None else late_interaction
-        if m > 0 and chunks.token_vectors is not None:
+        if m > 0 and late is not None:
+            if late.shape != score.shape:
+                raise ValueError(f"late=(Q, K) MaxSim of shape {tuple(late.shape)}, the scores "
+                                 f"{tuple(score.shape)}")
+            score = with_late_interaction(score, late.to(score.device, score.dtype), m)
+        elif m > 0 and chunks.token_vectors is not None:
             if q_tokens is None:
                 raise ValueError(
                     f"this model scores with late interaction (model.late_interaction={m}): pass "

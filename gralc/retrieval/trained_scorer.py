@@ -29,27 +29,21 @@ from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import doc_features
 from gralc.model.query_features import QueryEncoder
 from gralc.pipeline import Pipeline, PipelineConfig
-from gralc.retrieval.hits import Hit
-from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.chunk_table import ChunkTable
+from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
 
 logger = logging.getLogger(__name__)
-ENTITY_FILE = "chunk_entities.safetensors"
-UNITS_FILE = "sentence_units.safetensors"
-UNIT_CHUNKS_FILE = "sentence_units.jsonl"
-TOKENS_FILE = "chunk_tokens.safetensors"
+TABLE_DIR = "trained"  # the ChunkTable of an index built with a trained model
 
 
 class TrainedScorer:
     """Chunking and scoring with a trained :class:`~gralc.model.gralc_model.GraLCModel`.
 
-    After :meth:`chunk`, ``entity_vectors`` (M, d') holds the GAT outputs u' of the concepts
-    inside each chunk and ``entity_chunk`` (M,) the chunk row each belongs to. A model with
-    ``sentence_evidence`` > 0 also keeps its sentence units (:mod:`gralc.model.sentence_evidence`):
-    ``unit_chunks`` (U records, level ``sentences``), their :class:`ChunkSet` ``units`` and
-    ``unit_pairs`` (2, P) rows (chunk row, unit row); their BM25 is built on first use. A
-    model with ``late_interaction`` > 0 also keeps the chunks' token vectors
-    ``token_vectors`` (T, d) and their chunk rows ``token_chunk`` (T,)
-    (:mod:`gralc.model.late_interaction`; 4 bytes x d per token in memory, 2 in an index)."""
+    :meth:`chunk` appends what the model makes of each batch of documents to :attr:`table`
+    (a :class:`~gralc.retrieval.chunk_table.ChunkTable`: the chunks' concepts, sentence units
+    and token codes, stored with :attr:`token_codec`), the per-chunk score inputs a search
+    gathers for its candidates (:mod:`gralc.retrieval.trained_search`); :meth:`score_all`
+    scores one question against every chunk of it."""
 
     def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
                  concept_embedder: ConceptEmbedder | None = None,
@@ -59,19 +53,14 @@ class TrainedScorer:
         folder; None: the pipeline's encoder)."""
         self.model, self.pipeline_config, self.source = model.eval(), pipeline_config, source
         self.concept_encoder = concept_encoder
-        self.entity_vectors: torch.Tensor | None = None
-        self.entity_chunk: torch.Tensor | None = None
-        self.n_chunks = 0
         self._embedder = concept_embedder
-        self._reset_units()
+        #: how :meth:`chunk` stores token vectors (a config, or a trained codec to share)
+        self.token_codec: TokenCodecConfig | TokenCodec = TokenCodecConfig()
+        self.table = ChunkTable(self.token_codec)
 
-    def _reset_units(self) -> None:
-        self.token_vectors: torch.Tensor | None = None
-        self.token_chunk: torch.Tensor | None = None
-        self.unit_chunks: list[Chunk] = []
-        self.units: ChunkSet | None = None
-        self.unit_pairs: torch.Tensor | None = None
-        self._unit_bm25 = None
+    @property
+    def n_chunks(self) -> int:
+        return self.table.n_chunks
 
     @property
     def uses_units(self) -> bool:
@@ -131,9 +120,8 @@ class TrainedScorer:
         soft=False)``; fills the entity tables (``reset=False`` appends, so a corpus can be
         chunked batch by batch)."""
         self.check_encoder(pipeline)
-        if reset or not hasattr(self, "n_chunks"):
-            self.entity_vectors, self.entity_chunk, self.n_chunks = None, None, 0
-            self._reset_units()
+        if reset:
+            self.table = ChunkTable(self.token_codec)
         boundary_cfg = pipeline.config.chunking.boundary
         feats = [doc_features(p, pipeline, self.embedder(pipeline), boundary_cfg) for p in prepared]
         made = self.model(feats, soft=False, units=self.uses_units, tokens=self.uses_tokens)
@@ -147,52 +135,27 @@ class TrainedScorer:
                                boundary_scores={"score": float(b[s]) if s > 0 else 0.0}, locator=locator)
                 c.embedding = vecs[len(chunks)]
                 chunks.append(c)
-        new_vecs = F.normalize(made.entity_vectors, dim=-1)
-        new_rows = made.entity_chunk + self.n_chunks
-        if self.entity_vectors is not None:
-            new_vecs = torch.cat([self.entity_vectors, new_vecs])
-            new_rows = torch.cat([self.entity_chunk, new_rows])
-        self.entity_vectors, self.entity_chunk = new_vecs, new_rows
-        if made.units is not None:
-            self._add_units(prepared, feats, made, strategy)
-        if made.token_vectors is not None:
-            rows = made.token_chunk + self.n_chunks
-            if self.token_vectors is not None:
-                made.token_vectors = torch.cat([self.token_vectors, made.token_vectors])
-                rows = torch.cat([self.token_chunk, rows])
-            self.token_vectors, self.token_chunk = made.token_vectors, rows
-        self.n_chunks += len(chunks)
+        units = self._unit_records(prepared, feats, made, strategy) if made.units is not None else None
+        self.table.add(made, units)
         return chunks
 
-    def _add_units(self, prepared, feats, made: ChunkSet, strategy: str) -> None:
-        """Append one batch's sentence units (records, vectors, entity rows, overlap pairs)."""
-        u = made.units
-        for p, f, spans in zip(prepared, feats, u.spans):
+    @staticmethod
+    def _unit_records(prepared, feats, made: ChunkSet, strategy: str) -> list[Chunk]:
+        """One batch's sentence-unit records (level ``sentences``, their texts for BM25)."""
+        out = []
+        for p, f, spans in zip(prepared, feats, made.units.spans):
             locator = SectionLocator(p.doc)
             offsets = f.offsets.numpy()
             for i, (s, e) in enumerate(spans):
-                self.unit_chunks.append(make_chunk(p, strategy, i, int(offsets[s, 0]),
-                                                   int(offsets[e - 1, 1]), s, e, level="sentences",
-                                                   locator=locator))
-        n_units = 0 if self.units is None else self.units.n_chunks
-        batch = ChunkSet(F.normalize(u.vectors, dim=-1), F.normalize(u.entity_vectors, dim=-1),
-                         u.entity_chunk + n_units)
-        pairs = made.unit_pairs + torch.tensor([[self.n_chunks], [n_units]])
-        if self.units is not None:
-            batch = ChunkSet(*(torch.cat([a, b]) for a, b in zip(
-                (self.units.vectors, self.units.entity_vectors, self.units.entity_chunk),
-                (batch.vectors, batch.entity_vectors, batch.entity_chunk))))
-            pairs = torch.cat([self.unit_pairs, pairs], dim=1)
-        self.units, self.unit_pairs, self._unit_bm25 = batch, pairs, None
+                out.append(make_chunk(p, strategy, i, int(offsets[s, 0]), int(offsets[e - 1, 1]), s, e,
+                                      level="sentences", locator=locator))
+        return out
 
-    def unit_lexical(self, question: str) -> np.ndarray:
-        """(U,) BM25 of ``question`` against the sentence units (index built on first use)."""
-        if self._unit_bm25 is None:
-            from gralc.retrieval.bm25 import BM25Index
-
-            self._unit_bm25 = BM25Index()
-            self._unit_bm25.index(self.unit_chunks)
-        return self._unit_bm25.scores(question)
+    def chunk_set(self, chunk_vecs: torch.Tensor | np.ndarray) -> ChunkSet:
+        """Every chunk of :meth:`chunk` as one :class:`ChunkSet` (``chunk_vecs`` (K, d) their
+        vectors), token vectors decoded from :attr:`table`."""
+        vecs = chunk_vecs.numpy() if isinstance(chunk_vecs, torch.Tensor) else chunk_vecs
+        return self.table.gather(vecs, None, tokens=True)[0]
 
     # ----- questions ----------------------------------------------------------------------
     @torch.no_grad()
@@ -201,6 +164,13 @@ class TrainedScorer:
         concepts (:meth:`GraLCModel.query_entities`)."""
         _, u, ei = QueryEncoder(pipeline, self.embedder(pipeline)).concepts(question)
         return self.model.query_entities([(u, ei)])
+
+    @torch.no_grad()
+    def query_entities_batch(self, pipeline: Pipeline, questions: list[str]
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` of several questions, one GAT pass."""
+        encoder = QueryEncoder(pipeline, self.embedder(pipeline))
+        return self.model.query_entities([encoder.concepts(q)[1:] for q in questions])
 
     @property
     def lexical(self) -> bool:
@@ -229,20 +199,16 @@ class TrainedScorer:
         (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
         None. ``phrase`` (K,): the question's term-pair BM25 over the same chunks, required
         when :attr:`phrase`."""
-        chunks = ChunkSet(chunk_vecs, self.entity_vectors, self.entity_chunk)
-        if self.entity_vectors is None:
-            chunks = ChunkSet(chunk_vecs, torch.zeros(0, 1), torch.zeros(0, dtype=torch.long))
+        if chunk_vecs.shape[0] != self.n_chunks:
+            raise ValueError(
+                f"{self.source or 'this model'}: score all {self.n_chunks} chunks of chunk() "
+                f"(got {chunk_vecs.shape[0]}); a search of some chunks is gralc.retrieval.trained_search")
+        chunks, unit_rows = self.table.gather(chunk_vecs.numpy(), None, tokens=self.uses_tokens)
         unit_lex = None
-        if self.uses_units:
-            self._require_all(chunk_vecs, self.units, "sentence evidence", "sentence_evidence")
-            chunks.units, chunks.unit_pairs = self.units, self.unit_pairs
-            if self.lexical:
-                unit_lex = torch.as_tensor(self.unit_lexical(question), dtype=torch.float32)[None]
-        if self.uses_tokens:
-            self._require_all(chunk_vecs, self.token_vectors, "late interaction", "late_interaction")
-            chunks.token_vectors, chunks.token_chunk = self.token_vectors, self.token_chunk
-            if q_tokens is None:
-                q_tokens = pipeline.encoder.encode_query_tokens([question])
+        if self.uses_units and self.lexical:
+            unit_lex = torch.as_tensor(self.table.unit_lexical(question)[unit_rows], dtype=torch.float32)[None]
+        if self.uses_tokens and q_tokens is None:
+            q_tokens = pipeline.encoder.encode_query_tokens([question])
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
         lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
@@ -251,85 +217,25 @@ class TrainedScorer:
                                                   unit_lex, q_tokens, pairs)
         return score[0], cos[0], prox[0]
 
-    def _require_all(self, chunk_vecs: torch.Tensor, state, what: str, key: str) -> None:
-        """Raise unless ``chunk_vecs`` are all the chunks of :meth:`chunk` and ``state`` (the
-        per-chunk data of ``what``, indexed by chunk row) was kept for them."""
-        if state is None or chunk_vecs.shape[0] != self.n_chunks:
-            raise ValueError(
-                f"{self.source or 'this model'} scores chunks with {what} "
-                f"(model.{key}={getattr(self.model.config, key)}): score all {self.n_chunks} "
-                f"chunks of chunk() (got {chunk_vecs.shape[0]}), or rebuild the index with this model")
-
-    def rerank(self, pipeline: Pipeline, question: str, q_vec: np.ndarray,
-               dense: list[tuple[Chunk, float]], chunk_vecs: torch.Tensor | None = None,
-               chunks: list[Chunk] | None = None, lexical: np.ndarray | None = None,
-               phrase: np.ndarray | None = None) -> list[Hit]:
-        """Hybrid-scored hits over all chunks when given, else over the dense candidates
-        (``lexical``: BM25 of the question over those chunks, for a model with the lexical
-        term; each hit's components then hold ``bm25`` too; ``phrase``: the term-pair BM25,
-        for a model with ``phrase_weight`` > 0, in the components as ``phrase_bm25``)."""
-        if chunks is None:
-            chunks = [c for c, _ in dense]
-            chunk_vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
-        score, cos, prox = self.score_all(pipeline, question, torch.from_numpy(q_vec), chunk_vecs,
-                                          lexical, phrase=phrase)
-        order = rank_order(chunks, score.numpy())
-        parts = [{"cos": float(cos[i]), "kg_prox": float(prox[i])} for i in range(len(chunks))]
-        for name, values in (("bm25", lexical), ("phrase_bm25", phrase)):
-            if values is not None:
-                for part, value in zip(parts, values):
-                    part[name] = float(value)
-        return [Hit(chunks[i], float(score[i]), parts[i]) for i in order]
-
     # ----- persistence with an index --------------------------------------------------------
     def save_index_state(self, directory: Path) -> None:
-        from safetensors.torch import save_file
+        """Write :attr:`table` into ``directory/trained`` (an index being written)."""
+        (Path(directory) / TABLE_DIR).mkdir()
+        self.table.save(Path(directory) / TABLE_DIR)
 
-        save_file({"vectors": self.entity_vectors.contiguous(), "chunk": self.entity_chunk},
-                  str(Path(directory) / ENTITY_FILE))
-        if self.token_vectors is not None:  # float16 holds them exactly (chunk_tokens rounds)
-            save_file({"vectors": self.token_vectors.half().contiguous(),
-                       "chunk": self.token_chunk.contiguous()}, str(Path(directory) / TOKENS_FILE))
-        if self.units is not None:
-            from gralc.retrieval.faiss_index import write_chunks
+    def load_index_state(self, directory: Path, n_chunks: int) -> None:
+        """Read the table of an index of ``n_chunks`` chunks (memory-mapped)."""
+        folder = Path(directory) / TABLE_DIR
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{folder} missing: the index was built by an older GraLC or "
+                                    "without --model; rebuild it with --model")
+        self.table = ChunkTable.load(folder, n_chunks)
+        self._check_table(folder)
 
-            u = self.units
-            save_file({"vectors": u.vectors.contiguous(), "entity_vectors": u.entity_vectors.contiguous(),
-                       "entity_chunk": u.entity_chunk, "pairs": self.unit_pairs.contiguous()},
-                      str(Path(directory) / UNITS_FILE))
-            write_chunks(Path(directory) / UNIT_CHUNKS_FILE, self.unit_chunks)
-
-    def load_index_state(self, directory: Path, chunks: list[Chunk]) -> None:
-        from safetensors.torch import load_file
-
-        path = Path(directory) / ENTITY_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} missing: rebuild the index with --model")
-        state = load_file(str(path))
-        self.entity_vectors, self.entity_chunk = state["vectors"], state["chunk"]
-        self.n_chunks = len(chunks)
-        self._reset_units()
-        if self.uses_tokens:
-            tpath = Path(directory) / TOKENS_FILE
-            if not tpath.is_file():
-                raise FileNotFoundError(f"{tpath} missing: the model scores with late interaction; "
-                                        "rebuild the index with --model")
-            t = load_file(str(tpath))
-            self.token_vectors, self.token_chunk = t["vectors"].float(), t["chunk"]
-            if self.token_vectors.shape[0] != self.token_chunk.shape[0] or (
-                    self.token_chunk.numel() and int(self.token_chunk.max()) >= self.n_chunks):
-                raise ValueError(f"{tpath} does not match the index's chunks: rebuild the index")
-        if self.uses_units:
-            from gralc.retrieval.faiss_index import read_chunks
-
-            upath = Path(directory) / UNITS_FILE
-            if not upath.is_file() or not (Path(directory) / UNIT_CHUNKS_FILE).is_file():
-                raise FileNotFoundError(f"{upath} missing: the model scores with sentence evidence; "
-                                        "rebuild the index with --model")
-            u = load_file(str(upath))
-            self.unit_chunks = read_chunks(Path(directory) / UNIT_CHUNKS_FILE)
-            self.units = ChunkSet(u["vectors"], u["entity_vectors"], u["entity_chunk"])
-            self.unit_pairs = u["pairs"]
-            if self.units.n_chunks != len(self.unit_chunks) or (
-                    self.unit_pairs.numel() and int(self.unit_pairs[0].max()) >= self.n_chunks):
-                raise ValueError(f"{upath} does not match the index's chunks: rebuild the index")
+    def _check_table(self, folder: Path) -> None:
+        if self.uses_units and self.table.units is None:
+            raise FileNotFoundError(f"{folder}: no sentence units, but the model scores with sentence "
+                                    "evidence; rebuild the index with --model")
+        if self.uses_tokens and self.table.tokens is None:
+            raise FileNotFoundError(f"{folder}: no token codes, but the model scores with late "
+                                    "interaction; rebuild the index with --model")

@@ -11,6 +11,7 @@ from gralc.data.benchmarks import DataConfig
 from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
 from gralc.pipeline import PipelineConfig
+from gralc.retrieval.candidates import CandidateConfig
 
 #: Validation metrics a checkpoint / early stopping may monitor (GraLCLitModule.validation_step).
 MONITORS = ("val/mrr", "val/mrr_cos", "val/mrr_min", "val/nll", "val/ev_mrr")
@@ -300,6 +301,8 @@ class TrainConfig:
     callbacks: CallbacksConfig = field(default_factory=CallbacksConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
+    #: validation ranks each dev question's candidates, as a two-stage search does
+    search: CandidateConfig = field(default_factory=CandidateConfig)
     resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
 
 

@@ -51,6 +51,7 @@ from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
 from gralc.model.gralc_model import GraLCModel
 from gralc.retrieval.bm25 import BM25Config, TermStats, bm25_matrix
+from gralc.retrieval.candidates import CandidateConfig, candidate_mask
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -104,9 +105,12 @@ class GraLCLitModule(pl.LightningModule):
         sem_window: int = BoundaryConfig.window,
         windows_per_doc: int = 0,
         hard_windows: bool = False,
+        search: CandidateConfig | None = None,
     ):
         super().__init__()
         self.model, self.optim = model, optim
+        #: validation ranks as a search does: the model's score over each question's candidates
+        self.search = search or CandidateConfig()
         self.extra_checkpoint = extra_checkpoint or {}
         self.encoder, self.sem_window = encoder, sem_window
         self.windows_per_doc, self.hard_windows = windows_per_doc, hard_windows
@@ -301,24 +305,32 @@ class GraLCLitModule(pl.LightningModule):
         self.loss_parts = {k: float(v.detach()) for k, v in parts.items()} if len(parts) > 1 else {}
         return sum(parts.values()), chunks.n_chunks
 
+    def score_inputs(
+        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
+        stats: TermStats | None = None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """``(lexical (B, K), unit lexical (B, U), term-pair (B, K))`` BM25 the score reads
+        (each None where the model does not use it)."""
+        return (self.lexical_scores(examples, docs, chunks, stats),
+                self.unit_lexical(examples, docs, chunks), self.phrase_scores(examples, docs, chunks))
+
     def batch_scores(
         self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
-        qs: Queries, stats: TermStats | None = None,
+        qs: Queries, stats: TermStats | None = None, inputs: tuple | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(score, cos)``, each (B, K): the score training optimises and validation selects
         on, composed by :meth:`GraLCModel.score_parts` as inference composes it: the hybrid with
         its lexical term (``stats``: its BM25 term statistics) and sentence units, MaxSim of the
         questions' adapted word-pieces (``qs.tokens``) against ``chunks``' token vectors at
         ``optim.late_interaction`` (ColBERT-style, gradient through both sides), then
-        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`)."""
+        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`). ``inputs``:
+        those BM25 scores already computed (:meth:`score_inputs`)."""
         q_tokens = None if qs.tokens is None else (qs.tokens.to(self.device),
                                                    qs.token_mask.to(self.device))
+        lexical, unit_lexical, phrase = inputs or self.score_inputs(examples, docs, chunks, stats)
         score, cos, _ = self.model.score_parts(
-            qs.vectors, qs.entities, qs.entity_mask, chunks,
-            self.lexical_scores(examples, docs, chunks, stats),
-            self.unit_lexical(examples, docs, chunks), q_tokens=q_tokens,
-            phrase=self.phrase_scores(examples, docs, chunks),
-            late_interaction=self.optim.late_interaction)
+            qs.vectors, qs.entities, qs.entity_mask, chunks, lexical, unit_lexical,
+            q_tokens=q_tokens, phrase=phrase, late_interaction=self.optim.late_interaction)
         return score, cos
 
     def phrase_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
@@ -405,16 +417,18 @@ class GraLCLitModule(pl.LightningModule):
     ) -> tuple[torch.Tensor, list[str]] | tuple[torch.Tensor, list[str], torch.Tensor]:
         """(Q, K) hybrid scores of every question against every corpus chunk, and each
         chunk's document id (``with_cosine``: also the (Q, K) cosine alone, the KG row)."""
-        scores, cos, doc_of, _ = self._validation_pass(batch)
+        scores, cos, doc_of, _, _ = self._validation_pass(batch)
         if not with_cosine:
             return scores, doc_of
         return scores, doc_of, cos
 
     def _validation_pass(
         self, batch: ValBatch
-    ) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[int]]]:
+    ) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[int]], torch.Tensor]:
         """``(scores (Q, K), cos (Q, K), doc id of each chunk, positive chunk rows of each
-        question)``: every dev question against every chunk of the validation corpus; the
+        question, candidates (Q, K) bool)``: every dev question against every chunk of the
+        validation corpus, and each question's candidates by the rule of a two-stage search
+        (:func:`~gralc.retrieval.candidates.candidate_mask`, ``search``); the
         positives resolved as in training (evidence spans, else the whole gold document).
         With ``optim.late_interaction`` > 0 the scores mix in MaxSim as training's do (token
         vectors as inference keeps them), so checkpoints and the initial-vs-trained choice
@@ -424,14 +438,18 @@ class GraLCLitModule(pl.LightningModule):
         chunks = self.model(docs, soft=False, units=self.uses_units, tokens=late)
         qs = self.queries(batch.examples, tokens=late)
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
-        scores, cos = self.batch_scores(batch.examples, docs, chunks, qs)
+        inputs = self.score_inputs(batch.examples, docs, chunks)
+        scores, cos = self.batch_scores(batch.examples, docs, chunks, qs, inputs=inputs)
+        lexical, unit_lexical, phrase = inputs
+        candidates = candidate_mask(self.search, cos, lexical, phrase, unit_lexical,
+                                    chunks.unit_pairs).to(scores.device)
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:
             i = where.get(e.doc_id)
             local = [] if i is None else e.positives.resolve(batch.docs[i], chunks.spans[i])
             positives.append([chunks.starts[i] + k for k in local] if local else [])
-        return scores, cos, doc_of, positives
+        return scores, cos, doc_of, positives, candidates
 
     @staticmethod
     def mean_reciprocal_rank(
@@ -467,14 +485,15 @@ class GraLCLitModule(pl.LightningModule):
         different ``optim.temperature`` compare), which keeps ranking models when the MRR
         saturates at 1 on an easy dev set; ``ev_mrr``: MRR of the first chunk holding the
         question's evidence (the positives of training; the evaluation's evidence level)."""
-        scores, cos, doc_of, positives = self._validation_pass(batch)
+        scores, cos, doc_of, positives, candidates = self._validation_pass(batch)
+        ranked = scores.masked_fill(~candidates, float("-inf"))  # as a search ranks them
         gold = torch.tensor(
             [[d == e.doc_id for d in doc_of] for e in batch.examples], device=scores.device
         )
         nll = info_nce(scores, gold, NLL_TEMPERATURE)
-        mrr = self.mean_reciprocal_rank(scores, doc_of, batch.examples)
+        mrr = self.mean_reciprocal_rank(ranked, doc_of, batch.examples)
         mrr_cos = self.mean_reciprocal_rank(cos, doc_of, batch.examples)
-        ev_mrr = self.evidence_reciprocal_rank(scores, doc_of, positives)
+        ev_mrr = self.evidence_reciprocal_rank(ranked, doc_of, positives)
         return {"mrr": mrr, "mrr_cos": mrr_cos, "mrr_min": min(mrr, mrr_cos),
                 "nll": float(nll), "ev_mrr": ev_mrr}
 

@@ -375,6 +375,7 @@ def train(
         sem_window=cfg.pipeline.chunking.boundary.window,
         windows_per_doc=cfg.lora.windows_per_doc,
         hard_windows=cfg.lora.hard_windows,
+        search=cfg.search,
     )
     trainer = build_trainer(cfg, callbacks)
     dev = has_dev_split(cfg)  # else a refit: no initial-vs-trained choice, the last epoch is kept

@@ -1,4 +1,5 @@
-"""Trained-model inference: exact hybrid scores over EVERY chunk (reference pitfall 9)."""
+"""Trained-model inference: the model's score of every chunk (reference pitfall 9), which a
+two-stage search (tests/retrieval/test_trained_search.py) must reproduce for its candidates."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def test_hybrid_scores_every_chunk_exactly(make_cfg, datamodule, tmp_path):
     q_ent = torch.nn.functional.normalize(q_ent[0][q_mask[0]], dim=-1)
     assert q_ent.shape[0] > 0  # the question mentions linked concepts (metformin, diabetes)
     expected = torch.zeros(len(chunks))
+    table = scorer.chunk_set(vecs)
     for k in range(len(chunks)):
-        ents = torch.nn.functional.normalize(scorer.entity_vectors[scorer.entity_chunk == k], dim=-1)
+        ents = torch.nn.functional.normalize(table.entity_vectors[table.entity_chunk == k], dim=-1)
         if ents.shape[0]:
             expected[k] = (q_ent @ ents.T).max(dim=1).values.mean()
     assert torch.allclose(prox, expected, atol=1e-5)
@@ -51,7 +53,7 @@ def test_hybrid_scores_every_chunk_exactly(make_cfg, datamodule, tmp_path):
     assert torch.allclose(score, beta * cos + (1 - beta) * prox, atol=1e-6)
     # entity ids on chunks agree with the entity table the scorer keeps
     for k, c in enumerate(chunks):
-        assert (scorer.entity_chunk == k).sum() == len(set(c.entity_ids))
+        assert (table.entity_chunk == k).sum() == len(set(c.entity_ids))
 
 
 def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
@@ -63,8 +65,10 @@ def test_chunking_in_batches_equals_one_pass(make_cfg, datamodule, tmp_path):
     parts = TrainedScorer(model, cfg.pipeline)
     two = parts.chunk(pipeline, prepared[:1]) + parts.chunk(pipeline, prepared[1:], reset=False)
     assert [c.chunk_id for c in one] == [c.chunk_id for c in two]
-    assert torch.equal(whole.entity_chunk, parts.entity_chunk)
-    assert torch.allclose(whole.entity_vectors, parts.entity_vectors)
+    vecs = np.stack([c.embedding for c in one])
+    a, b = whole.chunk_set(vecs), parts.chunk_set(vecs)
+    assert torch.equal(a.entity_chunk, b.entity_chunk)
+    assert torch.allclose(a.entity_vectors, b.entity_vectors)
 
 
 def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datamodule, tmp_path):
@@ -91,13 +95,22 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
         assert 0 <= r.metrics["ev_recall@512wp"] <= 1 and 0 <= r.metrics["wa_ndcg@10"] <= 1
     kg, _, kg_hybrid, _ = rows
     assert [q["top"] for q in kg.per_query] != [q["top"] for q in kg_hybrid.per_query]
-    # the two halves of evaluate_trained: every question scored against every chunk, its
-    # vector kept (probes re-rank from these), and the same rows built from them
+    assert 0 < rows[1].metrics["search/candidates_per_question"] <= 136
+    # probes score every question against every chunk (trained_scores, trained_rows): the
+    # same rows as the product's search with search.exhaustive=true
+    from dataclasses import replace
+
+    from gralc.retrieval.candidates import CandidateConfig
+
+    exhaustive = evaluate_trained("", bench, prepared, pipeline,
+                                  replace(settings, search=CandidateConfig(exhaustive=True)), scorer=scorer)
     scores = trained_scores(scorer, bench, prepared, pipeline)
     assert scores.queries.shape == (6, pipeline.encoder.dim)
     assert all(s.shape == (len(scores.chunks),) for s in scores.graph + scores.cosine)
     again = trained_rows(scores, bench, settings, scorer)
-    assert [q["top"] for r in again for q in r.per_query] == [q["top"] for r in rows for q in r.per_query]
+    assert [q["top"] for r in again for q in r.per_query] == [q["top"] for r in exhaustive for q in r.per_query]
+    # two stages rank the first chunks as the exhaustive pass does
+    assert [q["top"][:3] for q in rows[1].per_query] == [q["top"][:3] for q in exhaustive[1].per_query]
 
 
 def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cfg, datamodule, tmp_path):
@@ -113,7 +126,7 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
     model, pipeline, prepared = _untrained(cfg, datamodule)
     scorer = TrainedScorer(model, cfg.pipeline)
     chunks = scorer.chunk(pipeline, prepared)
-    units = scorer.unit_chunks
+    units = scorer.table.unit_chunks
     assert units and all(u.level == "sentences" for u in units)
     assert len({c.chunk_id for c in chunks + units}) == len(chunks) + len(units)
     vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
@@ -126,8 +139,9 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
     own, cos0, prox0 = alone.score_all(pipeline, QUESTION, q, vecs)
     assert torch.equal(cos, cos0) and torch.equal(prox, prox0)
     q_ent, q_mask = scorer.query_entities(pipeline, QUESTION)
+    table = scorer.chunk_set(vecs)
     unit_score = model.score_parts(q[None].float(), q_ent, q_mask, ChunkSet(
-        scorer.units.vectors, scorer.units.entity_vectors, scorer.units.entity_chunk))[0][0]
+        table.units.vectors, table.units.entity_vectors, table.units.entity_chunk))[0][0]
     expected = own.clone()
     for k, c in enumerate(chunks):
         hit = [unit_score[j] for j, u in enumerate(units) if u.doc_id == c.doc_id
@@ -141,14 +155,14 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
     f = datamodule.data.features[units[0].doc_id]
     h_prime = model.enrich(f)[0]
     u0 = torch.nn.functional.normalize(h_prime[units[0].token_start:units[0].token_end].mean(0), dim=0)
-    assert torch.allclose(scorer.units.vectors[0], u0, atol=1e-5)
+    assert torch.allclose(table.units.vectors[0], u0, atol=1e-5)
 
     parts = TrainedScorer(model, cfg.pipeline)
     parts.chunk(pipeline, prepared[:1])
     parts.chunk(pipeline, prepared[1:], reset=False)
-    assert torch.equal(parts.unit_pairs, scorer.unit_pairs)
+    assert torch.equal(parts.chunk_set(vecs).unit_pairs, table.unit_pairs)
     assert torch.allclose(parts.score_all(pipeline, QUESTION, q, vecs)[0], score, atol=1e-6)
-    with pytest.raises(ValueError, match="sentence evidence"):
+    with pytest.raises(ValueError, match="score all"):
         scorer.score_all(pipeline, QUESTION, q, vecs[:3])
 
 
@@ -194,9 +208,9 @@ def test_late_interaction_mixes_each_chunk_maxsim_into_its_score(make_cfg, datam
     parts = TrainedScorer(scorer.model, cfg.pipeline)
     parts.chunk(pipeline, prepared[:1])
     parts.chunk(pipeline, prepared[1:], reset=False)
-    assert torch.equal(parts.token_chunk, scorer.token_chunk)
+    assert torch.equal(parts.chunk_set(vecs).token_chunk, scorer.chunk_set(vecs).token_chunk)
     assert torch.equal(parts.score_all(pipeline, QUESTION, q, vecs)[0], score)
-    with pytest.raises(ValueError, match="late interaction"):
+    with pytest.raises(ValueError, match="score all"):
         scorer.score_all(pipeline, QUESTION, q, vecs[:3])
     # a question's word-piece vectors do not depend on the other questions asked with it
     both, mask2 = pipeline.encoder.encode_query_tokens([QUESTION, "Why?"])
@@ -226,8 +240,15 @@ def test_phrase_weight_adds_the_normalised_term_pair_bm25(make_cfg, datamodule, 
     own.chunk(pipeline, prepared)
     expected = own.score_all(pipeline, QUESTION, q, vecs)[0] + 0.2 * torch.as_tensor(phrase / phrase.max()).float()
     assert torch.allclose(score, expected, atol=1e-6)
-    hits = scorer.rerank(pipeline, QUESTION, q.numpy(), [], vecs, chunks, phrase=phrase)
-    assert [h.score for h in hits] == sorted(float(x) for x in score)[::-1]
+    from gralc.retrieval.candidates import CandidateConfig
+    from gralc.retrieval.faiss_index import ChunkIndex
+    from gralc.retrieval.trained_search import TrainedSearch
+
+    index = ChunkIndex(vecs.shape[1])
+    index.add(chunks)
+    search = TrainedSearch(scorer, pipeline, index, phrase=pairs, config=CandidateConfig(exhaustive=True))
+    hits = search.search(QUESTION, len(chunks))
+    assert np.allclose([h.score for h in hits], sorted(float(x) for x in score)[::-1], atol=1e-6)
     assert {h.components["phrase_bm25"] for h in hits} == {float(x) for x in phrase}
     with pytest.raises(ValueError, match="phrase_weight"):
         scorer.score_all(pipeline, QUESTION, q, vecs)

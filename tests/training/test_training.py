@@ -408,8 +408,8 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
     assert loaded.model.boundary_config.cut_unit == extra.get("cut_unit", "word")
     assert loaded.model.config.phrase_weight == extra.get("phrase_weight", 0.0)
     assert (tmp_path / "index" / "phrase").is_dir() == bool(extra)
-    assert (tmp_path / "index" / "sentence_units.safetensors").is_file() == (sentences is not None)
-    assert (tmp_path / "index" / "chunk_tokens.safetensors").is_file() == (late is not None)
+    assert (tmp_path / "index" / "trained" / "units").is_dir() == (sentences is not None)
+    assert (tmp_path / "index" / "trained" / "tokens").is_dir() == (late is not None)
     bench = demo_benchmark()
     bench.questions = bench.questions[:3]
     searched = [[h.chunk.chunk_id for h in Retriever.load(tmp_path / "index").search(q.text, k=10)]
