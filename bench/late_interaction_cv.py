@@ -67,6 +67,7 @@ from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.token_codec import TokenCodecConfig
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, write_json_atomic
 
@@ -93,10 +94,12 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
     s = trained_scores(scorer, bench, prepared, pipe)
     graph = torch.stack(s.graph)
     scorer.model.config = replace(scorer.model.config, late_interaction=0.5)
+    scorer.token_codec = TokenCodecConfig(kind="float16")  # the exact token vectors
     scorer.chunk(pipe, prepared)  # the same chunks, now with their token vectors
     q_tok, q_mask = pipe.encoder.encode_query_tokens([q.text for q in bench.questions])
-    late = maxsim(q_tok, q_mask, scorer.token_vectors, scorer.token_chunk, len(s.chunks))
     vecs = torch.from_numpy(np.stack([c.embedding for c in s.chunks]))
+    every = scorer.chunk_set(vecs)
+    late = maxsim(q_tok, q_mask, every.token_vectors, every.token_chunk, len(s.chunks))
     phrase = torch.zeros_like(graph)
     if phrase_weight:
         pairs = BM25Index(BM25Config(ngram=2))

@@ -61,6 +61,7 @@ from gralc.model.late_interaction import piece_best
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.token_codec import TokenCodecConfig
 from gralc.retrieval.trained_scorer import TrainedScorer
 from gralc.runinfo import run_metadata, write_json_atomic
 
@@ -211,8 +212,11 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
     prepared = pipe.prepare(bench.documents, progress=False)
     s = trained_scores(scorer, bench, prepared, pipe)
     scorer.model.config = replace(scorer.model.config, late_interaction=0.5)
+    scorer.token_codec = TokenCodecConfig(kind="float16")  # the exact token vectors
     scorer.chunk(pipe, prepared)  # the same chunks, now with their token vectors
     scorer.model.config = replace(scorer.model.config, late_interaction=0.0)
+    every = scorer.chunk_set(np.stack([c.embedding for c in s.chunks]))
+    token_vectors, token_chunk = every.token_vectors, every.token_chunk
     enc, texts = pipe.encoder, [q.text for q in bench.questions]
     q_tok, q_mask = enc.encode_query_tokens(texts)
     special = set(enc.tokenizer.all_special_ids)
@@ -231,12 +235,12 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, wei
             weights[w].append([1.0] * len(kept) if w == "uniform"
                               else stopword_weights(text, [o for _, o in kept]) if w == "stopwords"
                               else idf_weights([t for t, _ in kept], df, len(s.chunks)))
-    per_piece = [piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, scorer.token_chunk, len(s.chunks))
+    per_piece = [piece_best(q_tok[i, q_mask[i]], token_vectors, token_chunk, len(s.chunks))
                  for i in range(len(texts))]
     late = {w: weighted_maxsim(per_piece, weights[w]).numpy() for w in weightings}
     if sentences:
-        token_unit, unit_chunk = sentence_units(s.chunks, prepared, scorer.token_chunk)
-        by_unit = torch.stack([piece_best(q_tok[i, q_mask[i]], scorer.token_vectors, token_unit,
+        token_unit, unit_chunk = sentence_units(s.chunks, prepared, token_chunk)
+        by_unit = torch.stack([piece_best(q_tok[i, q_mask[i]], token_vectors, token_unit,
                                           len(unit_chunk)).mean(0) for i in range(len(texts))]).numpy()
         late["sentence"] = best_unit(by_unit, unit_chunk, len(s.chunks))
     return s.chunks, torch.stack(s.graph).numpy(), late, n_pieces

@@ -1,0 +1,420 @@
+"""A trained model's search at corpus scale (issue 43): build time, bytes, load memory,
+question latency single and batched, and the candidate stage's recall of the exhaustive top 20.
+
+    python -m bench.scale_search --model EXPORT --sizes 10000 100000 1000000 --out results/scale_search
+
+1. ``real``: the export indexes every real article at hand (``../shared/data``: COVID-QA dev's
+   49 articles, PubMedQA's 1,000 abstracts, 108 PMC articles) with ``gralc.index --model
+   --index hnsw`` (the index a large corpus uses), timed (encoding included).
+2. each ``--sizes N``: a synthetic index of C = round(N / real chunks) copies of the real one
+   (so N is met to within one copy), grown from its files (no
+   encoding): every copy of a chunk has its vector moved (cosine ~0.95 to its source), a fifth
+   of its words dropped (other BM25 scores) and a fifth of its token codes' residual bytes
+   redrawn (another MaxSim), its concepts and sentence units copied alike (units' vectors
+   moved, words dropped); copy 0 is the real index. So the corpus keeps the real vectors',
+   texts' and codes' statistics, and each real chunk has C - 1 near-duplicates competing with
+   it: a hard case for the candidate stage. Built with the library's own writers
+   (``Retriever.save``), timed, in a process of its own (``--grow C``: one that runs out of
+   memory fails alone).
+3. each index measured in a fresh process (``--measure DIR``): load seconds and peak RSS,
+   bytes per chunk and per token on disk, question latency p50 / p95 one question at a time and
+   per question in batches of 64 (COVID-QA dev questions), stage one's candidates per
+   question, and the two-stage top 20's recall of the exhaustive top 20 (``--recall-questions``
+   questions, every chunk scored and every token decoded).
+
+Writes ``results.json`` (each index's numbers as they arrive), prints a table and plots
+``docs/img/scale_search.png``; ``--report`` only rewrites the table and plot from
+``results.json``. A size that does not fit this machine fails alone; the exponent of search
+latency in corpus size is fitted to the sizes measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+SOURCES = ("covidqa/covidqa_dev.json", "pubmedqa/ori_pqal.json", "pmc")
+QUESTIONS = "covidqa/covidqa_dev.json"
+#: candidate settings measured against the exhaustive top 20 at every size (batched, k = 20)
+SWEEP = [{"dense": d, "lexical": d, "exact": e} for d in (25, 50, 100, 200) for e in (32, 64)] + [
+    {"dense": 100, "lexical": 100, "exact": 0}]
+logger = logging.getLogger("bench.scale_search")
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def disk_bytes(folder: Path) -> dict[str, int]:
+    """Bytes on disk per part of an index folder (top-level files and folders)."""
+    out: dict[str, int] = {}
+    for p in sorted(folder.iterdir()):
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        out[p.name] = sum(f.stat().st_size for f in files)
+    return out
+
+
+# ----- 1. the real index --------------------------------------------------------------------
+def build_real(model: str, out: Path, data: Path) -> dict:
+    """Index every real article with ``model`` (HNSW) into ``out``; its numbers."""
+    from gralc.inference import Retriever
+    from gralc.retrieval.faiss_index import IndexConfig
+
+    files = []
+    for s in SOURCES:
+        p = data / s
+        files.extend(sorted(p.rglob("*.nxml")) if p.is_dir() else [p])
+    t0 = time.perf_counter()
+    r = Retriever.build(data, model=model, files=files, index_config=IndexConfig(kind="hnsw"))
+    built = time.perf_counter() - t0
+    r.save(out, force=True)
+    table = r.scorer.table
+    return {"files": len(files), "documents": len({c.doc_id for c in r.index.chunks}),
+            "n_chunks": len(r.index), "n_units": len(table.units.vectors) if table.units else 0,
+            "n_tokens": table.tokens.n_tokens, "build_s": built, "build_rss_mb": rss_mb()}
+
+
+# ----- 2. synthetic copies ------------------------------------------------------------------
+def drop_words(text: str, rng: np.random.Generator, keep: float = 0.8) -> str:
+    words = text.split()
+    kept = [w for w, k in zip(words, rng.random(len(words)) < keep) if k]
+    return " ".join(kept or words[:1])
+
+
+def moved(vectors: np.ndarray, rng: np.random.Generator, cos: float = 0.95) -> np.ndarray:
+    """Unit vectors at about cosine ``cos`` to ``vectors`` (random directions)."""
+    noise = rng.standard_normal(vectors.shape).astype(np.float32)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    sigma = math.tan(math.acos(cos))
+    x = vectors + sigma * noise
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
+    """A synthetic index of ``copies`` copies of the real index (see the module docstring)."""
+    from gralc.inference import Retriever
+    from gralc.retrieval.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.chunk_table import ChunkTable, UnitTable, unit_links
+    from gralc.retrieval.faiss_index import ChunkIndex
+    from gralc.retrieval.ragged import Ragged
+    from gralc.retrieval.token_store import TokenStore
+
+    rng = np.random.default_rng(seed)
+    real = Retriever.load(real_dir)
+    table = real.scorer.table
+    n, chunks0 = len(real.index), real.index.chunks
+    vectors0 = np.asarray(real.index.vectors)
+    units = table.units
+    unit_texts0 = BM25Index.load(real_dir / "trained" / "units" / "bm25", records=True).chunks
+    pairs0 = np.stack([np.repeat(np.arange(n), units.pairs.counts), np.asarray(units.pairs.values)])
+    codes0 = np.asarray(table.tokens.codes.values)
+    head = 2 if table.tokens.codec.n_centroids > 256 else 1  # the coarse code's bytes
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    chunks, unit_chunks, vecs, uvecs, code_parts, pairs = [], [], [], [], [], []
+    for c in range(copies):
+        tag = "" if c == 0 else f"~{c}"
+        for ch in chunks0:
+            chunks.append(ch if c == 0 else replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag,
+                                                    text=drop_words(ch.text, rng)))
+        for u in unit_texts0:
+            unit_chunks.append(u if c == 0 else replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag,
+                                                        text=drop_words(u.text, rng)))
+        vecs.append(vectors0 if c == 0 else moved(vectors0, rng))
+        uvecs.append(np.asarray(units.vectors) if c == 0 else moved(np.asarray(units.vectors), rng))
+        codes = codes0.copy()
+        if c:
+            redraw = rng.random((len(codes), codes.shape[1] - head)) < 0.2
+            codes[:, head:][redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
+        code_parts.append(codes)
+        pairs.append(pairs0 + np.array([[c * n], [c * len(units.vectors)]]))
+    for ch, v in zip(chunks, np.concatenate(vecs)):
+        ch.embedding = v
+    timings["copy_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index = ChunkIndex(real.index.dim, real.index.config)
+    index.add(chunks)
+    timings["faiss_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lexical, phrase, unit_bm25 = BM25Index(), BM25Index(BM25Config(ngram=2)), BM25Index()
+    lexical.index(chunks)
+    phrase.index(chunks)
+    unit_bm25.index(unit_chunks)
+    timings["bm25_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    big = ChunkTable(table.tokens.codec)
+    big.n_chunks = n * copies
+    big.entities = Ragged.concat([table.entities] * copies)
+    big._entities = [big.entities]
+    all_pairs = np.concatenate(pairs, axis=1)
+    n_units = len(units.vectors) * copies
+    big.units = UnitTable(np.concatenate(uvecs), Ragged.concat([units.entities] * copies),
+                          *unit_links(all_pairs, n * copies, n_units), unit_bm25)
+    big.has_units, big.unit_chunks = True, unit_chunks
+    big.tokens = TokenStore(table.tokens.codec, Ragged(np.concatenate(code_parts), np.concatenate(
+        [[0], np.cumsum(np.tile(table.tokens.codes.counts, copies))]).astype(np.int64)))
+    big.has_tokens = True
+    real.scorer.table = big
+    timings["table_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    Retriever(real.spec, index, real.pipeline, real.scorer, lexical, None, phrase).save(out, force=True)
+    timings["write_s"] = time.perf_counter() - t0
+    return {"copies": copies, "n_chunks": n * copies, "n_units": n_units,
+            "n_tokens": big.tokens.n_tokens, "build": timings, "build_s": sum(timings.values()),
+            "build_rss_mb": rss_mb()}
+
+
+# ----- 3. measuring -------------------------------------------------------------------------
+def measure(index_dir: Path, questions: list[str], recall_questions: int, batch: int = 64,
+            single: int = 100) -> dict:
+    """Load ``index_dir`` in this (fresh) process and time it (see the module docstring)."""
+    from gralc.inference import Retriever
+    from gralc.retrieval.candidates import CandidateConfig
+    from gralc.retrieval.trained_search import TrainedSearch
+
+    t0 = time.perf_counter()
+    r = Retriever.load(index_dir)
+    load_s = time.perf_counter() - t0
+    rss_load = rss_mb()
+    search = r.trained_search()
+    search.search_batch(questions[:2], 20)  # warm-up (lazy imports, first page faults)
+    for key in list(search.timings):
+        search.timings[key] = 0.0
+    lat = []
+    for q in questions[:single]:
+        t = time.perf_counter()
+        search.search(q, 10)
+        lat.append(1000 * (time.perf_counter() - t))
+    stages = {k: 1000 * v / max(1.0, search.timings["questions"]) for k, v in search.timings.items()
+              if k.endswith("_s")}
+    per_q = []
+    for start in range(0, len(questions) - batch + 1, batch):
+        t = time.perf_counter()
+        search.search_batch(questions[start : start + batch], 10)
+        per_q.append(1000 * (time.perf_counter() - t) / batch)
+    exhaustive = TrainedSearch(search.scorer, search.pipeline, search.index, search.lexical, search.phrase,
+                               CandidateConfig(exhaustive=True))
+    recall, exhaustive_ms, refs = [], [], []
+    for q in questions[:recall_questions]:
+        got = {h.chunk.chunk_id for h in search.search(q, 20)}
+        t = time.perf_counter()
+        ref = {h.chunk.chunk_id for h in exhaustive.search(q, 20)}
+        exhaustive_ms.append(1000 * (time.perf_counter() - t))
+        recall.append(len(got & ref) / len(ref))
+        refs.append(ref)
+    sweep = []
+    for config in SWEEP if recall_questions else ():  # the candidate settings, by measurement
+        s = TrainedSearch(search.scorer, search.pipeline, search.index, search.lexical, search.phrase,
+                          replace(r.search_config, **config))
+        t = time.perf_counter()
+        hits = s.search_batch(questions[:recall_questions], 20)
+        ms = 1000 * (time.perf_counter() - t) / recall_questions
+        rec = [len({h.chunk.chunk_id for h in h20} & ref) / len(ref) for h20, ref in zip(hits, refs)]
+        sweep.append({**config, "recall_at_20": statistics.fmean(rec), "ms_per_question": ms,
+                      "candidates_per_question": s.candidates_per_question})
+    table = r.scorer.table
+    disk = disk_bytes(index_dir)
+    n, t = len(r.index), table.tokens.n_tokens
+    return {
+        "n_chunks": n, "n_tokens": t, "load_s": load_s, "rss_after_load_mb": rss_load,
+        "rss_peak_mb": rss_mb(), "disk_bytes": disk, "disk_bytes_per_chunk": sum(disk.values()) / n,
+        "token_bytes_per_token": table.tokens.codec.code_size,
+        "token_disk_bytes_per_token": disk.get("trained", 0) and
+        sum(f.stat().st_size for f in (index_dir / "trained" / "tokens").rglob("*") if f.is_file()) / t,
+        "single_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),
+                      "n": len(lat)},
+        "single_stages_ms": stages,
+        "batched_ms_per_question": {"p50": float(np.percentile(per_q, 50)) if per_q else None,
+                                    "p95": float(np.percentile(per_q, 95)) if per_q else None,
+                                    "batches": len(per_q), "batch": batch},
+        "candidates_per_question": search.candidates_per_question,
+        "recall_at_20_of_exhaustive": statistics.fmean(recall) if recall else None,
+        "recall_questions": len(recall),
+        "exhaustive_ms": statistics.fmean(exhaustive_ms) if exhaustive_ms else None,
+        "sweep": sweep,
+        "search": vars(r.search_config), "threads": os.cpu_count(),
+    }
+
+
+def questions_of(data: Path, n: int, seed: int = 0) -> list[str]:
+    from gralc.data.benchmarks import squad_benchmark
+
+    qs = [q.text for q in squad_benchmark(data / QUESTIONS).questions]
+    return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))[:n]]
+
+
+# ----- report -------------------------------------------------------------------------------
+def report(results: dict, plot: Path | None, table: Path | None = None) -> str:
+    """Markdown of ``results.json`` (sizes, latencies, bytes, recall; the fitted exponents; the
+    candidate sweep of the largest size with a recall measurement), the plot; ``table``: also
+    written there."""
+    rows = [v for _, v in sorted(results["indexes"].items(), key=lambda kv: kv[1]["measure"]["n_chunks"]
+                                 if "measure" in kv[1] else 0) if "measure" in v]
+    nan = float("nan")
+    lines = [f"Measured by `python -m bench.scale_search` (git {results.get('git_hash')}, "
+             f"{results.get('cpu_count')} x {results.get('cpu_model')}); "
+             f"model `{results.get('args', {}).get('model')}`.", "",
+             "| chunks | tokens | build s (no encoding) | disk bytes / chunk | token bytes / token | "
+             "RSS after load MB | load s | one question p50 / p95 ms | batches of 64: ms / question p50 | "
+             "candidates / question | recall@20 of exhaustive | exhaustive ms / question |",
+             "|" + "---|" * 12]
+    for v in rows:
+        m = v["measure"]
+        rec = m["recall_at_20_of_exhaustive"]
+        lines.append(
+            f"| {m['n_chunks']:,} | {m['n_tokens']:,} | {v.get('build_s', nan):.0f} | "
+            f"{m['disk_bytes_per_chunk']:.0f} | {m['token_bytes_per_token']} | {m['rss_after_load_mb']:.0f} | "
+            f"{m['load_s']:.1f} | {m['single_ms']['p50']:.1f} / {m['single_ms']['p95']:.1f} | "
+            f"{m['batched_ms_per_question']['p50'] or nan:.1f} | {m['candidates_per_question']:.0f} | "
+            f"{rec if rec is not None else nan:.3f} ({m['recall_questions']} q) | {m['exhaustive_ms'] or nan:.0f} |")
+    failed = [f"{k}: {v['failed'].splitlines()[-1] if v['failed'] else ''}" for k, v in results["indexes"].items()
+              if "failed" in v and "measure" not in v]
+    if failed:
+        lines += ["", "Did not fit or failed: " + "; ".join(failed)]
+    fit = exponent(rows)
+    if fit:
+        results["fit"] = fit
+        lines += ["", f"Search stage (candidates + scoring, one question) grows as N^{fit['search_exponent']:.2f}"
+                  + (f"; the exhaustive score as N^{fit['exhaustive_exponent']:.2f}" if "exhaustive_exponent" in fit else "")
+                  + f" (least squares on log-log over {fit['points']} sizes)."]
+    swept = [v for v in rows if v["measure"].get("sweep")]
+    if swept:
+        m = swept[-1]["measure"]
+        lines += ["", f"Candidate settings at {m['n_chunks']:,} chunks ({m['recall_questions']} questions, k = 20, "
+                  "batched): recall of the exhaustive top 20, ms per question, candidates per question.", "",
+                  "| dense = lexical | exact | recall@20 | ms / question | candidates |", "|---|---|---|---|---|"]
+        for c in m["sweep"]:
+            lines.append(f"| {c['dense']} | {c['exact'] or 'all'} | {c['recall_at_20']:.3f} | "
+                         f"{c['ms_per_question']:.1f} | {c['candidates_per_question']:.0f} |")
+    text = "\n".join(lines) + "\n"
+    if table is not None:
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.write_text("<!-- generated by python -m bench.scale_search --report; do not edit -->\n\n" + text)
+    if plot is not None and len(rows) > 1:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        n = [v["measure"]["n_chunks"] for v in rows]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.loglog(n, [v["measure"]["single_ms"]["p50"] for v in rows], "o-", label="two-stage, one question (p50)")
+        ax.loglog(n, [v["measure"]["batched_ms_per_question"]["p50"] for v in rows], "s-",
+                  label="two-stage, batches of 64 (per question)")
+        ex = [(x, v["measure"]["exhaustive_ms"]) for x, v in zip(n, rows) if v["measure"]["exhaustive_ms"]]
+        if ex:
+            ax.loglog(*zip(*ex), "^--", label="exhaustive score (every chunk)")
+        ax.set_xlabel("chunks in the index")
+        ax.set_ylabel("ms per question")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title("Trained GraLC search on 2 CPU cores")
+        fig.tight_layout()
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(plot, dpi=120)
+    return text
+
+
+def exponent(rows: list[dict]) -> dict | None:
+    """Least-squares slopes of log(ms) on log(chunks): the search stage, and exhaustive."""
+    pts = [(v["measure"]["n_chunks"], v["measure"]["single_stages_ms"]) for v in rows]
+    pts = [(n, s.get("candidates_s", 0) + s.get("score_s", 0)) for n, s in pts]
+    if len(pts) < 2:
+        return None
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    out = {"search_exponent": float(np.polyfit(x, y, 1)[0]), "points": len(pts)}
+    ex = [(v["measure"]["n_chunks"], v["measure"]["exhaustive_ms"]) for v in rows if v["measure"]["exhaustive_ms"]]
+    if len(ex) >= 2:
+        out["exhaustive_exponent"] = float(np.polyfit(np.log([e[0] for e in ex]), np.log([e[1] for e in ex]), 1)[0])
+    return out
+
+
+def in_process(args, *extra: str) -> dict:
+    """Run this bench with ``extra`` arguments in a fresh process; its last stdout line (JSON)."""
+    cmd = [sys.executable, "-m", "bench.scale_search", "--data", str(args.data), "--out", str(args.out),
+           "--questions", str(args.questions), "--recall-questions", str(args.recall_questions), *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(extra)} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", help="a trained export (with late interaction)")
+    ap.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--questions", type=int, default=256, help="COVID-QA dev questions timed")
+    ap.add_argument("--recall-questions", type=int, default=30)
+    ap.add_argument("--out", type=Path, default=REPO / "results" / "scale_search")
+    ap.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "scale_search.png")
+    ap.add_argument("--table", type=Path, default=REPO / "docs" / "results" / "scale_search.md")
+    ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--grow", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--report", action="store_true", help="only print the table and plot from results.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.measure:
+        qs = questions_of(args.data, args.questions)
+        print(json.dumps(measure(args.measure, qs, args.recall_questions)))
+        return 0
+    if args.grow:
+        print(json.dumps(grow(args.out / "real", args.grow, args.out / f"copies_{args.grow}")))
+        return 0
+    path = args.out / "results.json"
+    results = json.loads(path.read_text()) if path.is_file() else {"indexes": {}}
+    if args.report:
+        print(report(results, args.plot, args.table))
+        return 0
+    if not args.model:
+        ap.error("--model is required (or --report)")
+    from gralc.runinfo import run_metadata, write_json_atomic
+
+    results.update(run_metadata({"args": {k: str(v) for k, v in vars(args).items()}}))
+    real = args.out / "real"
+    if "real" not in results["indexes"]:
+        results["indexes"]["real"] = build_real(args.model, real, args.data)
+        write_json_atomic(path, results)
+    n_real = results["indexes"]["real"]["n_chunks"]
+    for c in sorted({max(1, round(size / n_real)) for size in args.sizes}):
+        name = f"copies_{c}"
+        entry = results["indexes"].setdefault(name, {})
+        if "measure" in entry:
+            continue
+        folder = real if c == 1 else args.out / name
+        try:
+            if c == 1:
+                entry.update({k: results["indexes"]["real"][k] for k in ("build_s", "n_chunks")})
+            elif "build_s" not in entry:
+                entry.update(in_process(args, "--grow", str(c)))
+                write_json_atomic(path, results)
+            entry["measure"] = in_process(args, "--measure", str(folder))
+        except RuntimeError as exc:
+            entry["failed"] = str(exc)[-1500:]
+            print(f"{name}: {entry['failed']}", file=sys.stderr)
+        write_json_atomic(path, results)
+        if c != 1 and folder.exists():
+            import shutil
+
+            shutil.rmtree(folder)  # tens of GB at the largest sizes; results.json keeps the numbers
+    print(report(results, args.plot, args.table))
+    write_json_atomic(path, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
