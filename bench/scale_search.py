@@ -55,7 +55,15 @@ SWEEP = [{"dense": d, "lexical": d, "exact": e} for d in (25, 50, 100, 200) for 
 logger = logging.getLogger("bench.scale_search")
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmHWM") -> float:
+    """This process's peak (``VmHWM``) or current (``VmRSS``) resident memory in MB, from
+    /proc (getrusage's ru_maxrss survives exec, so a child started by a big parent would
+    report the parent's peak)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

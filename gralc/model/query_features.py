@@ -28,12 +28,23 @@ class QueryEncoder:
 
     def concepts(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         """Linked concept ids, u (Cq, d_k) and the query's concept graph edges (2, Eq)."""
-        mentions = self.pipeline.linker.link(text)
-        graph = build_concept_graph(mentions, [(0, len(text))], self.pipeline.knowledge_base)
-        ids = list(graph.concept_ids)
-        u = (
-            self.embedder.embed_ids(ids, self.pipeline.vocabulary).float()
-            if ids
-            else torch.zeros(0, self.pipeline.encoder.dim)
-        )
-        return ids, u, graph.edge_index.long()
+        return self.concepts_batch([text])[0]
+
+    def concepts_batch(self, texts: list[str]) -> list[tuple[list[str], torch.Tensor, torch.Tensor]]:
+        """:meth:`concepts` of several questions; the concepts not yet embedded are embedded
+        together (one encoder batch, not one per question)."""
+        graphs = [build_concept_graph(self.pipeline.linker.link(t), [(0, len(t))],
+                                      self.pipeline.knowledge_base) for t in texts]
+        every = list(dict.fromkeys(c for g in graphs for c in g.concept_ids))
+        if every:
+            self.embedder.embed_ids(every, self.pipeline.vocabulary)  # fills the cache at once
+        out = []
+        for graph in graphs:
+            ids = list(graph.concept_ids)
+            u = (
+                self.embedder.embed_ids(ids, self.pipeline.vocabulary).float()
+                if ids
+                else torch.zeros(0, self.pipeline.encoder.dim)
+            )
+            out.append((ids, u, graph.edge_index.long()))
+        return out

@@ -27,13 +27,13 @@ import torch
 @dataclass
 class CandidateConfig:
     """Candidates per source (see the module docstring), chosen by measurement
-    (``bench.two_stage``, docs/scaling.md)."""
+    (``bench.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search)."""
 
     dense: int = 100
     lexical: int = 100
     phrase: int = 20
     units: int = 20
-    exact: int = 32
+    exact: int = 64
     exhaustive: bool = False
 
     def __post_init__(self) -> None:

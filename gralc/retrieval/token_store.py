@@ -28,6 +28,8 @@ from gralc.retrieval.ragged import Ragged
 from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
 
 CODEC_FILE, META_FILE, NAME = "codec.faiss", "tokens.json", "codes"
+#: tokens decoded at once by a MaxSim pass (~200 MB of float32 at d = 384)
+BLOCK_TOKENS = 131_072
 
 
 class TokenStore:
@@ -82,28 +84,45 @@ class TokenStore:
     def _pieces(self, pieces: torch.Tensor) -> torch.Tensor:
         return F.normalize(pieces.float(), dim=-1)
 
+    def _blocks(self, rows: np.ndarray) -> list[np.ndarray]:
+        """``rows`` cut into consecutive blocks of at most :data:`BLOCK_TOKENS` tokens (one
+        chunk may exceed it alone), so a pass over every chunk never decodes the whole store
+        at once."""
+        rows = np.asarray(rows, dtype=np.int64)
+        sizes = np.cumsum(np.asarray(self.codes.counts)[rows]) if len(rows) else np.zeros(0)
+        if not len(rows) or sizes[-1] <= BLOCK_TOKENS:
+            return [rows]
+        cuts = np.searchsorted(sizes, np.arange(BLOCK_TOKENS, sizes[-1], BLOCK_TOKENS), side="right")
+        return [b for b in np.split(rows, np.unique(np.clip(cuts, 1, len(rows) - 1))) if len(b)]
+
     def maxsim(self, pieces: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
         """(R,) MaxSim of one question's word-pieces (``pieces`` (L, d)) with the decoded tokens
         of chunk ``rows`` (R,); 0 for a question without pieces."""
-        codes, local = self.codes.gather(rows)
         if not pieces.shape[0]:
             return torch.zeros(len(rows))
-        tokens = torch.from_numpy(self.codec.decode(codes)) if len(codes) else torch.zeros(0, pieces.shape[1])
-        sim = self._pieces(pieces) @ tokens.T
-        return best_per_chunk(sim, torch.from_numpy(local), len(rows)).mean(0)
+        q = self._pieces(pieces)
+        out = []
+        for block in self._blocks(rows):
+            codes, local = self.codes.gather(block)
+            tokens = torch.from_numpy(self.codec.decode(codes)) if len(codes) else torch.zeros(0, q.shape[1])
+            out.append(best_per_chunk(q @ tokens.T, torch.from_numpy(local), len(block)).mean(0))
+        return torch.cat(out)
 
     def centroid_maxsim(self, pieces: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
         """(R,) MaxSim with each token read as its coarse centroid (no decoding); the exact
         :meth:`maxsim` for a float16 store."""
         if self.codec.index is None:
             return self.maxsim(pieces, rows)
-        codes, local = self.codes.gather(rows)
         if not pieces.shape[0]:
             return torch.zeros(len(rows))
         q = torch.from_numpy(self.codec.rotate(self._pieces(pieces).numpy()))  # rotations keep cosines
         table = q @ torch.from_numpy(self.codec.centroids).T  # (L, C)
-        sim = table[:, torch.from_numpy(self.codec.centroid_ids(codes))]
-        return best_per_chunk(sim, torch.from_numpy(local), len(rows)).mean(0)
+        out = []
+        for block in self._blocks(rows):
+            codes, local = self.codes.gather(block)
+            sim = table[:, torch.from_numpy(self.codec.centroid_ids(codes))]
+            out.append(best_per_chunk(sim, torch.from_numpy(local), len(block)).mean(0))
+        return torch.cat(out)
 
     # ----- persistence ----------------------------------------------------------------------
     def save(self, folder: Path) -> list[str]:

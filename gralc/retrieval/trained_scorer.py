@@ -170,7 +170,7 @@ class TrainedScorer:
                              ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` of several questions, one GAT pass."""
         encoder = QueryEncoder(pipeline, self.embedder(pipeline))
-        return self.model.query_entities([encoder.concepts(q)[1:] for q in questions])
+        return self.model.query_entities([c[1:] for c in encoder.concepts_batch(questions)])
 
     @property
     def lexical(self) -> bool:

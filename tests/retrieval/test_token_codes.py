@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gralc.model.late_interaction import maxsim
+from gralc.retrieval import token_store
 from gralc.retrieval.ragged import Ragged
 from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec_dir, save_codec_dir
 from gralc.retrieval.token_store import TokenStore
@@ -99,7 +100,7 @@ def test_codec_round_trips_and_refuses_a_changed_file(tmp_path):
         TokenCodec.train(x, TokenCodecConfig(pq_bytes=7))
 
 
-def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path):
+def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path, monkeypatch):
     """MaxSim over decoded codes is the exact MaxSim within the quantisation error; from the
     centroids alone it is coarser but still ranks the chunks; a store reloads (memory-mapped)
     to the same scores and two codecs never mix."""
@@ -128,6 +129,12 @@ def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path):
     assert set(top) <= set(torch.topk(coarse, 10).indices.tolist())  # a cascade decoding 10 finds both
     some = np.array([5, 3, 150])  # any rows, in any order
     assert torch.allclose(store.maxsim(q, some), decoded[some])
+    # a pass over many chunks decodes them in blocks of tokens, with the scores of one pass
+    monkeypatch.setattr(token_store, "BLOCK_TOKENS", 700)
+    assert len(store._blocks(rows)) > 20
+    assert torch.allclose(store.maxsim(q, rows), decoded, atol=1e-6)
+    assert torch.allclose(store.centroid_maxsim(q, rows), coarse, atol=1e-6)
+    monkeypatch.undo()
     store.save(tmp_path / "tokens")
     loaded = TokenStore.load(tmp_path / "tokens")
     assert isinstance(loaded.codes.values, np.memmap)
