@@ -294,9 +294,16 @@ class DocumentEncoder:
         """Query embeddings (Q, d), as ``encode_texts``. A blank question is refused
         (ValueError naming it); one longer than the encoder reads is embedded from its first
         ``query_max_length`` word-pieces, with one warning naming the questions and the limit."""
+        self._check_questions(texts)
+        return self.encode_texts(texts)
+
+    def _check_questions(self, texts: list[str], warn: bool = True) -> None:
+        """A blank question is refused; one longer than the encoder reads is warned of."""
         blank = [i for i, t in enumerate(texts) if not t or not t.strip()]
         if blank:
             raise ValueError(f"question(s) {blank[:5]} are blank: a search needs words to match")
+        if not texts or not warn:
+            return
         limit = self.query_max_length
         special = len(self._prefix_ids) + len(self._suffix_ids)
         lengths = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
@@ -305,31 +312,42 @@ class DocumentEncoder:
             logger.warning("%d question(s) (e.g. #%d, %d word-pieces) are longer than the %d "
                            "word-pieces the encoder reads (%s): only their beginning is embedded",
                            len(long), long[0], len(lengths[long[0]]), limit, self.model_id)
-        return self.encode_texts(texts)
 
     @torch.inference_mode()
     def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The questions' word-piece vectors for late interaction: ``(vectors (Q, L, d)
         float32, mask (Q, L) bool)``, special tokens and padding masked out, each question
         read as :meth:`encode_queries` reads it (its first ``query_max_length`` word-pieces)."""
-        blank = [i for i, t in enumerate(texts) if not t or not t.strip()]
-        if blank:
-            raise ValueError(f"question(s) {blank[:5]} are blank: a search needs words to match")
+        return self.encode_questions(texts, warn=False)[1:]
+
+    @torch.inference_mode()
+    def encode_questions(self, texts: list[str], warn: bool = True
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(vectors (Q, d), word-piece vectors (Q, L, d), mask (Q, L))`` from one encoder
+        pass per question, unpadded (a question's numbers never depend on its batch): the
+        vector is :meth:`encode_queries`'s (the L2-normalised mean over every position,
+        special tokens included), the word-pieces :meth:`encode_query_tokens`'. A search
+        needing both pays one forward, not two. ``warn``: of questions longer than the
+        encoder reads, as :meth:`encode_queries` does."""
+        self._check_questions(texts, warn)
         if not texts:
-            return torch.zeros(0, 0, self.dim), torch.zeros(0, 0, dtype=torch.bool)
+            return (torch.zeros(0, self.dim), torch.zeros(0, 0, self.dim),
+                    torch.zeros(0, 0, dtype=torch.bool))
         special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
+        pooled: list[torch.Tensor] = []
         parts: list[torch.Tensor] = []
-        for text in texts:  # one at a time, unpadded: a question's vectors never depend on its batch
+        for text in texts:
             ids = torch.tensor([self.tokenizer(text, truncation=True,
                                                max_length=self.query_max_length)["input_ids"]])
             hidden = self._forward(ids, torch.ones_like(ids))[0]
+            pooled.append(hidden.mean(0))
             parts.append(hidden[~torch.isin(ids[0], special)])
         width = max(p.shape[0] for p in parts)
         vectors = torch.zeros(len(parts), width, self.dim)
         mask = torch.zeros(len(parts), width, dtype=torch.bool)
         for i, p in enumerate(parts):
             vectors[i, : p.shape[0]], mask[i, : p.shape[0]] = p, True
-        return vectors, mask
+        return F.normalize(torch.stack(pooled), p=2, dim=1), vectors, mask
 
     @staticmethod
     def pool_spans(

@@ -33,7 +33,7 @@ class CandidateConfig:
     lexical: int = 100
     phrase: int = 20
     units: int = 20
-    exact: int = 64
+    exact: int = 32
     exhaustive: bool = False
 
     def __post_init__(self) -> None:

@@ -90,10 +90,12 @@ class TrainedSearch:
         t0 = time.perf_counter()
         texts = list(questions)
         s, enc = self.scorer, self.pipeline.encoder
-        vectors = enc.encode_queries(texts).float()
         tokens = mask = None
-        if s.uses_tokens:
-            tokens, mask = enc.encode_query_tokens(texts)
+        if s.uses_tokens:  # the vector and the word-pieces from one encoder pass
+            vectors, tokens, mask = enc.encode_questions(texts)
+            vectors = vectors.float()
+        else:
+            vectors = enc.encode_queries(texts).float()
         ents = emask = None
         if s.model.hybrid is not None:
             ents, emask = s.query_entities_batch(self.pipeline, texts)

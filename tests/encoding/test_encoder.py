@@ -195,6 +195,15 @@ def test_query_encoding_matches_sentence_transformers(encoder, minilm_path):
     assert got.shape == (3, 384)
     assert torch.allclose(got, expected.cpu(), atol=1e-5)
     assert torch.allclose(encoder.encode_texts(queries), got)
+    # one pass per question gives the same vector and encode_query_tokens' word-pieces,
+    # whatever the batch: a search pays one forward for both
+    vectors, tokens, mask = encoder.encode_questions(queries)
+    assert torch.allclose(vectors, got, atol=1e-5)
+    ref_tokens, ref_mask = encoder.encode_query_tokens(queries)
+    assert torch.equal(mask, ref_mask) and torch.equal(tokens, ref_tokens)
+    alone = encoder.encode_questions(queries[1:2])
+    assert torch.equal(alone[0][0], vectors[1])
+    assert torch.equal(alone[1][0, : int(alone[2].sum())], tokens[1, mask[1]])
 
 
 def test_bf16_close_to_fp32(encoder, minilm_path):
