@@ -314,9 +314,10 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
             return data
         except ValueError as exc:  # a corrupt or foreign cache entry is a miss, not a crash
             logger.warning("ignoring the feature cache %s (%s); rebuilding it", path, exc)
-    data = build_training_data(cfg, bench)
-    save_features(data, path)
-    return data
+    save_features(build_training_data(cfg, bench), path)
+    # read back what was written: a first run trains on exactly the features a cache hit
+    # serves, so two runs of one seed agree whether or not the cache was warm
+    return load_features(path)
 
 
 @dataclass
