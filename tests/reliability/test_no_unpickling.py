@@ -90,7 +90,11 @@ def test_corrupt_feature_cache_is_a_miss(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(datamodule, "load_benchmarks", lambda *a, **k: ["bench"])
     monkeypatch.setattr(datamodule, "_limit_docs", lambda b, n: b)
     monkeypatch.setattr(datamodule, "_cache_key", lambda cfg, bench: "key")
-    monkeypatch.setattr(datamodule, "save_features", lambda data, path: None)
+    saved = {}
+    real_load = datamodule.load_features
+    monkeypatch.setattr(datamodule, "save_features", lambda data, path: saved.update({path: data}))
+    # the garbage entry is read (and refused) first; the rebuilt entry is read back from "disk"
+    monkeypatch.setattr(datamodule, "load_features", lambda path: saved[path] if path in saved else real_load(path))
     from gralc.training.config import TrainConfig
 
     cfg = TrainConfig()
