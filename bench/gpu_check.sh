@@ -8,6 +8,7 @@
 #
 #   bash bench/gpu_check.sh PATH/covidqa_dev.json [N_ARTICLES=24] [OUT=results/gpu_check]
 #   MODEL=/path/to/encoder-folder bash bench/gpu_check.sh ...     (another encoder folder)
+#   MESH_DIR=../shared/data/mesh bash bench/gpu_check.sh ...        (MeSH 2024 from that folder)
 set -u
 DATA=${1:?usage: bash bench/gpu_check.sh SQUAD.json [N_ARTICLES] [OUT]}
 N=${2:-24}; OUT=${3:-results/gpu_check}; PY=${PY:-python}
@@ -17,6 +18,9 @@ RUN="$OUT/run"; EXP="$OUT/export"
 [ -e "$RUN" ] && { echo "$RUN exists (an earlier check): give another OUT (third argument) or move it away"; exit 2; }
 mkdir -p "$OUT"
 ENC=(); [ -n "${MODEL:-}" ] && ENC=("pipeline.encoder.model=$MODEL")
+# the config links with data/mesh/desc2024.xml; MESH_DIR=../shared/data/mesh uses that copy
+[ -n "${MESH_DIR:-}" ] && ENC+=("pipeline.knowledge.vocabulary=$MESH_DIR/mesh2024_thesaurus_terms.tsv" \
+    "pipeline.knowledge.tree_file=$MESH_DIR/mtrees2024_style.bin")
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1} WANDB_MODE=${WANDB_MODE:-offline} MPLBACKEND=Agg
 $PY -c "import torch; print('torch', torch.__version__, '|', torch.cuda.get_device_name())"
 s=$(date +%s)
