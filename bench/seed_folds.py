@@ -33,7 +33,7 @@ from pathlib import Path
 from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, fold_overrides
 from gralc.runinfo import run_metadata, write_json_atomic
 
-#: the soup of record's two ingredients (README "Training the learnable parts")
+#: the soup of record's two ingredients (docs/training.md)
 RECIPES = {
     "run": ["callbacks.checkpoint.monitor=val/ev_mrr"],
     "refit": ["loader.dev_fraction=0", "callbacks.early_stopping.enabled=false"],

@@ -1,6 +1,6 @@
 """The experiment configs load and validate, and ``covidqa_trained`` is the configuration
 the cross-validation chose: every setting of the bench variant that won the held-out folds
-(``lora_lexical_small_late``, README "Training with late interaction in the loss")."""
+(``lora_lexical_small_late``, docs/results.md "Training with late interaction in the loss")."""
 
 from __future__ import annotations
 
