@@ -39,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="add G x the term-pair BM25 (consecutive stemmed terms, normalised per "
                              "question) to the score (model.phrase_weight; 0: off); default: the "
                              "checkpoint's")
+    parser.add_argument("--concept-weight", type=float, default=None, metavar="C",
+                        help="add C x the concept match (BM25 over linked concept ids, normalised "
+                             "per question) to the score (model.concept_weight; 0: off); default: "
+                             "the checkpoint's")
     parser.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
                         help="where the hard cuts of the learned boundary scores may fall "
                              "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
@@ -47,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                                   ("evidence_sentences", args.evidence_sentences),
                                   ("late_interaction", args.late_interaction),
                                   ("phrase_weight", args.phrase_weight),
+                                  ("concept_weight", args.concept_weight),
                                   ("cut_unit", args.cut_unit)) if v is not None}
     try:
         out = export(args.checkpoint, args.out, force=args.force, settings=settings)
@@ -59,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sentence evidence: {m.get('sentence_evidence', 0.0)} "
           f"({m.get('evidence_sentences', 1)} sentence(s) per group); "
           f"late interaction: {m.get('late_interaction', 0.0)}; term-pair BM25: "
-          f"{m.get('phrase_weight', 0.0)}; cuts at: "
+          f"{m.get('phrase_weight', 0.0)}; concept match: {m.get('concept_weight', 0.0)}; cuts at: "
           f"{exported.pipeline_config.chunking.boundary.get('cut_unit', 'word')} starts")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")

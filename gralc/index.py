@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="weight of the normalised BM25 score in weighted fusion")
     parser.add_argument("--search", nargs="+", default=[], metavar="key=value",
                         help="with --model: its two-stage search settings stored with the index "
-                             "(dense=100 lexical=100 phrase=20 units=20 exact=32; see "
+                             "(dense=100 lexical=100 phrase=20 concepts=20 units=20 exact=32; see "
                              "gralc.retrieval.candidates)")
     parser.add_argument("--codec", help="with --model: store token vectors with this trained codec "
                                         "(a folder of `python -m gralc.shard_index codec`) instead of "

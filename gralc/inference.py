@@ -30,6 +30,7 @@ from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.candidates import CandidateConfig
+from gralc.retrieval.concept_match import concept_index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
 LEXICAL_DIR = "lexical"
 PHRASE_DIR = "phrase"  # the term-pair BM25 of a model with model.phrase_weight > 0
+CONCEPTS_DIR = "concepts"  # the concept match of a model with model.concept_weight > 0
 GRAPH_DIR = "graph"
 SEARCHERS = ("dense", "hybrid", *GRAPH_SEARCHERS)
 
@@ -84,9 +86,9 @@ class Retriever:
 
     def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None,
                  lexical: BM25Index | None = None, graph: GraphIndex | None = None,
-                 phrase: BM25Index | None = None):
+                 phrase: BM25Index | None = None, concepts: BM25Index | None = None):
         self.spec, self.index, self.pipeline, self.scorer = spec, index, pipeline, scorer
-        self.lexical, self.graph, self.phrase = lexical, graph, phrase
+        self.lexical, self.graph, self.phrase, self.concepts = lexical, graph, phrase, concepts
         self.fusion = FusionConfig(**spec.fusion)
         self._graph_searcher = None
         self._trained_search = None
@@ -182,6 +184,7 @@ class Retriever:
         if scorer is not None and scorer.phrase:
             phrase = BM25Index(BM25Config(ngram=2))
             phrase.index(chunks)
+        concepts = concept_index(chunks) if scorer is not None and scorer.concept else None
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
                              fusion=to_dict(fusion or FusionConfig()),
@@ -189,7 +192,7 @@ class Retriever:
                              graph=to_dict(graph) if graph else None,
                              search=to_dict(search or CandidateConfig()) if model is not None else {})
         logger.info("indexed %d documents into %d chunks (%s, %s)", len(docs), len(chunks), strategy, searcher)
-        return cls(spec, index, pipeline, scorer, lexical, graph_index, phrase)
+        return cls(spec, index, pipeline, scorer, lexical, graph_index, phrase, concepts)
 
     def save(self, directory: str | Path, force: bool = False, inputs: Sequence[str | Path] = (),
              extra: dict[str, Any] | None = None) -> Path:
@@ -206,6 +209,9 @@ class Retriever:
             if self.phrase is not None:
                 (tmp / PHRASE_DIR).mkdir()
                 self.phrase.write_to(tmp / PHRASE_DIR)
+            if self.concepts is not None:
+                (tmp / CONCEPTS_DIR).mkdir()
+                self.concepts.write_to(tmp / CONCEPTS_DIR)
             (tmp / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
@@ -276,6 +282,16 @@ class Retriever:
             if len(phrase) != len(index):
                 raise ValueError(f"{directory / PHRASE_DIR}: {len(phrase)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
+        concepts = None
+        if scorer is not None and scorer.concept:
+            if not (directory / CONCEPTS_DIR).is_dir():
+                raise FileNotFoundError(f"{directory / CONCEPTS_DIR} missing: the model adds the concept "
+                                        "match (model.concept_weight > 0); rebuild the index with --model")
+            concepts = BM25Index.load(directory / CONCEPTS_DIR, records=False)
+            if len(concepts) != len(index) or concepts.config.field != "concepts":
+                raise ValueError(f"{directory / CONCEPTS_DIR}: {len(concepts)} chunks of field "
+                                 f"{concepts.config.field!r}, the dense index {len(index)} chunks and "
+                                 "the concept match 'concepts': rebuild the index")
         graph = None
         if (directory / GRAPH_DIR).is_dir():
             graph = GraphIndex.load(directory / GRAPH_DIR)
@@ -283,13 +299,13 @@ class Retriever:
             raise FileNotFoundError(f"{directory / GRAPH_DIR} missing: the index's searcher is "
                                     f"{spec.searcher}; rebuild it with --searcher {spec.searcher}")
         spec.search = to_dict(search_cfg)
-        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph, phrase)
+        return cls(spec, index, Pipeline(pipeline_cfg), scorer, lexical, graph, phrase, concepts)
 
     # ----- searching ---------------------------------------------------------------------
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
         ``dense``, ``lexical``, ``fused`` for a hybrid index; a trained model's ``bm25``,
-        ``phrase_bm25``, ``maxsim``)."""
+        ``phrase_bm25``, ``concept_bm25``, ``maxsim``)."""
         return self.search_batch([question], k)[0]
 
     def search_batch(self, questions: Sequence[str], k: int = 10) -> list[list[Hit]]:
@@ -324,7 +340,8 @@ class Retriever:
             from gralc.retrieval.trained_search import TrainedSearch
 
             self._trained_search = TrainedSearch(self.scorer, self.pipeline, self.index,
-                                                 self.lexical, self.phrase, self.search_config)
+                                                 self.lexical, self.phrase, self.search_config,
+                                                 self.concepts)
         return self._trained_search
 
     def graph_searcher(self):

@@ -38,6 +38,7 @@ from gralc.artefacts import check_output_dir, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import (
+    CONCEPTS_DIR,
     GRAPH_DIR,
     LEXICAL_DIR,
     PHRASE_DIR,
@@ -174,14 +175,18 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool 
 
 def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged: ChunkIndex):
     """``(ChunkTable, {folder: BM25Index})`` of a trained model's merged index: the shards'
-    tables joined (one codec), BM25 and the term-pair BM25 rebuilt over every chunk."""
+    tables joined (one codec), BM25, the term-pair BM25 and the concept match rebuilt over every
+    chunk."""
     from gralc.retrieval.bm25 import BM25Config, BM25Index
     from gralc.retrieval.chunk_table import ChunkTable
 
     tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), records=True) for m, p in zip(shards, parts)]
     table = ChunkTable.concat(tables)
     indexes = {}
-    for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2))):
+    from gralc.retrieval.concept_match import CONCEPT_BM25
+
+    for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
+                         (CONCEPTS_DIR, CONCEPT_BM25)):
         if (shards[0]["dir"] / name).is_dir():
             bm25 = BM25Index(config)
             bm25.index(merged.chunks)

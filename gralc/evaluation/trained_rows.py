@@ -24,6 +24,7 @@ from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Config, BM25Index
+from gralc.retrieval.concept_match import concept_index, concept_scores, question_concepts
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
@@ -117,10 +118,15 @@ def trained_scores(
         pairs = BM25Index(BM25Config(ngram=2))
         pairs.index(chunks)
         phrase = [pairs.scores(q.text) for q in bench.questions]
+    concepts: list[np.ndarray | None] = [None] * len(bench.questions)
+    if scorer.concept:  # the concept match the model adds (model.concept_weight)
+        index = concept_index(chunks)
+        ids = question_concepts(pipeline.linker, [q.text for q in bench.questions])
+        concepts = [concept_scores(index, i) for i in ids]
     cosine, graph = [], []
-    for q, qv, lex, ph in zip(bench.questions, q_vecs, lexical, phrase):
+    for q, qv, lex, ph, cm in zip(bench.questions, q_vecs, lexical, phrase, concepts):
         score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs,
-                                         lex if scorer.lexical else None, phrase=ph)
+                                         lex if scorer.lexical else None, phrase=ph, concepts=cm)
         cosine.append(cos)
         graph.append(score)
     return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, lexical,
@@ -189,7 +195,7 @@ def evaluate_trained(
 def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], config=None):
     """A :class:`~gralc.retrieval.trained_search.TrainedSearch` over ``chunks`` (just made by
     ``scorer.chunk``): an exact FAISS index of their vectors, their BM25 and, for a model that
-    adds it, their term-pair BM25, as ``gralc.index --model`` builds them."""
+    adds them, their term-pair BM25 and concept match, as ``gralc.index --model`` builds them."""
     from gralc.retrieval.faiss_index import ChunkIndex
     from gralc.retrieval.trained_search import TrainedSearch
 
@@ -201,7 +207,9 @@ def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], c
     if scorer.phrase:
         phrase = BM25Index(BM25Config(ngram=2))
         phrase.index(chunks)
-    return TrainedSearch(scorer, pipeline, index, bm25 if scorer.lexical else None, phrase, config)
+    concepts = concept_index(chunks) if scorer.concept else None
+    return TrainedSearch(scorer, pipeline, index, bm25 if scorer.lexical else None, phrase, config,
+                         concepts)
 
 
 def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",

@@ -70,6 +70,16 @@ class ModelConfig:
     each chunk, normalised like the lexical term (:func:`normalise_lexical`); a phrase-match
     feature beside the unigram BM25, at inference only, chosen by cross-validation and set at
     export (``gralc.export --phrase-weight``).
+
+    ``kg_prox_idf``: kg_prox weighs each question concept by its IDF over the chunks searched
+    (the concept match's statistics) instead of averaging them equally; at inference only (a
+    search passes the weights as the question's entity mask).
+
+    ``concept_weight`` (c >= 0, 0 = off): the final score adds ``c * concepts``, ``concepts``
+    the concept match, BM25 over linked concept ids of the question against each chunk
+    (:mod:`gralc.retrieval.concept_match`), in a fixed unit (the IDF of a concept held by one
+    chunk) so that the IDF counts; unlike kg_prox, a common concept adds almost nothing. Chosen by cross-validation and set at export (``gralc.export
+    --concept-weight``), or trained with it in the score.
     """
 
     use_kg: bool = True
@@ -97,8 +107,13 @@ class ModelConfig:
     evidence_sentences: int = 1
     late_interaction: float = 0.0
     phrase_weight: float = 0.0
+    concept_weight: float = 0.0
+    kg_prox_idf: bool = False
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.concept_weight <= 1.0:
+            raise ValueError(
+                f"model.concept_weight must lie in [0, 1] (0: no concept match), got {self.concept_weight}")
         if not 0.0 <= self.phrase_weight <= 1.0:
             raise ValueError(
                 f"model.phrase_weight must lie in [0, 1] (0: no term-pair BM25), got {self.phrase_weight}")
@@ -342,6 +357,7 @@ class GraLCModel(nn.Module):
         phrase: torch.Tensor | None = None,
         late_interaction: float | None = None,
         late: torch.Tensor | None = None,
+        concepts: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score, cos, kg_prox)``, each (Q, K), of queries q (Q, d) with entities
         ``q_ent`` (Q, Eq, d') / ``q_mask`` against ``chunks``: dense = beta cos + (1 - beta)
@@ -358,8 +374,10 @@ class GraLCModel(nn.Module):
         :mod:`gralc.retrieval.token_store`), used instead of ``q_tokens`` and the chunks'
         token vectors. With
         ``phrase_weight`` g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase``
-        (Q, K) the raw term-pair BM25 (required then): one order of terms for training and
-        inference."""
+        (Q, K) the raw term-pair BM25 (required then); with ``concept_weight`` c > 0,
+        ``c * concepts`` after it, ``concepts`` (Q, K) the concept match in its fixed unit
+        (:mod:`gralc.retrieval.concept_match`; required then): one order of terms for training
+        and inference."""
         score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
         w = self.config.sentence_evidence
         if w > 0 and chunks.units is not None:
@@ -387,6 +405,14 @@ class GraLCModel(nn.Module):
                     f"the raw BM25Config(ngram=2) scores of the questions against the chunks "
                     f"(got {None if phrase is None else tuple(phrase.shape)}, scores {tuple(score.shape)})")
             score = score + g * normalise_lexical(phrase.to(score.device, score.dtype))
+        c = self.config.concept_weight
+        if c > 0:
+            if concepts is None or concepts.shape != score.shape:
+                raise ValueError(
+                    f"this model adds the concept match (model.concept_weight={c}): pass "
+                    f"concepts=(Q, K), the raw concept-id BM25 of the questions against the chunks "
+                    f"(got {None if concepts is None else tuple(concepts.shape)}, scores {tuple(score.shape)})")
+            score = score + c * concepts.to(score.device, score.dtype)
         return score, cos, prox
 
     def _score_parts(self, q, q_ent, q_mask, chunks: ChunkSet, lexical,

@@ -23,7 +23,8 @@ def kg_proximity(
     """Mean over each query's entities of the max cosine to a chunk's entities (0 where the
     query or the chunk has none): the one kg_prox of training, validation and inference.
 
-    q_ent (Q, Eq, d') with q_mask (Q, Eq) bool; the chunks' entity table: ``entity_vectors``
+    q_ent (Q, Eq, d') with q_mask (Q, Eq) bool, or float weights >= 0 (a weighted mean, e.g.
+    each concept's IDF: ``model.kg_prox_idf``); the chunks' entity table: ``entity_vectors``
     (M, d'), ``entity_chunk`` (M,) the chunk row of each. Returns (Q, n_chunks), through one
     scatter-max over all chunk entities (memory Q * Eq * (M + n_chunks), never padded per chunk).
     """
@@ -33,8 +34,12 @@ def kg_proximity(
         sim = F.normalize(q_ent, dim=-1) @ F.normalize(entity_vectors, dim=-1).T  # (Q, Eq, M)
         index = entity_chunk.to(sim.device).expand_as(sim)
         best = best.scatter_reduce(2, index, sim, reduce="amax", include_self=True)
-    best = torch.where(torch.isfinite(best) & q_mask[:, :, None], best, torch.zeros_like(best))
-    return best.sum(dim=1) / q_mask.sum(dim=1).clamp(min=1)[:, None]
+    if q_mask.dtype == torch.bool:
+        best = torch.where(torch.isfinite(best) & q_mask[:, :, None], best, torch.zeros_like(best))
+        return best.sum(dim=1) / q_mask.sum(dim=1).clamp(min=1)[:, None]
+    w = q_mask.to(best.dtype).clamp(min=0)
+    best = torch.where(torch.isfinite(best) & (w > 0)[:, :, None], best, torch.zeros_like(best))
+    return (best * w[:, :, None]).sum(dim=1) / w.sum(dim=1).clamp(min=1e-12)[:, None]
 
 
 class HybridScorer(nn.Module):

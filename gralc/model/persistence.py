@@ -189,7 +189,8 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 #: ModelConfig keys that only change how a trained model scores (never its weights): an
 #: export may set them (``gralc.export --sentence-evidence``, ``--late-interaction``,
 #: ``--phrase-weight``)
-INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight")
+INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight",
+                      "concept_weight", "kg_prox_idf")
 #: BoundaryConfig keys (``pipeline.chunking.boundary``) an export may set: where the hard
 #: cuts of the trained boundary scores may fall (``gralc.export --cut-unit``)
 INFERENCE_BOUNDARY_SETTINGS = ("cut_unit",)

@@ -50,18 +50,32 @@ VOCAB_FILE = "vocab.tokenizer.json"
 class BM25Config:
     """BM25 parameters (bm25s ``method``: robertson | lucene | atire | bm25l | bm25+).
     ``ngram``: 1 indexes (stemmed, stopword-free) terms; 2 indexes pairs of consecutive terms,
-    a phrase-match view (a question that copies a phrase of the answer sentence)."""
+    a phrase-match view (a question that copies a phrase of the answer sentence).
+    ``field``: what of a chunk is indexed: ``text``, or ``concepts``, its linked concept ids
+    (``Chunk.entity_ids``, each once; :mod:`gralc.retrieval.concept_match`), so BM25's IDF
+    weighs a shared rare concept above a shared common one; queries are then concept-id
+    strings (:func:`~gralc.retrieval.concept_match.concept_terms`)."""
 
     k1: float = 1.5
     b: float = 0.75
     method: str = "lucene"
-    stemmer: str = "english"
-    stopwords: str = "en"
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
     ngram: int = 1
+    field: str = "text"
 
     def __post_init__(self) -> None:
         if self.ngram not in (1, 2):
             raise ValueError(f"BM25Config.ngram must be 1 (terms) or 2 (term pairs), got {self.ngram}")
+        if self.field not in ("text", "concepts"):
+            raise ValueError(f"BM25Config.field must be 'text' or 'concepts', got {self.field!r}")
+        if self.field == "concepts" and self.ngram != 1:
+            raise ValueError("BM25Config.field='concepts' indexes single concept ids: ngram must be 1")
+
+
+def _stemmer(name: str | None):
+    """A Snowball stemmer, or None (``stemmer: null``: terms as they are, e.g. concept ids)."""
+    return None if name is None else Stemmer.Stemmer(name)
 
 
 class BM25Index:
@@ -70,7 +84,7 @@ class BM25Index:
     def __init__(self, config: BM25Config | None = None) -> None:
         self.config = config or BM25Config()
         self.tokenizer = bm25s.tokenization.Tokenizer(
-            stopwords=self.config.stopwords, stemmer=Stemmer.Stemmer(self.config.stemmer)
+            stopwords=self.config.stopwords, stemmer=_stemmer(self.config.stemmer)
         )
         self.retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         self.chunks: list[Chunk] = []
@@ -94,7 +108,7 @@ class BM25Index:
         """A tokenizer with this index's settings and an empty vocabulary (term-pair queries)."""
         if getattr(self, "_scratch", None) is None:
             self._scratch = bm25s.tokenization.Tokenizer(
-                stopwords=self.config.stopwords, stemmer=Stemmer.Stemmer(self.config.stemmer))
+                stopwords=self.config.stopwords, stemmer=_stemmer(self.config.stemmer))
         self._scratch.reset_vocab()
         return self._scratch
 
@@ -102,7 +116,12 @@ class BM25Index:
         """Build the index over ``chunks`` (replaces any previous content)."""
         if not chunks:
             raise ValueError("BM25Index.index needs at least one chunk")
-        self._index_texts([c.text for c in chunks])
+        if self.config.field == "concepts":
+            from gralc.retrieval.concept_match import concept_terms
+
+            self._index_texts([concept_terms(c.entity_ids) for c in chunks])
+        else:
+            self._index_texts([c.text for c in chunks])
         self.chunks = [replace(c, embedding=None) for c in chunks]
 
     def _index_texts(self, texts: Sequence[str]) -> None:

@@ -4,7 +4,9 @@ A trained model's score (cosine, kg_prox, learned BM25 term, sentence evidence, 
 term-pair BM25) is too costly for every chunk of a large corpus, so a search scores the
 union of cheap candidate lists only: the ``dense`` nearest chunk vectors (the FAISS index),
 the ``lexical`` best chunks by BM25, the ``phrase`` best by the term-pair BM25 (a model with
-``phrase_weight`` > 0), and the chunks holding the ``units`` best sentence units by their BM25
+``phrase_weight`` > 0), the ``concepts`` best by the concept match (a model with
+``concept_weight`` > 0; :mod:`gralc.retrieval.concept_match`, in a fixed unit, so for recall
+only), and the chunks holding the ``units`` best sentence units by their BM25
 (a model with sentence evidence and the lexical term). Then the ``exact`` best candidates by the
 full score with MaxSim read from token centroids get their tokens decoded and their exact
 MaxSim (0: every candidate; :mod:`gralc.retrieval.token_store`).
@@ -32,12 +34,13 @@ class CandidateConfig:
     dense: int = 100
     lexical: int = 100
     phrase: int = 20
+    concepts: int = 20
     units: int = 20
     exact: int = 32
     exhaustive: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("dense", "lexical", "phrase", "units", "exact"):
+        for name in ("dense", "lexical", "phrase", "concepts", "units", "exact"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be an integer >= 0, got {getattr(self, name)!r}")
 
@@ -71,7 +74,8 @@ def unit_chunk_rows(unit_scores: np.ndarray | torch.Tensor, n: int, chunks_of_un
 
 def candidate_mask(config: CandidateConfig, cos: torch.Tensor, lexical: torch.Tensor | None = None,
                    phrase: torch.Tensor | None = None, unit_lexical: torch.Tensor | None = None,
-                   unit_pairs: torch.Tensor | None = None) -> torch.Tensor:
+                   unit_pairs: torch.Tensor | None = None, concepts: torch.Tensor | None = None
+                   ) -> torch.Tensor:
     """(Q, K) bool: each question's candidates among all K chunks, from full score matrices
     (Q, K) (``unit_lexical`` (Q, U) with ``unit_pairs`` (2, P) chunk / unit rows): the rule of
     a search, for training's validation, whose chunks all have their scores already."""
@@ -86,6 +90,8 @@ def candidate_mask(config: CandidateConfig, cos: torch.Tensor, lexical: torch.Te
             rows.append(top_rows(lexical[i], config.lexical, positive=True))
         if phrase is not None:
             rows.append(top_rows(phrase[i], config.phrase, positive=True))
+        if concepts is not None:
+            rows.append(top_rows(concepts[i], config.concepts, positive=True))
         if unit_lexical is not None and pairs is not None:
             rows.append(unit_chunk_rows(unit_lexical[i], config.units,
                                         lambda u: pairs[0][np.isin(pairs[1], u)]))

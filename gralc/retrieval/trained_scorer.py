@@ -166,11 +166,13 @@ class TrainedScorer:
         return self.model.query_entities([(u, ei)])
 
     @torch.no_grad()
-    def query_entities_batch(self, pipeline: Pipeline, questions: list[str]
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` of several questions, one GAT pass."""
+    def query_entities_batch(self, pipeline: Pipeline, questions: list[str], with_ids: bool = False):
+        """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` of several questions, one GAT pass
+        (``with_ids``: and each question's linked concept ids, third)."""
         encoder = QueryEncoder(pipeline, self.embedder(pipeline))
-        return self.model.query_entities([c[1:] for c in encoder.concepts_batch(questions)])
+        batch = encoder.concepts_batch(questions)
+        ents, mask = self.model.query_entities([c[1:] for c in batch])
+        return (ents, mask, [c[0] for c in batch]) if with_ids else (ents, mask)
 
     @property
     def lexical(self) -> bool:
@@ -183,11 +185,18 @@ class TrainedScorer:
         scores of a ``BM25Index(BM25Config(ngram=2))`` over the same chunks."""
         return self.model.config.phrase_weight > 0
 
+    @property
+    def concept(self) -> bool:
+        """The model reads the concept match's index (``model.concept_weight`` > 0: its scores;
+        ``model.kg_prox_idf``: its IDF): callers pass a
+        :func:`~gralc.retrieval.concept_match.concept_index` over the same chunks."""
+        return self.model.config.concept_weight > 0 or self.model.config.kg_prox_idf
+
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
                   chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
                   q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
-                  phrase: np.ndarray | None = None,
+                  phrase: np.ndarray | None = None, concepts: np.ndarray | None = None,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
@@ -198,7 +207,10 @@ class TrainedScorer:
         (the token rows index them); ``q_tokens``: the question's word-piece vectors
         (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
         None. ``phrase`` (K,): the question's term-pair BM25 over the same chunks, required
-        when :attr:`phrase`."""
+        when :attr:`phrase`; ``concepts`` (K,) its concept match, required when :attr:`concept`."""
+        if self.model.config.kg_prox_idf:
+            raise ValueError("model.kg_prox_idf weighs kg_prox by the concept index's IDF: search with "
+                             "gralc.retrieval.trained_search.TrainedSearch")
         if chunk_vecs.shape[0] != self.n_chunks:
             raise ValueError(
                 f"{self.source or 'this model'}: score all {self.n_chunks} chunks of chunk() "
@@ -213,8 +225,9 @@ class TrainedScorer:
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
         lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
         pairs = None if phrase is None else torch.as_tensor(phrase, dtype=torch.float32)[None]
+        cm = None if concepts is None else torch.as_tensor(concepts, dtype=torch.float32)[None]
         score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex,
-                                                  unit_lex, q_tokens, pairs)
+                                                  unit_lex, q_tokens, pairs, concepts=cm)
         return score[0], cos[0], prox[0]
 
     # ----- persistence with an index --------------------------------------------------------

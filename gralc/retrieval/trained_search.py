@@ -5,8 +5,9 @@ score over the candidates only.
     hits = search.search_batch(["What dose ...?", ...], k=10)
 
 Stage one (:mod:`gralc.retrieval.candidates`): the union of the FAISS index's nearest chunk
-vectors, the BM25 best chunks, the term-pair BM25 best (a model with ``phrase_weight``) and
-the chunks of the best sentence units by their BM25 (a model with sentence evidence). Stage
+vectors, the BM25 best chunks, the term-pair BM25 best (a model with ``phrase_weight``), the
+concept match's best (a model with ``concept_weight``) and the chunks of the best sentence
+units by their BM25 (a model with sentence evidence). Stage
 two: :meth:`GraLCModel.score_parts`, the score of training and validation, over the
 candidates' rows of the :class:`~gralc.retrieval.chunk_table.ChunkTable` (vectors, concepts,
 units, lexical scores), MaxSim first from the tokens' centroids for every candidate, then
@@ -32,6 +33,7 @@ import torch
 from gralc.pipeline import Pipeline
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.candidates import CandidateConfig, top_rows, union_rows, unit_chunk_rows
+from gralc.retrieval.concept_match import concept_idf, concept_scores, question_concepts
 from gralc.retrieval.faiss_index import ChunkIndex
 from gralc.retrieval.hits import Hit
 from gralc.retrieval.ranking import rank_order
@@ -43,8 +45,9 @@ class Questions:
     """One batch of questions as the score reads them: ``vectors`` (Q, d), word-piece
     ``tokens`` (Q, L, d) + ``token_mask`` (Q, L) (late interaction), concept vectors
     ``entities`` (Q, E, d') + ``entity_mask`` (hybrid score), and per question its BM25 over the
-    chunks (``lexical``), term-pair BM25 (``phrase``) and BM25 over the sentence units
-    (``unit_lexical``), each (K,) / (U,) or None when the model does not use it."""
+    chunks (``lexical``), term-pair BM25 (``phrase``), concept match (``concepts``) and BM25
+    over the sentence units (``unit_lexical``), each (K,) / (U,) or None when the model does
+    not use it."""
 
     texts: list[str]
     vectors: torch.Tensor
@@ -55,6 +58,7 @@ class Questions:
     lexical: list[np.ndarray | None]
     phrase: list[np.ndarray | None]
     unit_lexical: list[np.ndarray | None]
+    concepts: list[np.ndarray | None] | None = None
 
 
 class TrainedSearch:
@@ -62,9 +66,12 @@ class TrainedSearch:
 
     def __init__(self, scorer: TrainedScorer, pipeline: Pipeline, index: ChunkIndex,
                  lexical: BM25Index | None = None, phrase: BM25Index | None = None,
-                 config: CandidateConfig | None = None) -> None:
+                 config: CandidateConfig | None = None, concepts: BM25Index | None = None) -> None:
+        """``concepts``: the concept match's index of the same chunks
+        (:func:`~gralc.retrieval.concept_match.concept_index`), for a model with
+        ``concept_weight`` > 0."""
         self.scorer, self.pipeline, self.index = scorer, pipeline, index
-        self.lexical, self.phrase = lexical, phrase
+        self.lexical, self.phrase, self.concepts = lexical, phrase, concepts
         self.config = config or CandidateConfig()
         self.table = scorer.table.finish()
         self.timings: dict[str, float] = defaultdict(float)
@@ -75,6 +82,8 @@ class TrainedSearch:
             raise ValueError("the model scores with its lexical term: pass the BM25 index of the same chunks")
         if scorer.phrase and (phrase is None or len(phrase) != n):
             raise ValueError("the model adds a term-pair BM25: pass the BM25Config(ngram=2) index of the same chunks")
+        if scorer.concept and (concepts is None or len(concepts) != n):
+            raise ValueError("the model adds the concept match: pass the concept_index of the same chunks")
         if not self.config.exhaustive:
             needs = [("lexical", scorer.lexical), ("phrase", scorer.phrase),
                      ("units", scorer.uses_units and scorer.lexical)]
@@ -97,15 +106,26 @@ class TrainedSearch:
         else:
             vectors = enc.encode_queries(texts).float()
         ents = emask = None
+        ids: list[list[str]] | None = None
         if s.model.hybrid is not None:
-            ents, emask = s.query_entities_batch(self.pipeline, texts)
+            ents, emask, ids = s.query_entities_batch(self.pipeline, texts, with_ids=True)
+        if s.concept and ids is None:
+            ids = question_concepts(self.pipeline.linker, texts)
+        if s.model.config.kg_prox_idf and emask is not None:  # each concept weighed by its IDF
+            if self.concepts is None:
+                raise ValueError("model.kg_prox_idf needs the concept match's index of the same chunks")
+            weights = torch.zeros(emask.shape)
+            for i, q_ids in enumerate(ids):
+                weights[i, : len(q_ids)] = torch.as_tensor(concept_idf(self.concepts, q_ids))
+            emask = emask.float() * weights
         t1 = time.perf_counter()
         lexical = [self.lexical.scores(t) if s.lexical else None for t in texts]
         phrase = [self.phrase.scores(t) if s.phrase else None for t in texts]
         units = [self.table.unit_lexical(t) if s.uses_units and s.lexical else None for t in texts]
+        concepts = [concept_scores(self.concepts, ids[i]) if s.concept else None for i in range(len(texts))]
         self.timings["encode_s"] += t1 - t0
         self.timings["bm25_s"] += time.perf_counter() - t1
-        return Questions(texts, vectors, tokens, mask, ents, emask, lexical, phrase, units)
+        return Questions(texts, vectors, tokens, mask, ents, emask, lexical, phrase, units, concepts)
 
     # ----- searching ------------------------------------------------------------------------
     def search_batch(self, questions: Sequence[str], k: int = 10,
@@ -155,6 +175,8 @@ class TrainedSearch:
                 parts.append(top_rows(q.lexical[i], cfg.lexical, positive=True))
             if q.phrase[i] is not None:
                 parts.append(top_rows(q.phrase[i], cfg.phrase, positive=True))
+            if q.concepts is not None and q.concepts[i] is not None:
+                parts.append(top_rows(q.concepts[i], cfg.concepts, positive=True))
             if q.unit_lexical[i] is not None:
                 parts.append(unit_chunk_rows(q.unit_lexical[i], cfg.units,
                                              lambda u: self.table.units.chunks.gather(u)[0]))
@@ -170,9 +192,12 @@ class TrainedSearch:
             ulex = torch.as_tensor(q.unit_lexical[i][unit_rows], dtype=torch.float32)[None]
         pairs = None if q.phrase[i] is None else torch.as_tensor(q.phrase[i][rows], dtype=torch.float32)[None]
         ents = None if q.entities is None else (q.entities[i : i + 1], q.entity_mask[i : i + 1])
+        cm = None
+        if q.concepts is not None and q.concepts[i] is not None:
+            cm = torch.as_tensor(q.concepts[i][rows], dtype=torch.float32)[None]
         score, cos, prox = s.model.score_parts(
             q.vectors[i : i + 1], *(ents or (None, None)), chunks, lex, ulex, phrase=pairs,
-            late=None if late is None else late[None])
+            late=None if late is None else late[None], concepts=cm)
         return score[0], cos[0], prox[0]
 
     @torch.no_grad()
@@ -208,6 +233,8 @@ class TrainedSearch:
                 parts["bm25"] = float(q.lexical[i][rows[j]])
             if q.phrase[i] is not None:
                 parts["phrase_bm25"] = float(q.phrase[i][rows[j]])
+            if q.concepts is not None and q.concepts[i] is not None:
+                parts["concept_bm25"] = float(q.concepts[i][rows[j]])
             if late is not None:
                 parts["maxsim"] = float(late[j])
             hits.append(Hit(chunks[j], float(score[j]), parts))

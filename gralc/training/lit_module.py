@@ -49,9 +49,10 @@ from gralc.chunking.boundaries import BoundaryConfig, semantic_signal
 from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
-from gralc.model.gralc_model import GraLCModel
+from gralc.model.gralc_model import GraLCModel, span_concepts
 from gralc.retrieval.bm25 import BM25Config, TermStats, bm25_matrix
 from gralc.retrieval.candidates import CandidateConfig, candidate_mask
+from gralc.retrieval.concept_match import concept_matrix
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -109,6 +110,9 @@ class GraLCLitModule(pl.LightningModule):
     ):
         super().__init__()
         self.model, self.optim = model, optim
+        if model.config.kg_prox_idf:
+            raise ValueError("model.kg_prox_idf weighs kg_prox by a searched corpus's IDF, an inference "
+                             "setting: train without it and set it at export")
         #: validation ranks as a search does: the model's score over each question's candidates
         self.search = search or CandidateConfig()
         self.extra_checkpoint = extra_checkpoint or {}
@@ -308,11 +312,12 @@ class GraLCLitModule(pl.LightningModule):
     def score_inputs(
         self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
         stats: TermStats | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-        """``(lexical (B, K), unit lexical (B, U), term-pair (B, K))`` BM25 the score reads
-        (each None where the model does not use it)."""
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """``(lexical (B, K), unit lexical (B, U), term-pair (B, K), concept match (B, K))``
+        BM25 the score reads (each None where the model does not use it)."""
         return (self.lexical_scores(examples, docs, chunks, stats),
-                self.unit_lexical(examples, docs, chunks), self.phrase_scores(examples, docs, chunks))
+                self.unit_lexical(examples, docs, chunks), self.phrase_scores(examples, docs, chunks),
+                self.concept_scores(examples, docs, chunks))
 
     def batch_scores(
         self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
@@ -323,14 +328,16 @@ class GraLCLitModule(pl.LightningModule):
         its lexical term (``stats``: its BM25 term statistics) and sentence units, MaxSim of the
         questions' adapted word-pieces (``qs.tokens``) against ``chunks``' token vectors at
         ``optim.late_interaction`` (ColBERT-style, gradient through both sides), then
-        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`). ``inputs``:
+        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`) and
+        ``model.concept_weight`` times the concept match (:meth:`concept_scores`). ``inputs``:
         those BM25 scores already computed (:meth:`score_inputs`)."""
         q_tokens = None if qs.tokens is None else (qs.tokens.to(self.device),
                                                    qs.token_mask.to(self.device))
-        lexical, unit_lexical, phrase = inputs or self.score_inputs(examples, docs, chunks, stats)
+        lexical, unit_lexical, phrase, concepts = inputs or self.score_inputs(examples, docs, chunks, stats)
         score, cos, _ = self.model.score_parts(
             qs.vectors, qs.entities, qs.entity_mask, chunks, lexical, unit_lexical,
-            q_tokens=q_tokens, phrase=phrase, late_interaction=self.optim.late_interaction)
+            q_tokens=q_tokens, phrase=phrase, late_interaction=self.optim.late_interaction,
+            concepts=concepts)
         return score, cos
 
     def phrase_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
@@ -343,6 +350,23 @@ class GraLCLitModule(pl.LightningModule):
         return torch.from_numpy(bm25_matrix(
             [e.text for e in examples], self.chunk_texts(docs, chunks), BM25Config(ngram=2)
         )).to(self.device)
+
+    def concept_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
+                       chunks: ChunkSet) -> torch.Tensor | None:
+        """(B, K) concept match (:func:`~gralc.retrieval.concept_match.concept_matrix`) of
+        each question's linked concepts against each chunk's (the concepts with a mention
+        inside it, as ``Chunk.entity_ids`` of an index), term statistics from these chunks, for
+        a model with ``model.concept_weight`` > 0; else None."""
+        if self.model.config.concept_weight <= 0:
+            return None
+        chunk_ids = []
+        for f, spans in zip(docs, chunks.spans):
+            rows, chunk_of = span_concepts(f.mention_tokens, spans)
+            per = [[] for _ in spans]
+            for r, k in zip(rows.tolist(), chunk_of.tolist()):
+                per[k].append(f.concept_ids[r])
+            chunk_ids.extend(per)
+        return torch.from_numpy(concept_matrix([e.q_concepts for e in examples], chunk_ids)).to(self.device)
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]
@@ -440,9 +464,9 @@ class GraLCLitModule(pl.LightningModule):
         doc_of = [f.doc_id for f, spans in zip(docs, chunks.spans) for _ in spans]
         inputs = self.score_inputs(batch.examples, docs, chunks)
         scores, cos = self.batch_scores(batch.examples, docs, chunks, qs, inputs=inputs)
-        lexical, unit_lexical, phrase = inputs
+        lexical, unit_lexical, phrase, concepts = inputs
         candidates = candidate_mask(self.search, cos, lexical, phrase, unit_lexical,
-                                    chunks.unit_pairs).to(scores.device)
+                                    chunks.unit_pairs, concepts).to(scores.device)
         where = {f.doc_id: i for i, f in enumerate(batch.docs)}
         positives = []
         for e in batch.examples:

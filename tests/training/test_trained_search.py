@@ -15,6 +15,7 @@ from gralc.model.gralc_model import GraLCModel
 from gralc.pipeline import Pipeline
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.candidates import CandidateConfig, candidate_mask, top_rows
+from gralc.retrieval.concept_match import concept_index, concept_scores, question_concepts
 from gralc.retrieval.faiss_index import ChunkIndex
 from gralc.retrieval.token_codec import TokenCodecConfig
 from gralc.retrieval.trained_scorer import TrainedScorer
@@ -26,13 +27,14 @@ QUESTIONS = [
     "Which adverse events were reported?",
     "How was HbA1c measured at baseline?",
 ]
-#: every score term a search gathers per candidate: kg_prox, lexical, sentence units, MaxSim, term pairs
-FULL = dict(sentence_evidence=0.3, late_interaction=0.4, phrase_weight=0.1)
+#: every score term a search gathers per candidate: kg_prox, lexical, sentence units, MaxSim, term
+#: pairs, concept match
+FULL = dict(sentence_evidence=0.3, late_interaction=0.4, phrase_weight=0.1, concept_weight=0.2)
 
 
 def _searchable(cfg, datamodule, codec: TokenCodecConfig):
     """(scorer of an untrained model using every score term, pipeline, chunks, index, BM25,
-    term-pair BM25) over the datamodule's corpus."""
+    term-pair BM25, concept match) over the datamodule's corpus."""
     torch.manual_seed(0)
     model = GraLCModel(replace(cfg.model, **FULL), cfg.pipeline.chunking.boundary,
                        datamodule.token_dim, datamodule.concept_dim).eval()
@@ -46,7 +48,7 @@ def _searchable(cfg, datamodule, codec: TokenCodecConfig):
     bm25, pairs = BM25Index(), BM25Index(BM25Config(ngram=2))
     bm25.index(chunks)
     pairs.index(chunks)
-    return scorer, pipeline, chunks, index, bm25, pairs
+    return scorer, pipeline, chunks, index, bm25, pairs, concept_index(chunks)
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +60,19 @@ def exact(make_cfg, datamodule, tmp_path_factory):
 def test_every_candidate_gets_its_exhaustive_score(exact):
     """With a few candidates per source the BM25 terms are still normalised by the question's
     best chunk / unit over the whole corpus: each candidate's score equals score_all's."""
-    scorer, pipeline, chunks, index, bm25, pairs = exact
-    assert scorer.lexical and scorer.phrase and scorer.uses_units and scorer.uses_tokens
-    config = CandidateConfig(dense=3, lexical=2, phrase=1, units=1, exact=0)
-    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, config)
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    assert scorer.lexical and scorer.phrase and scorer.uses_units and scorer.uses_tokens and scorer.concept
+    config = CandidateConfig(dense=3, lexical=2, phrase=1, units=1, concepts=1, exact=0)
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, config, concepts)
     vecs = torch.from_numpy(np.asarray(index.vectors))
     q = search.encode(QUESTIONS)
     rows = search.candidates(q)
+    ids = question_concepts(pipeline.linker, QUESTIONS)
+    assert sum(concept_scores(concepts, i).max() > 0 for i in ids) >= 2, "the concept match is untested"
     for i, text in enumerate(QUESTIONS):
+        cm = concept_scores(concepts, ids[i])
         full = scorer.score_all(pipeline, text, q.vectors[i], vecs, bm25.scores(text),
-                                phrase=pairs.scores(text))[0]
+                                phrase=pairs.scores(text), concepts=cm)[0]
         got = search.search_encoded(q, len(chunks))[i]
         assert 3 <= len(got) == len(rows[i]) < len(chunks)  # a search, not an exhaustive pass
         pos = {(c.doc_id, c.chunk_id): j for j, c in enumerate(chunks)}
@@ -76,27 +81,33 @@ def test_every_candidate_gets_its_exhaustive_score(exact):
         # the candidates hold each source's best: the dense 3, the best BM25 and term-pair chunks
         dense = set(index.search_rows(q.vectors[i : i + 1].numpy(), 3)[0].tolist())
         best = {int(np.argmax(bm25.scores(text))), int(np.argmax(pairs.scores(text)))}
+        if cm.max() > 0:
+            best.add(int(np.argmax(cm)))
         assert dense | best <= set(rows[i].tolist())
     ranked = search.search_batch(QUESTIONS, 5)
     assert [[h.chunk.chunk_id for h in r] for r in ranked] == \
         [[h.chunk.chunk_id for h in search.search(t, 5)] for t in QUESTIONS]  # batch = one by one
-    assert all(set(h.components) == {"cos", "kg_prox", "bm25", "phrase_bm25", "maxsim"} for h in ranked[0])
+    assert all(set(h.components) == {"cos", "kg_prox", "bm25", "phrase_bm25", "concept_bm25", "maxsim"}
+               for h in ranked[0])
 
 
 def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
-    scorer, pipeline, chunks, index, bm25, pairs = exact
-    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True))
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
     vecs = torch.from_numpy(np.asarray(index.vectors))
     text = QUESTIONS[0]
+    cm = concept_scores(concepts, question_concepts(pipeline.linker, [text])[0])
     full = scorer.score_all(pipeline, text, search.encode([text]).vectors[0], vecs, bm25.scores(text),
-                            phrase=pairs.scores(text))[0]
+                            phrase=pairs.scores(text), concepts=cm)[0]
     hits = search.search(text, len(chunks))
     assert len(hits) == len(chunks)
     assert np.allclose([h.score for h in hits], np.sort(full.numpy())[::-1], atol=1e-5)
     with pytest.raises(ValueError, match="search.lexical=0"):
-        TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(lexical=0))
+        TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(lexical=0), concepts)
     with pytest.raises(ValueError, match="term-pair BM25"):
-        TrainedSearch(scorer, pipeline, index, bm25, None)
+        TrainedSearch(scorer, pipeline, index, bm25, None, concepts=concepts)
+    with pytest.raises(ValueError, match="concept match"):
+        TrainedSearch(scorer, pipeline, index, bm25, pairs)
 
 
 def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp_path):
@@ -104,13 +115,13 @@ def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp
     the candidates, the best ``exact`` are decoded; their scores equal an exhaustive pass over
     the same codes, and the first hits agree with the exact (float16) tokens' ranking."""
     cfg = make_cfg(tmp_path, "model.use_lexical=true")
-    scorer, pipeline, chunks, index, bm25, pairs = _searchable(
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = _searchable(
         cfg, datamodule, TokenCodecConfig(pq_bytes=48, centroids=64))
     assert scorer.table.finish().tokens.codec.code_size == 61  # centroid id + 48 x 10 bits: 12.6x smaller than float16
-    codes = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exact=4))
-    every = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True))
+    codes = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exact=4), concepts)
+    every = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
     e_scorer, *_ = exact
-    reference = TrainedSearch(e_scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True))
+    reference = TrainedSearch(e_scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
     top1 = 0
     for text in QUESTIONS:
         got, full = codes.search(text, 4), {h.chunk.chunk_id: h.score for h in every.search(text, len(chunks))}
@@ -156,6 +167,7 @@ def test_index_search_batch_and_cli_agree(exported, tmp_path, capsys):
     Retriever.build(DEMO_DIR / "articles", model=exported,
                     search=CandidateConfig(dense=5, lexical=5)).save(tmp_path / "index")
     r = Retriever.load(tmp_path / "index")
+    assert r.concepts is not None and r.concepts.config.field == "concepts" and len(r.concepts) == len(r.index)
     assert isinstance(r.index.vectors, np.memmap)
     assert isinstance(r.scorer.table.tokens.codes.values, np.memmap)
     assert r.search_config.dense == 5
@@ -208,6 +220,8 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     assert np.array_equal(a.units.pairs.values, b.units.pairs.values)
     assert np.allclose(a.entities.values, b.entities.values, atol=1e-6)
     assert np.allclose(single.lexical.scores(QUESTIONS[0]), merged.lexical.scores(QUESTIONS[0]))
+    probe = " ".join(sorted(t for t in single.concepts.retriever.vocab_dict if t))
+    assert np.allclose(single.concepts.scores(probe), merged.concepts.scores(probe))
     for x, y in zip(single.search_batch(QUESTIONS, 5), merged.search_batch(QUESTIONS, 5)):
         assert [h.chunk.chunk_id for h in x] == [h.chunk.chunk_id for h in y]
         assert np.allclose([h.score for h in x], [h.score for h in y], atol=1e-5)
@@ -215,3 +229,62 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
             "--model", str(exported), "--out", str(tmp_path / "nocodec")]
     assert shard_index.main(argv) == 2
     assert "--codec" in capsys.readouterr().err and not (tmp_path / "nocodec").exists()
+
+
+def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
+    """model.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
+    chunks (the concept index's), and the kg_prox it scores is that weighted mean."""
+    from gralc.retrieval.concept_match import concept_idf
+
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    model = scorer.model
+    base = model.config
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
+    plain = search.encode(QUESTIONS)
+    model.config = replace(base, kg_prox_idf=True)
+    try:
+        weighted = search.encode(QUESTIONS)
+        ids = question_concepts(pipeline.linker, QUESTIONS)
+        assert any(len(set(concept_idf(concepts, i).round(6))) > 1 for i in ids), "equal IDFs: cannot fail"
+        for i, q_ids in enumerate(ids):
+            assert torch.allclose(weighted.entity_mask[i, : len(q_ids)],
+                                  torch.as_tensor(concept_idf(concepts, q_ids)).float())
+            assert not weighted.entity_mask[i, len(q_ids):].any()
+        hits = search.search_encoded(weighted, len(chunks))
+        base_hits = search.search_encoded(plain, len(chunks))
+        assert any(h.components["kg_prox"] != b.components["kg_prox"] for h, b in zip(hits[0], base_hits[0]))
+        with pytest.raises(ValueError, match="TrainedSearch"):
+            scorer.score_all(pipeline, QUESTIONS[0], weighted.vectors[0],
+                             torch.from_numpy(np.asarray(index.vectors)))
+    finally:
+        model.config = base
+
+
+def test_training_scores_the_concepts_an_index_gives_the_chunks(make_cfg, datamodule, tmp_path):
+    """One concept match: training's (B, K) scores of a model's hard chunks equal the index's
+    over the chunks gralc.index makes of the same documents (their entity_ids)."""
+    from gralc.training.lit_module import GraLCLitModule
+
+    cfg = make_cfg(tmp_path)
+    torch.manual_seed(0)
+    model = GraLCModel(replace(cfg.model, concept_weight=0.3), cfg.pipeline.chunking.boundary,
+                       datamodule.token_dim, datamodule.concept_dim).eval()
+    lit = GraLCLitModule(model, cfg.optim)
+    examples = [e for e in datamodule.data.train if e.q_concepts][:4]
+    assert examples, "no training question links a concept: the test cannot fail"
+    doc_ids = list(dict.fromkeys(e.doc_id for e in examples))
+    feats = [datamodule.data.features[d] for d in doc_ids]
+    with torch.no_grad():
+        chunks = model(feats, soft=False)
+        got = lit.concept_scores(examples, feats, chunks)
+    scorer = TrainedScorer(model, cfg.pipeline)
+    pipeline = Pipeline(cfg.pipeline)
+    made = scorer.chunk(pipeline, pipeline.prepare([f.doc for f in feats], progress=False))
+    assert len(made) == chunks.n_chunks
+    index = concept_index(made)
+    expected = np.stack([concept_scores(index, e.q_concepts) for e in examples])
+    assert expected.max() > 0
+    assert np.allclose(got.numpy(), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="inference setting"):
+        GraLCLitModule(GraLCModel(replace(cfg.model, kg_prox_idf=True), cfg.pipeline.chunking.boundary,
+                                  datamodule.token_dim, datamodule.concept_dim), cfg.optim)
