@@ -36,6 +36,12 @@ a ``VARIANT+wise=T:gralc_graph`` row per T and ``+wise=cv`` with T chosen on the
         --variants lora_lexical_small --rows multilevel_hybrid bm25 \
         --sentence-evidence 0 0.2 0.3 0.5 --set callbacks.checkpoint.monitor=val/ev_mrr \
         --out results/cv_ep4
+
+Knowledge: the untrained rows' pipeline and every training run link with the full MeSH 2024
+graph of the shared data folder (:func:`bench.real_data.knowledge_overrides`: thesaurus, tree,
+pharmacological actions, HSDN); ``--set pipeline.knowledge.vocabulary=...`` replaces it (then
+the other knowledge files are the ``--set`` ones too). A run on the built-in demo list is
+refused.
 """
 
 from __future__ import annotations
@@ -51,6 +57,12 @@ from typing import Any
 
 import torch
 
+from bench.real_data import (
+    pipeline_part,
+    real_pipeline_config,
+    require_real_graph,
+    with_real_knowledge,
+)
 from gralc.config import load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
@@ -58,7 +70,7 @@ from gralc.encoding.precision import native_bf16
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
 from gralc.evaluation.trained_rows import evaluate_trained
-from gralc.pipeline import Pipeline, PipelineConfig
+from gralc.pipeline import Pipeline
 from gralc.runinfo import blas_kernel, run_metadata, seed_everything, write_json_atomic
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
@@ -172,13 +184,17 @@ def summary(folds: list[dict]) -> dict[str, tuple[float, float]]:
             for m in METRICS}
 
 
-def covidqa_setup(data: str, cache_dir: str):
+def covidqa_setup(data: str, cache_dir: str, knowledge: list[str] | tuple[str, ...] = ()):
     """``(bench, pipeline, prepared documents, run settings)`` for the COVID-QA rows: the
     SQuAD-format ``data``, eval.py's pipeline defaults (as the README's COVID-QA table, CPU,
-    encodings cached under ``cache_dir``), the metrics' cut-offs and word-piece counter."""
+    encodings cached under ``cache_dir``) linked with the full MeSH 2024 graph
+    (:func:`bench.real_data.knowledge_overrides`; ``knowledge``: PipelineConfig
+    ``knowledge.*`` overrides applied after it, a demo-list pipeline is refused), the
+    metrics' cut-offs and word-piece counter."""
+    cfg = real_pipeline_config([f"encoder.cache_dir={cache_dir}/encodings", "encoder.device=cpu",
+                                *knowledge], what="the COVID-QA bench")
     bench = squad_benchmark(data)
-    pipe = Pipeline(load_config(PipelineConfig, None, [
-        f"encoder.cache_dir={cache_dir}/encodings", "encoder.device=cpu"]))
+    pipe = Pipeline(cfg)
     prepared = pipe.prepare(bench.documents, progress=False)
     return bench, pipe, prepared, RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
 
@@ -315,6 +331,7 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
     overrides = [*fold_overrides(args.data, (args.folds, fold, args.seed), run_dir, args.cache_dir,
                                  args.epochs, args.threads, variant), *args.set, *resume]
     cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
+    require_real_graph(cfg, "bench.covidqa_cv --train")
     timer = EpochTimer()
     result = train(cfg, callbacks=[timer])
     return result["best_checkpoint"], timer.seconds
@@ -347,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-folds", type=int, nargs="+", default=None,
                     help="train only these folds (quick runs; the table then covers them only)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--set", nargs="*", default=[], help="extra train.py key=value overrides")
+    ap.add_argument("--set", nargs="*", default=[],
+                    help="extra train.py key=value overrides (pipeline.knowledge.* ones also "
+                         "set the untrained rows' pipeline)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_cv")
     args = ap.parse_args(argv)
@@ -359,10 +378,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--wise {args.wise}: interpolation weights must lie in [0, 1]")
     if missing:  # before the untrained rows' minutes
         ap.error(f"--extend-from {args.extend_from}: no run to continue at {', '.join(missing)}")
+    args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
+    for variant in args.variants if args.train else []:  # refused before any minute is spent
+        require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml",
+                                       [*VARIANTS[variant], *args.set]), "bench.covidqa_cv --train")
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
     t0 = time.perf_counter()
-    bench, base_pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir)
+    bench, base_pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir,
+                                                         pipeline_part(args.set))
     fold_of = article_folds([d.id for d in bench.documents], args.folds, args.seed)
     specs = {m.name: m for m in DEFAULT_METHODS}
     table: dict[str, dict[str, Any]] = {}
@@ -408,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             from gralc.retrieval.trained_scorer import TrainedScorer
 
             trained = TrainedScorer.load(ckpt)
+            require_real_graph(trained.pipeline_config, f"{variant} fold {k} ({ckpt})")
             scorers = {"": trained}
             for part in args.ablate if variant == args.variants[0] else []:
                 scorers[f"-{part}"] = TrainedScorer(

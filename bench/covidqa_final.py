@@ -18,7 +18,11 @@ trained earlier is exported again; with ``--checkpoint CKPT`` that checkpoint (e
 run's model of record) is exported instead of training. ``--late-interaction M``: export with
 ``model.late_interaction=M`` (the index then stores the chunks' token vectors);
 ``--phrase-weight G`` with ``model.phrase_weight=G`` (the term-pair BM25; the index then holds
-its ``phrase/`` BM25); ``--cut-unit sentence`` with hard cuts at sentence starts only.
+its ``phrase/`` BM25); ``--concept-weight C`` with ``model.concept_weight=C`` (the concept
+match, its index in ``concepts/``); ``--cut-unit sentence`` with hard cuts at sentence starts only.
+Knowledge: the full MeSH 2024 graph of the shared data folder, as ``bench.covidqa_cv``
+(``--set pipeline.knowledge.vocabulary=...`` replaces it); a model or run on the built-in demo
+list is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ import time
 from pathlib import Path
 
 from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, choose_sentence_evidence, dev_side
+from bench.real_data import (
+    pipeline_part,
+    real_pipeline_config,
+    require_real_graph,
+    with_real_knowledge,
+)
 from gralc.config import load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.model.persistence import export
@@ -54,11 +64,12 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
         return (args.sentence_evidence or [None])[0], {}
     from gralc.evaluation.evidence import PieceCounter
     from gralc.evaluation.methods import RunSettings
-    from gralc.pipeline import Pipeline, PipelineConfig
+    from gralc.pipeline import Pipeline
     from gralc.retrieval.trained_scorer import TrainedScorer
 
-    pipe = Pipeline(load_config(PipelineConfig, None, [
-        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"]))
+    pipe = Pipeline(real_pipeline_config([
+        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu",
+        *pipeline_part(args.set)], what="bench.covidqa_final"))
     prepared = pipe.prepare(bench.documents, progress=False)
     settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
     dev = dev_side(bench, bench.documents, args.variant, args.set)
@@ -81,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                          "default: as trained, off)")
     ap.add_argument("--phrase-weight", type=float, default=None, metavar="G",
                     help="export with model.phrase_weight=G (default: as trained, off)")
+    ap.add_argument("--concept-weight", type=float, default=None, metavar="C",
+                    help="export with model.concept_weight=C (the concept match; default: as trained, off)")
     ap.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
                     help="export with pipeline.chunking.boundary.cut_unit (default: as trained)")
     ap.add_argument("--reuse", action="store_true", help="reuse the model an earlier run trained and exported in --out")
@@ -90,12 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/covidqa_final")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
+    args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
     t0 = time.perf_counter()
     cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
         "data=squad", f"data.path={args.data}", f"paths.output_dir={out / 'train'}",
         f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
+    require_real_graph(cfg, "bench.covidqa_final")
     done = out / "train" / "result.json"
     if args.checkpoint:
         ckpt = Path(args.checkpoint).resolve()
@@ -108,11 +123,17 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(done.read_text())
     else:
         result = train(cfg)
+    if args.checkpoint or args.reuse:  # a model trained elsewhere or earlier: its own knowledge
+        from gralc.model.persistence import load_trained
+
+        require_real_graph(load_trained(result["best_checkpoint"]).pipeline_config,
+                           f"bench.covidqa_final ({result['best_checkpoint']})")
     bench = squad_benchmark(args.data)
     chosen, dev_mrr = sentence_evidence(args, result["best_checkpoint"], bench)
     settings = {k: v for k, v in (("sentence_evidence", chosen),
                                   ("late_interaction", args.late_interaction),
                                   ("phrase_weight", args.phrase_weight),
+                                  ("concept_weight", args.concept_weight),
                                   ("cut_unit", args.cut_unit)) if v is not None}
     exp = export(Path(result["best_checkpoint"]), out / "export", force=True, settings=settings)
     t_train = time.perf_counter() - t0
@@ -120,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     sh("-m", "gralc.index", args.data, f"encoder.cache_dir={args.cache_dir}/encodings",
        "--model", str(exp), "--out", str(index), "--force")
     sh("eval.py", "data=squad", f"data.path={args.data}", f"models=[{exp}]", "methods=[bm25]",
-       f"paths.output_dir={out / 'eval'}", "paths.force=true", f"paths.cache_dir={args.cache_dir}")
+       f"paths.output_dir={out / 'eval'}", "paths.force=true", f"paths.cache_dir={args.cache_dir}",
+       *[o for o in args.set if o.startswith("pipeline.knowledge.")])
     rows = [json.loads(line) for line in (out / "eval" / "per_query.jsonl").open()]
     evaluated = {r["question_id"]: r["top"] for r in rows if r["method"] == "gralc_graph"}
     payload = json.loads((out / "eval" / "metrics.json").read_text())
@@ -137,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                 sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
-          f"late interaction {args.late_interaction}, term-pair BM25 {args.phrase_weight}, cuts at "
+          f"late interaction {args.late_interaction}, term-pair BM25 {args.phrase_weight}, "
+          f"concept match {args.concept_weight}, cuts at "
           f"{args.cut_unit or 'as trained'}, sentence evidence {chosen} (dev ev MRR per weight: "
           f"{ {f'{w:g}': round(v, 4) for w, v in dev_mrr.items()} }), "
           + (f"checkpoint {args.checkpoint} exported (trained elsewhere), {t_train:.0f} s" if args.checkpoint

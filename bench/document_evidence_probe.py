@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.covidqa_cv import DEFAULT_DATA, METRICS, covidqa_setup, dev_side, summary
+from bench.real_data import require_real_graph
 from gralc.chunking.chunk import Chunk
 from gralc.data.folds import cv_side
 from gralc.evaluation.trained_rows import TrainedScores, trained_rows, trained_scores
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     for k, path in enumerate(results):
         ckpt = str(run_selected_checkpoint(path.parent))
         scorer = TrainedScorer.load(ckpt)
+        require_real_graph(scorer.pipeline_config, f"bench.document_evidence_probe ({ckpt})")
         scorer.model.config = replace(scorer.model.config, sentence_evidence=args.sentence_evidence[k])
         w_lex = scorer.learned_values().get("lexical_weight", 0.0)
         side = cv_side(bench, args.folds, k, args.seed, "train")

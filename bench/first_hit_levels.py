@@ -16,11 +16,11 @@ import argparse
 import collections
 from pathlib import Path
 
-from gralc.config import load_config
+from bench.real_data import real_pipeline_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method, make_chunker
-from gralc.pipeline import Pipeline, PipelineConfig
+from gralc.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared/data/covidqa/covidqa_dev.json"
@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.method not in specs:
         raise SystemExit(f"--method {args.method!r} is not an eval.py row; known: {sorted(specs)}")
     bench = squad_benchmark(args.data)
-    pipe = Pipeline(load_config(PipelineConfig, None, [
-        f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"]))
+    pipe = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}/encodings",
+                                          "encoder.device=cpu"], what="bench.first_hit_levels"))
     prepared = pipe.prepare(bench.documents, progress=False)
     spec = specs[args.method]
     chunker = make_chunker(pipe, spec)

@@ -21,11 +21,12 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from bench.real_data import real_pipeline_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
-from gralc.pipeline import Pipeline, PipelineConfig
+from gralc.pipeline import Pipeline
 from gralc.retrieval.fusion import FusionConfig
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
 
@@ -60,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     seed_everything(args.seed)
     bench = squad_benchmark(args.data)
-    cfg = PipelineConfig()
-    cfg.encoder.cache_dir = args.cache_dir
-    pipeline = Pipeline(cfg)
+    # real data: linked with the full MeSH 2024 (the rows here do not read the mentions)
+    pipeline = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}"],
+                                             what="bench.hybrid_weight"))
     prepared = pipeline.prepare(bench.documents, progress=False)
     grid = settings_grid()
     base = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipeline.encoder.tokenizer))

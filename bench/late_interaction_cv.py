@@ -57,6 +57,7 @@ import numpy as np
 import torch
 
 from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
+from bench.real_data import require_real_graph
 from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
@@ -338,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         refit = is_refit(folder)
         for tag, ckpt in (("untrained", untrained / f"fold{k}" / "initial.ckpt"), ("trained", best)):
             scorer = TrainedScorer.load(ckpt)
+            require_real_graph(scorer.pipeline_config, f"bench.late_interaction_cv ({ckpt})")
             terms = (args.sentence_evidence, args.phrase_weight, args.cut_unit)
             choose = not (refit and tag == "trained")  # a refit trained on its dev articles
             if choose:

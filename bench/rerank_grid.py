@@ -12,7 +12,8 @@ recall@20 (the first in the order below on ties) is named in a comment after eac
 
 Settings: none (plain ranking), ``mmr`` (lambda 0.7, the earlier default), ``quota`` (one chunk
 per section, all documents), and ``complete`` with 4 / 6 / 8 / 10 completion slots for the
-1 / 2 / 3 best documents.
+1 / 2 / 3 best documents. Knowledge: the full MeSH 2024 graph of ``--shared-data``
+(:func:`bench.real_data.knowledge_overrides`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.real_data import SHARED_DATA, real_pipeline_config
 from gralc.data.benchmarks import DataConfig, load_benchmarks
-from gralc.encoding.encoder import EncoderConfig
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
-from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
+from gralc.pipeline import Pipeline
 from gralc.retrieval.diversity import section_diverse_rerank
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.hits import as_hits
 from gralc.runinfo import blas_kernel
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA
 K, DEPTH = 20, 100
 SETTINGS: dict[str, dict | None] = {
     "none": None,
@@ -59,11 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.rerank_grid", description=__doc__.split("\n")[0])
     ap.add_argument("--pmc", type=Path, default=DATA / "pmc")
     ap.add_argument("--questions", type=Path, default=Path("results/pmc_questions.jsonl"))
-    ap.add_argument("--mesh", type=Path, default=DATA / "mesh")
+    ap.add_argument("--shared-data", type=Path, default=DATA,
+                    help="folder holding mesh/ and relations/ (the full MeSH 2024 graph)")
     ap.add_argument("--strategies", nargs="+", default=["multilevel", "fixed"])
     ap.add_argument("--out", type=Path, default=None, help="also write the table here")
     args = ap.parse_args(argv)
-    for path in (args.pmc, args.questions, args.mesh):
+    for path in (args.pmc, args.questions):
         if not path.exists():
             hint = ("generate it: python -m gralc.data.crosssection_questions ../shared/data/pmc "
                     "--out results/pmc_questions.jsonl --vocabulary "
@@ -71,13 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path} not found ({hint})", file=sys.stderr)
             return 2
     logging.basicConfig(level=logging.WARNING)
-    pipeline = Pipeline(PipelineConfig(
-        encoder=EncoderConfig(cache_dir="data/cache"),
-        knowledge=KnowledgeConfig(
-            vocabulary=str(args.mesh / "mesh2024_thesaurus_terms.tsv"),
-            tree_file=str(args.mesh / "mtrees2024_style.bin"),
-        ),
-    ))
+    pipeline = Pipeline(real_pipeline_config(["encoder.cache_dir=data/cache"],
+                                             what="bench.rerank_grid", shared=args.shared_data))
     data = DataConfig(name="pmc", path=str(args.pmc), conditions=["full"],
                       questions=str(args.questions))
     bench = load_benchmarks(data, linker=pipeline.linker)[0]

@@ -17,6 +17,9 @@ A job whose folder holds a ``result.json`` is kept, a stopped one goes on from i
 refused before anything runs; each job appends its log beside its folder (``fold{K}.log``); ``OUT/jobs.json`` records every job's command, exit
 status and wall seconds with the git hash (one entry per invocation). ``--deadline S`` starts no job after S seconds and
 stops the ones still running then (a device lease's end); they are reported, not kept.
+Every job links with the full MeSH 2024 graph of the shared data folder, as
+``bench.covidqa_cv`` (``--set pipeline.knowledge.vocabulary=...`` replaces it); jobs on the
+built-in demo list are refused before any runs.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, fold_overrides
+from bench.real_data import require_real_graph, with_real_knowledge
+from gralc.config import load_config
 from gralc.runinfo import run_metadata, write_json_atomic
 
 #: the soup of record's two ingredients (docs/training.md)
@@ -130,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     if foreign := foreign_folders(todo):
         ap.error(f"{foreign[0]} holds files train.py does not write and no result.json "
                  f"({len(foreign)} such job folder(s)): move them away or give another --out")
+    args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
+    todo = jobs(args)
+    if todo:
+        from gralc.training.config import TrainConfig
+
+        require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml", todo[0][2]),
+                           "bench.seed_folds")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     stop_at = time.monotonic() + (args.deadline if args.deadline else float("inf"))
     t0 = time.monotonic()

@@ -16,6 +16,8 @@
     python -m bench.semrag_graph --parts covidqa pmc cost --out results/semrag
 
 Every number is printed as a table and written to ``OUT/semrag.json`` with the run metadata.
+Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`bench.real_data`; ``--set
+pipeline.knowledge.vocabulary=...`` replaces it).
 """
 
 from __future__ import annotations
@@ -28,16 +30,14 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from bench.real_data import SHARED_DATA, knowledge_overrides, names_vocabulary, require_real_graph
 from gralc.config import load_config
 from gralc.encoding.precision import native_bf16
 from gralc.evaluation.config import EvalConfig
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-MESH = [f"pipeline.knowledge.vocabulary={SHARED}/mesh/mesh2024_thesaurus_terms.tsv",
-        f"pipeline.knowledge.tree_file={SHARED}/mesh/mtrees2024_style.bin",
-        f"pipeline.knowledge.relations.pharm_action_tsv={SHARED}/mesh/mesh2024_pharmacological_action.tsv"]
+SHARED = SHARED_DATA
 GRAPH_ROWS = ["semantic", "semantic_graph_local", "semantic_graph_global", "semantic_hybrid"]
 ROWS = {
     "covidqa": [*GRAPH_ROWS, "bm25", "structure_aware", "structure_aware_hybrid", "multilevel_hybrid"],
@@ -62,9 +62,11 @@ def run_eval(part: str, out: Path, extra: list[str]) -> dict:
                             f"{SHARED}/mesh/mesh2024_thesaurus_terms.tsv"])
         data = ["data=pmc", f"data.path={SHARED}/pmc", "data.conditions=[full]",
                 f"data.questions={questions}"]
+    mesh = [] if names_vocabulary(extra) else knowledge_overrides(SHARED)
     cfg = load_config(EvalConfig, REPO / "configs" / "eval.yaml", [
-        *data, *MESH, f"methods=[{','.join(ROWS[part])}]", f"paths.output_dir={out / part}",
+        *data, *mesh, f"methods=[{','.join(ROWS[part])}]", f"paths.output_dir={out / part}",
         "paths.force=true", "progress=false", "resume=true", *extra])
+    require_real_graph(cfg, f"bench.semrag_graph {part}")
     results, _ = evaluate(cfg)
     return {r.method: {**r.metrics, **{k: v for k, v in r.chunk_stats.items()},
                        **{f"t_{k}": v for k, v in r.timings.items()}} for r in results}
@@ -83,7 +85,7 @@ def cost(out: Path) -> dict:
     from gralc.retrieval.community_reports import build_reports
     from gralc.retrieval.graph_search import GraphConfig
 
-    pcfg = load_config(PipelineConfig, None, [m.removeprefix("pipeline.") for m in MESH])
+    pcfg = load_config(PipelineConfig, None, knowledge_overrides(SHARED, prefix=""))
     pipeline = Pipeline(replace(pcfg, encoder=replace(pcfg.encoder, cache_dir=None)))
     bench = squad_benchmark(SHARED / "covidqa" / "covidqa_dev.json")
     t0 = time.perf_counter()
@@ -144,7 +146,7 @@ def question_concepts(top: int = 5) -> dict:
     from gralc.knowledge.linker import EntityLinker
     from gralc.pipeline import PipelineConfig, load_knowledge
 
-    pcfg = load_config(PipelineConfig, None, [m.removeprefix("pipeline.") for m in MESH])
+    pcfg = load_config(PipelineConfig, None, knowledge_overrides(SHARED, prefix=""))
     vocab, _ = load_knowledge(pcfg.knowledge)
     linker = EntityLinker(vocab, pcfg.knowledge.linker)
     bench = squad_benchmark(SHARED / "covidqa" / "covidqa_dev.json")

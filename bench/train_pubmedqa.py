@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from bench.real_data import knowledge_overrides, require_real_graph
 from gralc.config import load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
 from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
@@ -76,14 +77,10 @@ def paper_model(model: ModelConfig) -> ModelConfig:
 
 
 def train_overrides(args: argparse.Namespace, seed: int) -> list[str]:
-    mesh, hsdn = Path(args.mesh), Path(args.hsdn)
     out = [
         EXPERIMENT,
         f"data.path={args.data}",
-        f"pipeline.knowledge.vocabulary={mesh / 'mesh2024_thesaurus_terms.tsv'}",
-        f"pipeline.knowledge.tree_file={mesh / 'mtrees2024_style.bin'}",
-        f"pipeline.knowledge.relations.pharm_action_tsv={mesh / 'mesh2024_pharmacological_action.tsv'}",
-        f"pipeline.knowledge.relations.disease_symptom_tsv={hsdn}",
+        *knowledge_overrides(mesh=args.mesh, hsdn=args.hsdn),  # the full MeSH 2024 graph
         f"pipeline.encoder.cache_dir={args.cache}",
         "pipeline.encoder.device=cpu",
         "trainer.accelerator=cpu",
@@ -136,6 +133,7 @@ def fmt(stat: dict[str, float] | None, digits: int = 4) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     base = load_config(TrainConfig, REPO / "configs" / "train.yaml", train_overrides(args, (args.seeds or [0])[0]))
+    require_real_graph(base, "bench.train_pubmedqa")
     t0 = time.perf_counter()
     pipeline = Pipeline(base.pipeline)
     all_b, test_b = pubmedqa_benchmarks(args.data, "all,test", base.data.max_docs)

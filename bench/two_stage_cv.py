@@ -32,6 +32,7 @@ from pathlib import Path
 
 from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup
 from bench.late_interaction_cv import selected_checkpoint
+from bench.real_data import require_real_graph
 from gralc.config import load_config
 from gralc.data.folds import cv_side
 from gralc.evaluation.significance import FoldPairs, paired_gain
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     folds: list[dict[str, dict]] = []
     for k in args.train_folds:
         scorer = with_export_settings(TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}")), args)
+        require_real_graph(scorer.pipeline_config, f"bench.two_stage_cv (fold {k} of {args.run})")
         test = cv_side(bench, args.folds, k, args.seed, "test")
         folds.append(fold_rows(scorer, test, base_pipe, settings, search, codec))
         print(f"fold {k}: " + "; ".join(f"{name} ev R@512wp {statistics.fmean(v['questions']['ev_recall@512wp']):.4f}"

@@ -52,6 +52,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
 from bench.late_interaction_cv import means, print_table, selected_checkpoint
+from bench.real_data import require_real_graph
 from gralc.chunking.chunk import Chunk
 from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import overlap, resolve_evidence, span_hits
@@ -353,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     texts: list[str] = []
     for k in args.train_folds:
         scorer = TrainedScorer.load(models[k])
+        require_real_graph(scorer.pipeline_config, f"bench.within_article_probe ({models[k]})")
         side = cv_side(bench, args.folds, k, args.seed, "train")
         splits = {"dev": dev_side(side, side.documents, "lora_lexical_small", []),
                   "test": cv_side(bench, args.folds, k, args.seed, "test")}

@@ -51,8 +51,10 @@ MRREL_RELATIONS: dict[str, tuple[str, bool]] = {
 @dataclass
 class RelationSources:
     """Which relation sources to use. Paths are optional files in their public formats:
-    ``pharm_action_tsv`` (columns DescriptorUI, PharmActionUI), ``disease_symptom_tsv``
-    (HSDN: disease_id, symptom_id), ``mrrel`` (UMLS MRREL.RRF)."""
+    ``pharm_action_tsv`` (columns DescriptorUI, PharmActionUI; or NLM's ``descYYYY.xml``,
+    whose records list their pharmacological actions: the file ``python -m gralc.knowledge
+    download`` fetches), ``disease_symptom_tsv`` (HSDN: disease_id, symptom_id, as
+    dhimmel/hsdn's ``data/symptoms-DO.tsv``), ``mrrel`` (UMLS MRREL.RRF)."""
 
     tree: bool = True
     pharm_action_tsv: str | None = None
@@ -72,6 +74,34 @@ def _read_pairs(path: str | Path, src_col: str, dst_col: str) -> list[tuple[str,
         return [(row[src_col], row[dst_col]) for row in reader if row[src_col] and row[dst_col]]
 
 
+def read_pharm_actions(path: str | Path) -> list[tuple[str, str]]:
+    """(descriptor, pharmacological action) UI pairs of a TSV (DescriptorUI, PharmActionUI)
+    or of NLM's descriptor XML ``descYYYY.xml`` (each record's ``PharmacologicalActionList``,
+    streamed)."""
+    path = Path(path)
+    if path.suffix.lower() != ".xml":
+        return _read_pairs(path, "DescriptorUI", "PharmActionUI")
+    if not path.is_file():
+        raise FileNotFoundError(f"relation file not found: {path}; fix the path in RelationSources")
+    from lxml import etree
+
+    pairs: list[tuple[str, str]] = []
+    try:
+        for _, rec in etree.iterparse(str(path), tag="DescriptorRecord", events=("end",)):
+            uid = rec.findtext("DescriptorUI")
+            for action in rec.iterfind(
+                "PharmacologicalActionList/PharmacologicalAction/DescriptorReferredTo/DescriptorUI"
+            ):
+                if uid and action.text:
+                    pairs.append((uid, action.text.strip()))
+            rec.clear()
+            while rec.getprevious() is not None:  # free the records already read
+                del rec.getparent()[0]
+    except etree.XMLSyntaxError as err:
+        raise ValueError(f"{path}: XML error ({err}); expected NLM's descYYYY.xml") from err
+    return pairs
+
+
 class KnowledgeBase:
     """Relation tables loaded once: ``relations[name][source_id] -> set of target ids``."""
 
@@ -83,9 +113,7 @@ class KnowledgeBase:
         if src.tree:
             self._load_tree(vocabulary)
         if src.pharm_action_tsv:
-            self._add(
-                "pharm_action", _read_pairs(src.pharm_action_tsv, "DescriptorUI", "PharmActionUI")
-            )
+            self._add("pharm_action", read_pharm_actions(src.pharm_action_tsv))
             self.sources_used.append("pharm_action")
         if src.disease_symptom_tsv:
             self._add(

@@ -174,3 +174,29 @@ def test_real_relation_files(shared_data):
     assert g.num_mentioned == 3
     assert ("D001943", "D005221") in g.edges_of("has_symptom")
     assert ("D013629", "D001943") in g.edges_of("co_occurs")
+
+
+def test_pharm_actions_read_from_the_descriptor_xml_as_from_the_tsv(files, tmp_path):
+    """``pharm_action_tsv`` may name NLM's descYYYY.xml (what ``python -m gralc.knowledge
+    download`` fetches): its records' PharmacologicalActionList give the same edges."""
+
+    def record(uid, name, actions=()):
+        acts = "".join(f"<PharmacologicalAction><DescriptorReferredTo><DescriptorUI>{a}"
+                       f"</DescriptorUI><DescriptorName><String>x</String></DescriptorName>"
+                       "</DescriptorReferredTo></PharmacologicalAction>" for a in actions)
+        return (f"<DescriptorRecord><DescriptorUI>{uid}</DescriptorUI><DescriptorName><String>"
+                f"{name}</String></DescriptorName>"
+                + (f"<PharmacologicalActionList>{acts}</PharmacologicalActionList>" if acts else "")
+                + "</DescriptorRecord>")
+
+    xml = tmp_path / "desc2024.xml"
+    xml.write_text('<?xml version="1.0"?><DescriptorRecordSet>'
+                   + record("D009369", "Neoplasms")
+                   + record("D013629", "Tamoxifen", ["D000970", "D018931"])
+                   + "</DescriptorRecordSet>")
+    from_xml = KnowledgeBase(VOCAB, RelationSources(tree=False, pharm_action_tsv=str(xml)))
+    from_tsv = KnowledgeBase(VOCAB, RelationSources(tree=False, pharm_action_tsv=files[0]))
+    assert from_xml.relations == from_tsv.relations == {"pharm_action": {"D013629": {"D000970", "D018931"}}}
+    xml.write_text("<DescriptorRecordSet><DescriptorRecord>")  # truncated
+    with pytest.raises(ValueError, match="desc2024.xml"):
+        KnowledgeBase(VOCAB, RelationSources(tree=False, pharm_action_tsv=str(xml)))
