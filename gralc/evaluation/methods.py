@@ -414,6 +414,7 @@ def score_runs(
         per_query.append(row)
         if len(set(q.gold_section_types)) >= 2:
             cross.append({f"cross_section_recall@{k}": cross_section_recall_at_k(run, q.gold_doc_id, q.gold_section_types, k) for k in ks})
+            row.update(cross[-1])  # per-query detail (paired comparisons); aggregated below
         spans = resolve_evidence(q, gold)
         if spans:
             ev = evidence_metrics(run, q.gold_doc_id, spans, ks, settings.evidence.budgets,
@@ -421,7 +422,8 @@ def score_runs(
                                   settings.evidence.min_coverage)
             evidence_rows.append(ev)
             row.update(ev)  # per-query detail only; aggregated separately below
-    metrics = aggregate([{k: v for k, v in r.items() if not k.startswith(("ev_", "wa_"))} for r in per_query])
+    metrics = aggregate([{k: v for k, v in r.items() if not k.startswith(("ev_", "wa_", "cross_section_"))}
+                         for r in per_query])
     if cross:
         metrics.update(aggregate(cross))
         metrics["n_cross_section_questions"] = float(len(cross))
