@@ -45,8 +45,11 @@ class CandidateConfig:
                 raise ValueError(f"search.{name} must be an integer >= 0, got {getattr(self, name)!r}")
 
     def depth(self, k: int) -> int:
-        """Candidates decoded exactly for a top-``k`` search."""
-        return 0 if self.exact == 0 else max(self.exact, k)
+        """Candidates decoded exactly for a top-``k`` search: ``exact`` whatever ``k`` (0: all),
+        so a ranking's first hits do not depend on how many are asked for (``gralc.search -k
+        20`` and eval.py's deeper rows rank alike); hits past ``exact`` keep their centroid
+        MaxSim and rank after the decoded ones."""
+        return self.exact
 
 
 def top_rows(scores: np.ndarray | torch.Tensor, n: int, positive: bool = False) -> np.ndarray:

@@ -127,6 +127,10 @@ def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp
         got, full = codes.search(text, 4), {h.chunk.chunk_id: h.score for h in every.search(text, len(chunks))}
         assert all(h.score == pytest.approx(full[h.chunk.chunk_id], abs=1e-5) for h in got)
         top1 += got[0].chunk.chunk_id == reference.search(text, 1)[0].chunk.chunk_id
+        # a deeper search ranks its first hits alike (eval.py asks for 100, gralc.search for k)
+        deeper = codes.search(text, len(chunks))
+        assert [h.chunk.chunk_id for h in deeper[:4]] == [h.chunk.chunk_id for h in got]
+        assert [h.score for h in deeper[:4]] == pytest.approx([h.score for h in got], abs=1e-6)
     assert top1 >= len(QUESTIONS) - 1
 
 
