@@ -81,6 +81,17 @@ def model_digest(model: str | Path) -> str:
                                   for f in files).encode()).hexdigest()
 
 
+def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:
+    """A BM25 index a trained model's score reads (scores only), checked against the index."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} missing: the model adds {what}; rebuild the index with --model")
+    bm25 = BM25Index.load(folder, records=False)
+    if len(bm25) != n_chunks or bm25.config.field != field:
+        raise ValueError(f"{folder}: {len(bm25)} chunks of field {bm25.config.field!r}, the dense index "
+                         f"{n_chunks} chunks of field {field!r}: rebuild the index")
+    return bm25
+
+
 class Retriever:
     """A searchable index plus the encoder (and trained scorer) that built it."""
 
@@ -273,25 +284,13 @@ class Retriever:
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
-        phrase = None
+        phrase = concepts = None
         if scorer is not None and scorer.phrase:
-            if not (directory / PHRASE_DIR).is_dir():
-                raise FileNotFoundError(f"{directory / PHRASE_DIR} missing: the model adds a term-pair "
-                                        "BM25 (model.phrase_weight > 0); rebuild the index with --model")
-            phrase = BM25Index.load(directory / PHRASE_DIR, records=False)
-            if len(phrase) != len(index):
-                raise ValueError(f"{directory / PHRASE_DIR}: {len(phrase)} chunks, the dense index "
-                                 f"{len(index)}: rebuild the index")
-        concepts = None
+            phrase = _model_bm25(directory / PHRASE_DIR, len(index), "text",
+                                 "a term-pair BM25 (model.phrase_weight > 0)")
         if scorer is not None and scorer.concept:
-            if not (directory / CONCEPTS_DIR).is_dir():
-                raise FileNotFoundError(f"{directory / CONCEPTS_DIR} missing: the model adds the concept "
-                                        "match (model.concept_weight > 0); rebuild the index with --model")
-            concepts = BM25Index.load(directory / CONCEPTS_DIR, records=False)
-            if len(concepts) != len(index) or concepts.config.field != "concepts":
-                raise ValueError(f"{directory / CONCEPTS_DIR}: {len(concepts)} chunks of field "
-                                 f"{concepts.config.field!r}, the dense index {len(index)} chunks and "
-                                 "the concept match 'concepts': rebuild the index")
+            concepts = _model_bm25(directory / CONCEPTS_DIR, len(index), "concepts",
+                                   "the concept match (model.concept_weight > 0)")
         graph = None
         if (directory / GRAPH_DIR).is_dir():
             graph = GraphIndex.load(directory / GRAPH_DIR)
