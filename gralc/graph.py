@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from gralc.artefacts import check_output_dir, write_artefact
+from gralc.artefacts import check_output_dir, output_lock, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.config import load_config
 from gralc.retrieval.graph_search import GraphConfig, GraphIndex
@@ -124,14 +124,16 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.strategy not in registered():
             raise ValueError(f"unknown strategy {args.strategy!r}; available: {', '.join(sorted(registered()))}")
-        if args.out:  # validated before any encoding
-            check_output_dir(args.out, "corpus_graph", args.force, [source])
         rest = pipeline_overrides([o for o in args.overrides if not o.startswith("graph.")])
-        index = from_corpus(str(source), args.strategy, rest, graph_cfg)
-        if args.out:  # written whole into a temporary folder, then swapped in
-            with write_artefact(args.out, "corpus_graph", args.force, [source]) as tmp:
-                index.save(tmp)
+        if args.out:  # validated and locked before any encoding
+            check_output_dir(args.out, "corpus_graph", args.force, [source])
+            with output_lock(args.out):
+                index = from_corpus(str(source), args.strategy, rest, graph_cfg)
+                with write_artefact(args.out, "corpus_graph", args.force, [source]) as tmp:
+                    index.save(tmp)  # written whole into a temporary folder, then swapped in
             print(f"graph saved to {args.out}")
+        else:
+            index = from_corpus(str(source), args.strategy, rest, graph_cfg)
     print(describe(index, args.top))
     if args.png:
         print(f"drawn: {draw(index, args.png)}")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from gralc.artefacts import write_artefact
+from gralc.artefacts import verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
@@ -70,15 +70,17 @@ class RetrieverSpec:
 
 
 def model_digest(model: str | Path) -> str:
-    """SHA-256 of a trained model: a checkpoint file, or an export's weights and config."""
-    from gralc.retrieval.faiss_index import file_sha256
+    """SHA-256 of a trained model: a checkpoint file, or the files an export's manifest lists
+    (verified; a user's own files beside them, e.g. a model card, do not change it)."""
+    from gralc.artefacts import listed_files, file_sha256, read_marker, verify_artefact
 
     path = Path(model)
     if path.is_file():
         return file_sha256(path)
-    files = [f for f in sorted(path.rglob("*")) if f.is_file() and not f.name.startswith(".")]
-    return hashlib.sha256("".join(f"{f.relative_to(path)}:{file_sha256(f)}\n"
-                                  for f in files).encode()).hexdigest()
+    root = verify_artefact(path, ("export",))
+    files = listed_files(read_marker(root)) or {}
+    return hashlib.sha256("".join(f"{rel}:{files[rel]['sha256']}\n"
+                                  for rel in sorted(files)).encode()).hexdigest()
 
 
 def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:
@@ -246,6 +248,7 @@ class Retriever:
                 f"{spec_file} not found: {directory} is not a GraLC index; build one with "
                 "`python -m gralc.index CORPUS --out DIR`"
             )
+        verify_artefact(directory, ("index",))  # every file as written, before any answer
         try:
             raw = read_json(spec_file)
             if isinstance(raw, dict) and isinstance(raw.get("candidates"), int):
@@ -270,7 +273,7 @@ class Retriever:
             if not Path(spec.model).exists():
                 raise FileNotFoundError(f"{spec_file} names the model {spec.model}, which no longer "
                                         "exists: restore it or rebuild the index with --model")
-            if spec.model_sha256 is not None and model_digest(spec.model) != spec.model_sha256:
+            if not isinstance(spec.model_sha256, str) or model_digest(spec.model) != spec.model_sha256:
                 raise ValueError(f"the model {spec.model} changed since {directory} was built "
                                  f"(checksum in {spec_file} differs): its chunks and vectors came "
                                  "from the old model; rebuild the index or restore that model")

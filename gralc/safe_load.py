@@ -7,6 +7,7 @@ object is refused with an error naming it, instead of executing it.
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,3 +35,74 @@ def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file
     except (RuntimeError, EOFError, OSError) as exc:
         raise ValueError(f"{path}: not a readable torch {what} ({exc}); it may be truncated: "
                          "write it again") from None
+
+
+# ----- JSON / YAML from files GraLC did not necessarily write -------------------------------
+def _no_interpolation(value: Any, source: str, key: str = "") -> None:
+    """Refuse OmegaConf interpolations (``${oc.env:API_KEY}``, ``${...}``) anywhere in data
+    read from a file: resolving them would copy the environment or other keys into GraLC's
+    outputs. Iterative, so any depth is fine."""
+    stack = [(key, value)]
+    while stack:
+        at, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{at}.{k}" if at else str(k), x) for k, x in v.items())
+            stack.extend((f"{at} (a key)", k) for k in v if isinstance(k, str))
+        elif isinstance(v, list):
+            stack.extend((f"{at}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, str) and "${" in v:
+            raise ValueError(f"{source}: {at or 'the value'} holds an interpolation ({v[:60]!r}); "
+                             "GraLC never resolves ${...} in a file it reads (it could copy "
+                             "environment variables out): write the plain value")
+
+
+def read_json_untrusted(path: str | Path, what: str = "JSON file") -> Any:
+    """JSON of ``path``: any nesting, invalid UTF-8 or syntax is a ValueError naming the file;
+    interpolations are refused (:func:`_no_interpolation`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); write it again") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: corrupt JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a GraLC file") from None
+    _no_interpolation(data, str(path))
+    return data
+
+
+def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
+    """``yaml.safe_load`` of ``path`` (no Python tags), interpolations refused; errors name the
+    file."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); write it again") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: YAML nested too deeply to be a GraLC file") from None
+    _no_interpolation(data, str(path))
+    return data
+
+
+def path_inside(root: str | Path, rel: Any, source: str) -> Path:
+    """``root / rel`` for a path ``rel`` read from the file ``source``, refused (ValueError
+    naming both) unless it is a relative path that resolves inside ``root`` (no ``..``, no
+    absolute path, no symbolic link leading out)."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel:
+        raise ValueError(f"{source}: {rel!r} is not a path (a relative path inside {root} is expected)")
+    base = Path(root).resolve()
+    target = (base / rel).resolve()
+    if Path(rel).is_absolute() or (target != base and base not in target.parents):
+        raise ValueError(f"{source}: the path {rel!r} leads outside {base}; a GraLC file may only "
+                         "name files inside its own folder: rebuild it")
+    return target

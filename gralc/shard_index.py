@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gralc.artefacts import check_output_dir, write_artefact
+from gralc.artefacts import check_output_dir, output_lock, write_artefact
 from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import (
@@ -88,27 +88,28 @@ def build_shard(
     when the model scores with late interaction)."""
     inputs = [corpus, *(p for p in (model, codec) if p is not None)]
     check_output_dir(out, "index", force, inputs)  # before any encoding
-    files = shard_files(corpus, shard, num_shards)
-    token_codec = None
-    if model is not None:
-        from gralc.retrieval.trained_scorer import TrainedScorer
+    with output_lock(out):  # held from before any encoding to the swap
+        files = shard_files(corpus, shard, num_shards)
+        token_codec = None
+        if model is not None:
+            from gralc.retrieval.trained_scorer import TrainedScorer
 
-        if codec is None and TrainedScorer.load(model).uses_tokens:
-            raise ValueError(f"{model} scores with late interaction: every shard must store its token "
-                             "vectors with one codec; train it once with `python -m gralc.shard_index "
-                             "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
-        token_codec = None if codec is None else load_codec_dir(codec)
-    retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
-                                overrides=overrides, graph=True if graph else None,
-                                token_codec=token_codec)
-    manifest = {
-        "corpus": str(Path(corpus).resolve()),
-        "shard": shard,
-        "num_shards": num_shards,
-        "files": [str(f.relative_to(corpus)) for f in files],
-        "n_chunks": len(retriever.index),
-    }
-    retriever.save(out, force=force, inputs=inputs, extra={SHARD_FILE: manifest})
+            if codec is None and TrainedScorer.load(model).uses_tokens:
+                raise ValueError(f"{model} scores with late interaction: every shard must store its token "
+                                 "vectors with one codec; train it once with `python -m gralc.shard_index "
+                                 "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
+            token_codec = None if codec is None else load_codec_dir(codec)
+        retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
+                                    overrides=overrides, graph=True if graph else None,
+                                    token_codec=token_codec)
+        manifest = {
+            "corpus": str(Path(corpus).resolve()),
+            "shard": shard,
+            "num_shards": num_shards,
+            "files": [str(f.relative_to(corpus)) for f in files],
+            "n_chunks": len(retriever.index),
+        }
+        retriever.save(out, force=force, inputs=inputs, extra={SHARD_FILE: manifest})
     return retriever
 
 
@@ -118,14 +119,35 @@ def build_codec(corpus: str | Path, model: str | Path, out: str | Path, force: b
     """Train the token codec of a sharded build of ``corpus`` with ``model`` (the one a single
     build would train: on the corpus's first tokens) and write it to ``out``."""
     check_output_dir(out, "token_codec", force, [corpus, model])
-    codec = train_token_codec(corpus, model, config, overrides=overrides)
-    with write_artefact(out, "token_codec", force, [corpus, model]) as tmp:
-        save_codec_dir(codec, tmp)
+    with output_lock(out):
+        codec = train_token_codec(corpus, model, config, overrides=overrides)
+        with write_artefact(out, "token_codec", force, [corpus, model]) as tmp:
+            save_codec_dir(codec, tmp)
     return codec
 
 
+#: shard.json's fields and their types (checked before a merge reads anything else)
+SHARD_FIELDS = {"corpus": str, "shard": int, "num_shards": int, "files": list, "n_chunks": int}
+
+
 def _read_shard(directory: Path) -> dict[str, Any]:
+    """A shard's ``shard.json`` (verified with the whole shard index, fields typed, every file
+    inside the shard's corpus) with its spec, encoder id and folder."""
+    from gralc.artefacts import verify_artefact
+    from gralc.safe_load import path_inside
+
+    verify_artefact(directory, ("index",))
     manifest = read_json(directory / SHARD_FILE)
+    source = directory / SHARD_FILE
+    for key, kind in SHARD_FIELDS.items():
+        if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool):
+            raise ValueError(f"{source}: {key!r} must be {kind.__name__}, found "
+                             f"{type(manifest.get(key)).__name__}: rebuild the shard")
+    if not 0 <= manifest["shard"] < manifest["num_shards"]:
+        raise ValueError(f"{source}: shard {manifest['shard']} outside [0, {manifest['num_shards']}): "
+                         "rebuild the shard")
+    corpus = Path(manifest["corpus"])
+    manifest["paths"] = [path_inside(corpus, f, f"{source} (files)") for f in manifest["files"]]
     manifest["spec"] = read_json(directory / RETRIEVER_FILE)
     manifest["encoder_id"] = read_json(directory / CONFIG_FILE).get("encoder_id")
     manifest["dir"] = directory
@@ -135,9 +157,14 @@ def _read_shard(directory: Path) -> dict[str, Any]:
 def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool = False) -> ChunkIndex:
     """Merge every shard of one sharded build (any argument order) into the index ``out``
     (holding other files needs ``force``; it may not overlap a shard)."""
-    check_output_dir(out, "index", force, shard_dirs)
     if not shard_dirs:
         raise ValueError("merge needs shard directories (e.g. --shards OUT/shard_*)")
+    check_output_dir(out, "index", force, shard_dirs)
+    with output_lock(out):
+        return _merge_locked(shard_dirs, out, force)
+
+
+def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool) -> ChunkIndex:
     shards = sorted((_read_shard(Path(d)) for d in shard_dirs), key=lambda m: m["shard"])
     first = shards[0]
     for m in shards:
@@ -158,7 +185,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool 
     graph = _merge_graphs(shards)
     trained = _merge_trained(shards, parts, merged) if first["spec"].get("model") is not None else None
     meta = read_json(first["dir"] / CONFIG_FILE)
-    with write_artefact(out, "index", force, shard_dirs) as tmp:
+    with write_artefact(out, "index", force, [*shard_dirs, first["corpus"]]) as tmp:
         merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
         (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
         if graph is not None:
@@ -215,8 +242,7 @@ def _merge_graphs(shards: list[dict[str, Any]]):
     spec = shards[0]["spec"]
     cfg = config_from_dict(GraphConfig, spec.get("graph") or {}, f"{shards[0]['dir']}/{RETRIEVER_FILE} (graph)")
     pipeline = Pipeline(config_from_dict(PipelineConfig, spec["pipeline"], f"{RETRIEVER_FILE} (pipeline)"))
-    corpus = Path(shards[0]["corpus"])
-    docs = read_files([corpus / f for m in shards for f in m["files"]])
+    docs = read_files([p for m in shards for p in m["paths"]])
     return finish_index_graph(graph, [(d, pipeline.linker.link(d.text)) for d in docs], pipeline, cfg)
 
 

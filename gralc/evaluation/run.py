@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from gralc.artefacts import check_output_dir, claim_dir
+from gralc.artefacts import check_output_dir, claim_dir, output_lock
 from gralc.config import to_dict
 from gralc.data.benchmarks import load_benchmarks
 from gralc.data.demo import check_vocabulary
@@ -72,59 +72,69 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
     out = output_dir(cfg)
-    inputs = [cfg.data.path] if cfg.data.path else []
-    check_output_dir(out, "eval_results", cfg.paths.force, inputs)  # before any encoding
-    digest = _settings_digest(cfg)
-    check_vocabulary(cfg.pipeline.knowledge.vocabulary,
-                     f"data={cfg.data.name} {cfg.data.path or ''}".strip(), cfg.data.name == "demo")
-    started = time.perf_counter()
-    pipeline = Pipeline(cfg.pipeline)
-    out = claim_dir(out, "eval_results", cfg.paths.force, inputs)
-    settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
-                           PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph,
-                           cfg.search)
-    results: list[MethodResult] = []
-    timings: dict[str, float] = {}
-    prepared_for: dict[int, list] = {}
-    for bench in load_benchmarks(cfg.data, linker=pipeline.linker, cv_side="test"):
-        t0 = time.perf_counter()
-        key = id(bench.documents)  # splits of one corpus share the same document list
-        if key not in prepared_for:
-            prepared_for[key] = pipeline.prepare(bench.documents, progress=cfg.progress)
-        prepared = prepared_for[key]
-        timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
-        logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
-        q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
-        chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
-        graphs: dict[tuple, object] = {}  # and one corpus graph
-        for spec in specs:
-            row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
-            if cfg.resume and (done := _read_row(row_file, digest)) is not None:
-                logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
-                results.append(done)
-                continue
-            ck = chunk_key(spec)
-            if ck not in chunked:
-                t1 = time.perf_counter()
-                chunker = make_chunker(pipeline, spec)
-                chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
-            chunks, t_chunk = chunked[ck]
-            if spec.searcher in GRAPH_SEARCHERS and ck not in graphs:
-                graphs[ck] = method_graph(prepared, chunks, pipeline, settings)
-            result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
-                                     q_vecs=q_vecs, graph_index=graphs.get(ck))
-            result.timings["chunk_s"] = t_chunk
-            results.append(result)
-            write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
-            logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
-                        result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
-        for model_path in cfg.models:
-            from gralc.evaluation.trained_rows import evaluate_trained
+    inputs = run_inputs(cfg)
+    check_output_dir(out, "eval_results", cfg.paths.force, inputs, *OUT_KEYS)  # before any encoding
+    with output_lock(out):  # one writer of a results folder at a time, taken before any work
+        digest = _settings_digest(cfg)
+        check_vocabulary(cfg.pipeline.knowledge.vocabulary,
+                         f"data={cfg.data.name} {cfg.data.path or ''}".strip(), cfg.data.name == "demo")
+        started = time.perf_counter()
+        pipeline = Pipeline(cfg.pipeline)
+        out = claim_dir(out, "eval_results", cfg.paths.force, inputs, *OUT_KEYS)
+        settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
+                               PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph,
+                               cfg.search)
+        results: list[MethodResult] = []
+        timings: dict[str, float] = {}
+        prepared_for: dict[int, list] = {}
+        for bench in load_benchmarks(cfg.data, linker=pipeline.linker, cv_side="test"):
+            t0 = time.perf_counter()
+            key = id(bench.documents)  # splits of one corpus share the same document list
+            if key not in prepared_for:
+                prepared_for[key] = pipeline.prepare(bench.documents, progress=cfg.progress)
+            prepared = prepared_for[key]
+            timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
+            logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
+            q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
+            chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
+            graphs: dict[tuple, object] = {}  # and one corpus graph
+            for spec in specs:
+                row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
+                if cfg.resume and (done := _read_row(row_file, digest)) is not None:
+                    logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
+                    results.append(done)
+                    continue
+                ck = chunk_key(spec)
+                if ck not in chunked:
+                    t1 = time.perf_counter()
+                    chunker = make_chunker(pipeline, spec)
+                    chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
+                chunks, t_chunk = chunked[ck]
+                if spec.searcher in GRAPH_SEARCHERS and ck not in graphs:
+                    graphs[ck] = method_graph(prepared, chunks, pipeline, settings)
+                result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
+                                         q_vecs=q_vecs, graph_index=graphs.get(ck))
+                result.timings["chunk_s"] = t_chunk
+                results.append(result)
+                write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
+                logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
+                            result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
+            for i, model_path in enumerate(cfg.models):
+                from gralc.evaluation.trained_rows import evaluate_trained
+                from gralc.inference import model_digest
 
-            results.extend(evaluate_trained(model_path, bench, prepared, pipeline, settings))
-    timings["total_s"] = time.perf_counter() - started
-    _write(results, out, cfg, timings)
-    return results, out
+                row_file = out / "rows" / _file_name(f"{bench.name}__model{i}__{Path(model_path).name}.json")
+                model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too
+                if cfg.resume and (done := _read_rows(row_file, model_key)) is not None:
+                    logger.info("%s / %s: kept from %s", bench.name, model_path, row_file)
+                    results.extend(done)
+                    continue
+                rows = evaluate_trained(model_path, bench, prepared, pipeline, settings)
+                results.extend(rows)
+                write_json_atomic(row_file, {"settings": model_key, "rows": [asdict(r) for r in rows]})
+        timings["total_s"] = time.perf_counter() - started
+        _write(results, out, cfg, timings)
+        return results, out
 
 
 def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dict[str, float]) -> None:
@@ -144,10 +154,48 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
         _log_wandb(results, cfg)
 
 
+#: how eval.py spells the output folder's options in its messages
+OUT_KEYS = ("paths.output_dir=", "paths.force=true")  # (out_key, force_key)
+
+
+def run_inputs(cfg: EvalConfig) -> list[str]:
+    """Every path a run reads (corpus, models, knowledge files, caches): the output folder may
+    overlap none of them."""
+    k = cfg.pipeline.knowledge
+    paths = [cfg.data.path, *cfg.models, k.vocabulary, k.tree_file,
+             *(v for v in to_dict(k.relations).values() if isinstance(v, str)),
+             cfg.paths.cache_dir, cfg.pipeline.encoder.cache_dir]
+    return [str(p) for p in paths if p]
+
+
+def data_fingerprint(paths: list[str | None]) -> str:
+    """SHA-256 over the files of ``paths`` (folders walked in order): their names and contents
+    (files over 64 MiB: size and modification time), so a changed corpus reruns its rows."""
+    from gralc.artefacts import file_sha256
+
+    digest = hashlib.sha256()
+    for root in paths:
+        if not root or not Path(root).exists():
+            digest.update(f"{root}:absent\n".encode())
+            continue
+        base = Path(root)
+        files = [base] if base.is_file() else sorted(f for f in base.rglob("*") if f.is_file())
+        for f in files:
+            st = f.stat()
+            content = file_sha256(f) if st.st_size <= 64 << 20 else f"{st.st_size}:{st.st_mtime_ns}"
+            digest.update(f"{f.relative_to(base) if f != base else f.name}:{content}\n".encode())
+    return digest.hexdigest()
+
+
 def _settings_digest(cfg: EvalConfig) -> str:
-    """What a row's numbers depend on (everything but the row list, paths, display and the gains report)."""
+    """What a row's numbers depend on: every setting but the row list, paths, display and the
+    gains report, and the data it reads (the corpus, the knowledge files)."""
     settings = {k: v for k, v in to_dict(cfg).items()
                 if k not in ("methods", "models", "paths", "progress", "resume", "wandb", "significance")}
+    k = cfg.pipeline.knowledge
+    settings["data_sha256"] = data_fingerprint(
+        [cfg.data.path, k.vocabulary, k.tree_file,
+         *(v for v in to_dict(k.relations).values() if isinstance(v, str))])
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -167,6 +215,22 @@ def _read_row(path: Path, digest: str) -> MethodResult | None:
         return MethodResult(**data)
     except (ValueError, KeyError, TypeError) as exc:
         logger.warning("ignoring %s (%s): running the row again", path, exc)
+        return None
+
+
+def _read_rows(path: Path, key: str) -> list[MethodResult] | None:
+    """A trained model's rows written by an earlier run with the same settings, data and
+    model weights, or None."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("settings") != key:
+            logger.info("%s was written with other settings, data or weights: running it again", path)
+            return None
+        return [MethodResult(**r) for r in data["rows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("ignoring %s (%s): running the rows again", path, exc)
         return None
 
 

@@ -25,11 +25,11 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
-from gralc.artefacts import check_output_dir, write_artefact
+from gralc.artefacts import check_output_dir, verify_artefact, write_artefact
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import PipelineConfig
-from gralc.safe_load import load_torch
+from gralc.safe_load import load_torch, path_inside, read_yaml_untrusted
 
 INFERENCE_YAML = "inference.yaml"
 WEIGHTS = "weights.safetensors"
@@ -140,10 +140,33 @@ def _build(
     return model.eval(), pipeline
 
 
+#: what a loadable but malformed checkpoint or export raises while its content is read
+_MALFORMED = (KeyError, TypeError, AttributeError, IndexError, RuntimeError)
+
+
+def _malformed(path: Path, exc: BaseException, fix: str) -> ValueError:
+    from omegaconf.errors import OmegaConfBaseException
+
+    what = "a setting is invalid" if isinstance(exc, OmegaConfBaseException) else \
+        f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else 'missing entry'}"
+    return ValueError(f"{path} is not a complete GraLC model ({what}); {fix}")
+
+
 def load_trained(path: str | Path) -> TrainedModel:
     """The model in eval mode, its pipeline config and concept encoder, from a ``.ckpt`` or an
-    export directory (see :class:`TrainedModel` and the module docstring for LoRA)."""
+    export directory (see :class:`TrainedModel` and the module docstring for LoRA). A file
+    that loads but lacks entries or has tensors of other shapes is a ValueError naming it."""
+    from omegaconf.errors import OmegaConfBaseException
+
     path = Path(path)
+    try:
+        return _load_trained(path)
+    except (*_MALFORMED, OmegaConfBaseException) as exc:
+        raise _malformed(path, exc, "pass a .ckpt written by train.py or an export written by "
+                         "gralc.export (re-export it)") from None
+
+
+def _load_trained(path: Path) -> TrainedModel:
     if path.is_dir():
         from safetensors.torch import load_file
 
@@ -152,12 +175,15 @@ def load_trained(path: str | Path) -> TrainedModel:
             raise FileNotFoundError(
                 f"{path} is not a GraLC export: expected {INFERENCE_YAML} and {WEIGHTS}"
             )
-        info = OmegaConf.to_container(OmegaConf.load(yaml_path), resolve=True)
+        verify_artefact(path, ("export",))  # every file as exported, before any answer
+        info = read_yaml_untrusted(yaml_path, "export settings")  # no ${...} interpolation
+        if not isinstance(info, dict):
+            raise ValueError(f"{yaml_path}: expected a mapping of export settings; re-export the model")
         model, pipeline_cfg = _build(info, load_file(str(weights)))
         lora = info.get("lora")
         if not lora:
             return TrainedModel(model, pipeline_cfg)
-        encoder = path / lora["merged_encoder"]
+        encoder = path_inside(path, lora.get("merged_encoder"), f"{yaml_path} (lora.merged_encoder)")
         if not encoder.is_dir():
             raise FileNotFoundError(f"{encoder} missing: re-export {path} with gralc.export")
         pipeline_cfg.encoder.model = str(encoder.resolve())
@@ -213,8 +239,13 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
     ModelConfig(**settings)  # a bad value fails here, before any file is read or written
     BoundaryConfig(**boundary)
     check_output_dir(out_dir, "export", force, [checkpoint])
+    from omegaconf.errors import OmegaConfBaseException
+
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
-        _write_export(checkpoint, tmp, settings, boundary)
+        try:
+            _write_export(checkpoint, tmp, settings, boundary)
+        except (*_MALFORMED, OmegaConfBaseException) as exc:
+            raise _malformed(checkpoint, exc, "pass a .ckpt written by train.py") from None
     return Path(out_dir)
 
 

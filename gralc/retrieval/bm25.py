@@ -26,7 +26,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from gralc.artefacts import write_artefact
+from gralc.artefacts import verify_artefact, write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.faiss_index import (
     CHUNKS_FILE,
@@ -193,6 +193,7 @@ class BM25Index:
         d = Path(directory)
         if not d.is_dir():
             raise FileNotFoundError(f"BM25 index directory {d} does not exist")
+        verify_artefact(d)  # every file as written (gralc.artefacts), before any answer
         meta = read_json(d / CONFIG_FILE)
         self = cls(BM25Config(**meta["bm25"]))
         require(d / VOCAB_FILE)

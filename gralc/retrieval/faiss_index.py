@@ -5,14 +5,15 @@ Directory layout written by :meth:`ChunkIndex.save` (atomically)::
     index.faiss   the FAISS index (faiss.write_index)
     vectors.npy   the normalised (n, d) float32 vectors, so any index type can be rebuilt/merged
     chunks.jsonl  one Chunk.to_dict() per line, without embedding; line i = FAISS row i
-    config.json   index config, encoder id, pipeline config, gralc version, git hash, and the
-                  SHA-256 of chunks.jsonl and vectors.npy (verified by load: an edited or
-                  reordered chunks.jsonl would return the wrong texts for the vectors)
+    config.json   index config, encoder id, pipeline config, gralc version, git hash
+
+Every file is listed with its size and SHA-256 in the artefact's manifest and verified by
+:meth:`ChunkIndex.load` (:func:`gralc.artefacts.verify_artefact`): an edited, permuted or
+reordered file would return the wrong texts for the vectors.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import gralc
-from gralc.artefacts import write_artefact
+from gralc.artefacts import file_sha256, verify_artefact, write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.ranking import rank_chunks
 
@@ -59,16 +60,6 @@ class IndexConfig:
 
 
 # ----- small shared helpers (also used by bm25.py) ----------------------------------------
-#: files whose SHA-256 config.json records and load verifies (chunk texts must match vectors)
-CHECKED_FILES = (CHUNKS_FILE, VECTORS_FILE)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
@@ -92,11 +83,15 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object of an artefact (read as untrusted: interpolations refused, errors name
+    the file)."""
+    from gralc.safe_load import read_json_untrusted
+
     require(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: corrupt JSON ({e})") from e
+    data = read_json_untrusted(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}; rebuild it")
+    return data
 
 
 def require(path: Path) -> None:
@@ -264,7 +259,6 @@ class ChunkIndex:
         _faiss().write_index(self.index, str(folder / INDEX_FILE))
         np.save(folder / VECTORS_FILE, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
-        meta["sha256"] = {name: file_sha256(folder / name) for name in CHECKED_FILES}
         (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
@@ -273,13 +267,8 @@ class ChunkIndex:
         d = Path(directory)
         if not d.is_dir():
             raise FileNotFoundError(f"index directory {d} does not exist")
+        verify_artefact(d)  # every file as written (gralc.artefacts), before any answer
         meta = read_json(d / CONFIG_FILE)
-        for name, digest in (meta.get("sha256") or {}).items():  # absent in older indexes
-            require(d / name)
-            if file_sha256(d / name) != digest:
-                raise ValueError(f"{d / name} was changed after the index was built (checksum in "
-                                 f"{d / CONFIG_FILE} differs): its rows no longer match the "
-                                 "vectors; rebuild the index")
         try:
             self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
         except (KeyError, TypeError) as e:

@@ -166,6 +166,9 @@ class GraphIndex:
         folder = Path(folder)
         if not (folder / "graph.json").is_file():
             raise FileNotFoundError(f"{folder}: no graph.json (build the index with --graph)")
+        from gralc.artefacts import verify_artefact
+
+        verify_artefact(folder)  # every file as written, before any answer
         graph = CorpusGraph.load(folder / "graph.json")
         communities = load_communities(folder / "communities.json")
         reports = load_reports(folder / "reports.json")

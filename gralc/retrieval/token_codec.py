@@ -223,15 +223,17 @@ def save_codec_dir(codec: TokenCodec, folder: Path) -> None:
 def load_codec_dir(folder: str | Path) -> TokenCodec:
     """Read what :func:`save_codec_dir` wrote; a missing, damaged or edited file is an error
     naming it."""
-    import json
-
     folder = Path(folder)
     meta_path = folder / CODEC_DIR_FILES[1]
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} not found: --codec takes a folder written by "
                                 "`python -m gralc.shard_index codec`")
+    from gralc.artefacts import verify_artefact
+    from gralc.safe_load import read_json_untrusted
+
+    verify_artefact(folder, ("token_codec",))
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = read_json_untrusted(meta_path)
         fields = {k: meta[k] for k in ("kind", "pq_bytes", "pq_bits", "opq", "centroids", "train_tokens", "seed")}
         config, dim = TokenCodecConfig(**fields), int(meta["dim"])
     except (ValueError, KeyError, TypeError) as exc:

@@ -27,14 +27,14 @@ def test_reordered_chunk_metadata_is_detected(built):
     lines = (built / "chunks.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     assert len(lines) >= 2
     (built / "chunks.jsonl").write_text("".join(reversed(lines)), encoding="utf-8")
-    with pytest.raises(ValueError, match="chunks.jsonl was changed after the index was built"):
+    with pytest.raises(ValueError, match="chunks.jsonl was changed after GraLC wrote it"):
         Retriever.load(built)
 
 
 def test_truncated_retriever_json_names_the_file(built):
     spec = built / "retriever.json"
     spec.write_text(spec.read_text()[:20])
-    with pytest.raises(ValueError, match="retriever.json: corrupt JSON"):
+    with pytest.raises(ValueError, match="retriever.json was changed after GraLC wrote it"):
         Retriever.load(built)
 
 

@@ -89,8 +89,12 @@ def test_global_search_takes_the_top_communities_chunks_and_within_stays_in_one_
 
 
 def test_index_round_trip_keeps_everything(tmp_path):
+    from gralc.artefacts import write_artefact
+
     index = toy_index()
-    back = GraphIndex.load(index.save(tmp_path / "graph"))
+    with write_artefact(tmp_path / "graph", "corpus_graph") as tmp:  # as gralc.graph --out does
+        index.save(tmp)
+    back = GraphIndex.load(tmp_path / "graph")
     assert back.graph.to_dict() == index.graph.to_dict()
     assert back.node_ids == index.node_ids and np.allclose(back.node_vecs, index.node_vecs)
     assert [r.text for r in back.reports] == [r.text for r in index.reports]

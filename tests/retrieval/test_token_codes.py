@@ -83,17 +83,27 @@ def test_ivf_pq_codes_are_small_and_decode_close():
 
 def test_codec_round_trips_and_refuses_a_changed_file(tmp_path):
     x = clustered(12_000)
+    from gralc.artefacts import MARKER, _write_marker, write_artefact
+
     codec = TokenCodec.train(x, TokenCodecConfig(pq_bytes=8, centroids=32))
-    save_codec_dir(codec, tmp_path)
-    again = load_codec_dir(tmp_path)
+    folder = tmp_path / "codec"
+    with write_artefact(folder, "token_codec") as tmp:  # as gralc.shard_index codec does
+        save_codec_dir(codec, tmp)
+    again = load_codec_dir(folder)
     assert np.array_equal(again.encode(x[:100]), codec.encode(x[:100]))
     other = TokenCodec.train(clustered(12_000, seed=1), TokenCodecConfig(pq_bytes=8, centroids=32))
-    other.save(tmp_path / "codec.faiss")  # a valid codec, but not the one codec.json records
+    other.save(folder / "codec.faiss")  # a valid codec, but not the one codec.json records
+    with pytest.raises(ValueError, match="codec.faiss was changed after GraLC wrote it"):
+        load_codec_dir(folder)
+    (folder / MARKER).unlink()
+    _write_marker(folder, "token_codec")  # a manifest rewritten to match: the codec's own check
     with pytest.raises(ValueError, match="differs from the codec"):
-        load_codec_dir(tmp_path)
-    (tmp_path / "codec.faiss").write_bytes(b"not a faiss index")
+        load_codec_dir(folder)
+    (folder / "codec.faiss").write_bytes(b"not a faiss index")
+    (folder / MARKER).unlink()
+    _write_marker(folder, "token_codec")
     with pytest.raises(ValueError, match="corrupt token codec"):
-        load_codec_dir(tmp_path)
+        load_codec_dir(folder)
     with pytest.raises(ValueError, match="training tokens"):
         TokenCodec.train(x[:500], TokenCodecConfig(pq_bytes=8))
     with pytest.raises(ValueError, match="pq_bytes"):

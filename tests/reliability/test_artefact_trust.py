@@ -1,0 +1,339 @@
+"""Issue 45, classes 1-4 and 7: a rebuild never deletes a user's files, every artefact file is
+verified before the first answer, untrusted files cannot reach the environment or paths
+outside the artefact, and a crashed writer leaves nothing that blocks or loses data.
+
+Each test builds real artefacts (a real index of a two-article corpus, real BM25, real FAISS)
+and attacks them the way a user or a crafted file would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gralc import index as index_cli
+from gralc.artefacts import (
+    MARKER,
+    ArtefactError,
+    OutputDirError,
+    _write_marker,
+    check_output_dir,
+    verify_artefact,
+    write_artefact,
+)
+from gralc.chunking.chunk import Chunk
+from gralc.inference import Retriever
+from gralc.retrieval.bm25 import BM25Index
+
+
+def corpus_of(folder: Path) -> Path:
+    folder.mkdir()
+    for name, text in (("a", "Ferrets coughed for four days."), ("b", "Mice had fever for two days."),
+                       ("c", "Bats carried the virus without symptoms.")):
+        (folder / f"{name}.txt").write_text(f"Study {name}\n\n{text} Nothing else happened.\n",
+                                            encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return corpus_of(tmp_path_factory.mktemp("trust") / "corpus")
+
+
+def build(corpus: Path, out: Path, *extra: str) -> int:
+    return index_cli.main([str(corpus), "--out", str(out), "--strategy", "late", *extra])
+
+
+@pytest.fixture
+def hybrid(corpus, tmp_path) -> Path:
+    out = tmp_path / "index"
+    assert build(corpus, out, "--searcher", "hybrid") == 0
+    return out
+
+
+def reseal(folder: Path, kind: str = "index") -> None:
+    """Rewrite the manifest the way a crafted artefact would (so only the content is at fault)."""
+    (folder / MARKER).unlink()
+    _write_marker(folder, kind)
+
+
+# ----- 1. a rebuild never deletes what GraLC did not write ------------------------------------
+def test_rebuilding_an_index_keeps_the_users_files(corpus, hybrid):
+    (hybrid / "NOTES.md").write_text("my notes")
+    (hybrid / "results").mkdir()
+    (hybrid / "results" / "run1.json").write_text("{}")
+    (hybrid / "lexical" / "mine.txt").write_text("inside a sub-folder GraLC writes")
+    assert build(corpus, hybrid, "--searcher", "hybrid") == 0  # no --force needed: our own index
+    assert (hybrid / "NOTES.md").read_text() == "my notes"
+    assert (hybrid / "results" / "run1.json").is_file() and (hybrid / "lexical" / "mine.txt").is_file()
+    assert Retriever.load(hybrid).search("fever in mice", k=1)
+    assert not list(hybrid.parent.glob(".index.*")), "no temporary or old folder left"
+
+
+def test_every_kind_keeps_unlisted_files_and_replaces_only_its_own(tmp_path):
+    for kind in ("index", "export", "bm25_index", "chunk_index", "token_codec", "corpus_graph"):
+        out = tmp_path / kind
+        with write_artefact(out, kind) as tmp:
+            (tmp / "weights.bin").write_text("v1")
+            (tmp / "sub").mkdir()
+            (tmp / "sub" / "old-only.bin").write_text("v1")
+        (out / "MODEL_CARD.md").write_text("card")
+        with write_artefact(out, kind) as tmp:
+            (tmp / "weights.bin").write_text("v2")
+        assert (out / "weights.bin").read_text() == "v2" and (out / "MODEL_CARD.md").read_text() == "card"
+        assert not (out / "sub" / "old-only.bin").exists()  # listed in v1's manifest: replaced
+        verify_artefact(out, (kind,))
+
+
+def test_a_user_file_the_new_artefact_needs_refuses_the_write(tmp_path):
+    out = tmp_path / "idx"
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v1")
+    (out / "extra.json").write_text("mine")
+    with pytest.raises(OutputDirError, match="extra.json"), write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v2")
+        (tmp / "extra.json").write_text("GraLC's")
+    assert (out / "a.json").read_text() == "v1" and (out / "extra.json").read_text() == "mine"
+
+
+def test_a_look_alike_folder_is_not_taken_for_an_index(corpus, tmp_path, capsys):
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    for name in ("retriever.json", "index.faiss", "chunks.jsonl", "thesis.tex"):
+        (fake / name).write_text("user data")
+    assert build(corpus, fake) == 2
+    assert "GraLC did not write" in capsys.readouterr().err
+    assert sorted(p.name for p in fake.iterdir()) == ["chunks.jsonl", "index.faiss", "retriever.json",
+                                                      "thesis.tex"]
+    assert build(corpus, fake, "--force") == 0  # --force moves it aside, deletes nothing
+    (aside,) = tmp_path.glob("fake.replaced-*")
+    assert (aside / "thesis.tex").read_text() == "user data"
+
+
+# ----- 2. every input of a command enters the overlap check ---------------------------------
+def test_eval_refuses_an_output_folder_that_is_an_input(corpus, tmp_path, monkeypatch):
+    from gralc.config import load_config
+    from gralc.evaluation import run as run_mod
+    from gralc.evaluation.config import EvalConfig
+
+    import gralc.data.demo as demo
+
+    monkeypatch.chdir(Path(run_mod.__file__).resolve().parents[2])
+    export = tmp_path / "export"
+    with write_artefact(export, "export") as tmp:
+        (tmp / "inference.yaml").write_text("{}")
+    demo_dir = Path(demo.__file__).parent
+    for out, extra in ((corpus, [f"data.path={corpus}"]), (export, [f"models=[{export}]"]),
+                       (demo_dir / "out", []), (tmp_path / "cache" / "run", [f"paths.cache_dir={tmp_path / 'cache'}"])):
+        cfg = load_config(EvalConfig, "configs/eval.yaml",
+                          [f"paths.output_dir={out}", "paths.force=true", "methods=[bm25]", *extra])
+        monkeypatch.setattr(run_mod, "Pipeline", lambda *a, **k: pytest.fail("encoding started"))
+        with pytest.raises(OutputDirError, match="overlaps") as err:
+            run_mod.evaluate(cfg)
+        assert "paths.output_dir=" in str(err.value)  # eval.py's own key, not --out
+    assert (export / "inference.yaml").is_file() and (corpus / "a.txt").is_file()
+    assert not list(tmp_path.glob("*.replaced-*")) and not list(corpus.parent.glob("*.replaced-*"))
+
+
+def test_an_index_inside_its_model_export_is_refused(tmp_path):
+    export = tmp_path / "export"
+    with write_artefact(export, "export") as tmp:
+        (tmp / "inference.yaml").write_text("{}")
+    with pytest.raises(OutputDirError, match="overlaps the input"):
+        check_output_dir(export / "index", "index", inputs=[tmp_path / "corpus", export])
+    from gralc.inference import model_digest
+
+    before = model_digest(export)  # what every index of the model checks
+    (export / "MODEL_CARD.md").write_text("a user's own file beside the export")
+    assert model_digest(export) == before
+    proc = subprocess.run([sys.executable, "-m", "gralc.index", str(tmp_path / "corpus"), "--out",
+                           str(export / "index"), "--model", str(export)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "overlaps the input" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ----- 3. no wrong answer without an error ----------------------------------------------------
+def test_a_permuted_faiss_index_is_detected(hybrid):
+    import faiss
+
+    index = faiss.read_index(str(hybrid / "index.faiss"))
+    vecs = index.reconstruct_n(0, index.ntotal)
+    permuted = faiss.IndexFlatIP(index.d)
+    permuted.add(np.ascontiguousarray(vecs[::-1]))
+    faiss.write_index(permuted, str(hybrid / "index.faiss"))  # same size, rows reversed
+    with pytest.raises(ArtefactError, match="index.faiss was changed"):
+        Retriever.load(hybrid)
+
+
+def test_an_edited_lexical_chunk_list_is_detected(hybrid):
+    path = hybrid / "lexical" / "chunks.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(reversed(lines)), encoding="utf-8")
+    with pytest.raises(ArtefactError, match="lexical/chunks.jsonl was changed"):
+        Retriever.load(hybrid)
+    path.write_text("".join(lines).replace("fever", "FEVER"), encoding="utf-8")
+    with pytest.raises(ArtefactError, match="was changed"):
+        BM25Index.load(hybrid / "lexical")
+
+
+def test_a_removed_checksum_or_manifest_is_an_error_not_an_older_index(hybrid):
+    config = json.loads((hybrid / "config.json").read_text())
+    config.pop("git_hash", None)
+    (hybrid / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ArtefactError, match="config.json was changed"):
+        Retriever.load(hybrid)
+    (hybrid / MARKER).unlink()
+    with pytest.raises(ArtefactError, match="no GraLC manifest"):
+        Retriever.load(hybrid)
+    manifest = {"kind": "index", "files": {"../../etc/passwd": {"size": 1, "sha256": "0"}}}
+    (hybrid / MARKER).write_text(json.dumps(manifest))
+    with pytest.raises(ArtefactError, match="leads outside"):
+        Retriever.load(hybrid)
+
+
+def test_a_missing_listed_file_is_named(hybrid):
+    (hybrid / "lexical" / "chunks.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="chunks.jsonl is missing"):
+        Retriever.load(hybrid)
+
+
+# ----- 4. untrusted files cannot reach the environment or outside paths ---------------------
+def test_an_interpolation_in_an_index_never_reaches_the_environment(hybrid, monkeypatch):
+    monkeypatch.setenv("GRALC_TEST_SECRET", "sk-do-not-leak")
+    spec = json.loads((hybrid / "retriever.json").read_text())
+    spec["pipeline"]["encoder"]["cache_dir"] = "${oc.env:GRALC_TEST_SECRET}"
+    (hybrid / "retriever.json").write_text(json.dumps(spec))
+    reseal(hybrid)  # a crafted index carries a matching manifest
+    with pytest.raises(ValueError, match="interpolation") as err:
+        Retriever.load(hybrid)
+    assert "sk-do-not-leak" not in str(err.value)
+
+
+def test_an_interpolation_in_an_export_is_refused(tmp_path, monkeypatch):
+    from gralc.model.persistence import load_trained
+
+    monkeypatch.setenv("GRALC_TEST_SECRET", "sk-do-not-leak")
+    export = tmp_path / "export"
+    with write_artefact(export, "export") as tmp:
+        (tmp / "inference.yaml").write_text("model_config: {}\ngit_hash: ${oc.env:GRALC_TEST_SECRET}\n")
+        (tmp / "weights.safetensors").write_bytes(b"")
+    with pytest.raises(ValueError, match="interpolation") as err:
+        load_trained(export)
+    assert "sk-do-not-leak" not in str(err.value)
+
+
+def test_an_export_naming_an_encoder_outside_itself_is_refused(tmp_path):
+    from gralc.model.persistence import load_trained
+    from gralc.safe_load import path_inside
+
+    with pytest.raises(ValueError, match="leads outside"):
+        path_inside(tmp_path, "../../home/user/.ssh", "inference.yaml")
+    with pytest.raises(ValueError, match="leads outside"):
+        path_inside(tmp_path, "/etc", "inference.yaml")
+    (tmp_path / "link").symlink_to("/etc")
+    with pytest.raises(ValueError, match="leads outside"):
+        path_inside(tmp_path, "link/passwd", "inference.yaml")
+    assert path_inside(tmp_path, "encoder", "x") == (tmp_path / "encoder").resolve()
+    assert load_trained  # the export loader resolves lora.merged_encoder through path_inside
+
+
+def test_a_shard_manifest_cannot_pull_outside_files_into_a_merge(corpus, tmp_path):
+    from gralc.shard_index import build_shard, merge_shards
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("Private\n\nThe password is hunter2.\n")
+    shards = []
+    for i in range(2):
+        shards.append(tmp_path / f"shard_{i}")
+        build_shard(corpus, i, 2, shards[-1], strategy="late", graph=True)
+    meta = json.loads((shards[0] / "shard.json").read_text())
+    meta["files"] = ["../secret.txt"]
+    (shards[0] / "shard.json").write_text(json.dumps(meta))
+    reseal(shards[0])
+    with pytest.raises(ValueError, match="leads outside"):
+        merge_shards(shards, tmp_path / "merged")
+    meta["files"], meta["shard"] = ["a.txt"], "0"  # a wrong field type
+    (shards[0] / "shard.json").write_text(json.dumps(meta))
+    reseal(shards[0])
+    with pytest.raises(ValueError, match="'shard' must be int"):
+        merge_shards(shards, tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+# ----- 7. crash leftovers ---------------------------------------------------------------------
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_stale_lock_and_temporary_folders_are_recovered(tmp_path, caplog):
+    import socket
+
+    out = tmp_path / "idx"
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v1")
+    lock = tmp_path / ".idx.lock"
+    lock.write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
+    half = tmp_path / ".idx.tmp-deadbeef"  # a new artefact cut short by the crash
+    half.mkdir()
+    (half / "a.json").write_text("half")
+    swapped_out = tmp_path / ".idx.old-deadbeef"  # an old one swapped out, the user's file inside
+    swapped_out.mkdir()
+    (swapped_out / "a.json").write_text("v0")
+    (swapped_out / "NOTES.md").write_text("mine")
+    (swapped_out / MARKER).write_text(json.dumps({"kind": "index", "files": {"a.json": {}}}))
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v2")
+    assert "stale lock" in caplog.text
+    assert (out / "a.json").read_text() == "v2" and (out / "NOTES.md").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_a_live_lock_fails_before_any_encoding(corpus, tmp_path, capsys, monkeypatch):
+    import gralc.inference
+
+    out = tmp_path / "idx"
+    monkeypatch.setattr(gralc.inference, "Pipeline", lambda *a, **k: pytest.fail("encoding started"))
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        import socket
+
+        (tmp_path / ".idx.lock").write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname()}))
+        t0 = time.perf_counter()
+        assert build(corpus, out) == 2
+        assert "another GraLC process is writing" in capsys.readouterr().err
+        assert time.perf_counter() - t0 < 5, "the lock must be taken before the corpus is encoded"
+    finally:
+        holder.kill()
+    other_host = json.dumps({"pid": dead_pid(), "host": "another-node"})
+    (tmp_path / ".idx.lock").write_text(other_host)  # another host: its PID cannot be checked
+    assert build(corpus, out) == 2
+    assert (tmp_path / ".idx.lock").read_text() == other_host
+
+
+def test_the_swap_is_one_exchange_where_the_file_system_allows(tmp_path, monkeypatch):
+    """Readers never see a missing folder: the old content leaves by renameat2(RENAME_EXCHANGE)."""
+    from gralc import artefacts
+
+    out = tmp_path / "idx"
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v1")
+    calls = []
+    real = artefacts._exchange
+    monkeypatch.setattr(artefacts, "_exchange", lambda a, b: calls.append(1) or real(a, b))
+    renames = []
+    real_replace = os.replace
+    monkeypatch.setattr(artefacts.os, "replace", lambda a, b: renames.append((a, b)) or real_replace(a, b))
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("v2")
+    assert calls == [1] and (out / "a.json").read_text() == "v2"
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    if real(tmp_path / "x", tmp_path / "y"):  # exchange supported here: out is never renamed away
+        assert not [r for r in renames if Path(r[0]) == out]
