@@ -52,3 +52,29 @@ def test_a_killed_run_keeps_its_rows_and_resumes(tmp_path, monkeypatch):
     calls.clear()  # other settings: the kept rows do not apply
     run_mod.evaluate(cfg_for(out, "resume=true", "evidence.min_coverage=0.9"))
     assert calls == ["late", "bm25"]
+
+
+def squad_file(path, fever: str = "fever") -> str:
+    ctx = [f"Study {n}\n\nMethods\n\nMice had {fever} for {n} days after infection. Ferrets coughed."
+           for n in ("two", "three")]
+    data = {"data": [{"title": f"art{i}", "paragraphs": [{"context": c, "qas": [
+        {"id": f"q{i}", "question": "How long did the mice have fever?",
+         "answers": [{"text": "days", "answer_start": c.index("days")}]}]}]} for i, c in enumerate(ctx)]}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_a_changed_corpus_reruns_its_rows(tmp_path, monkeypatch):
+    """The resume digest covers the data a row read, not only the settings (issue 45, class 6)."""
+    monkeypatch.chdir(run_mod.Path(__file__).resolve().parents[2])
+    data = squad_file(tmp_path / "qa.json")
+    out = tmp_path / "run"
+    args = ("data=squad", f"data.path={data}", "methods=[bm25]")
+    run_mod.evaluate(cfg_for(out, *args))
+    real, calls = run_mod.evaluate_method, []
+    monkeypatch.setattr(run_mod, "evaluate_method", lambda spec, *a, **k: calls.append(spec.name) or real(spec, *a, **k))
+    run_mod.evaluate(cfg_for(out, *args, "resume=true"))
+    assert calls == []  # same data, same settings: kept
+    squad_file(tmp_path / "qa.json", fever="a high fever")  # the corpus changed in place
+    run_mod.evaluate(cfg_for(out, *args, "resume=true"))
+    assert calls == ["bm25"]
