@@ -13,18 +13,48 @@ from __future__ import annotations
 import logging
 import sys
 
+from gralc.artefacts import OutputDirError
 from gralc.cli import run
 from gralc.config import load_config
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.run import evaluate, print_tables
+
+#: the output-folder options of the index / export commands, as eval.py spells them
+EVAL_KEYS = (("--out ", "paths.output_dir="), ("--force", "paths.force=true"))
+
+
+def eval_keys(text: str) -> str:
+    """``text`` (a message of :mod:`gralc.artefacts`) with ``--out`` / ``--force`` written as
+    eval.py's keys ``paths.output_dir=`` / ``paths.force=true``."""
+    for option, key in EVAL_KEYS:
+        text = text.replace(option, key)
+    return text
+
+
+class EvalKeysFilter(logging.Filter):
+    """Writes :mod:`gralc.artefacts`' log messages with eval.py's keys (:func:`eval_keys`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = eval_keys(record.msg)
+        return True
 
 
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("bm25s", "matplotlib", "PIL", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    artefacts_log = logging.getLogger("gralc.artefacts")
+    if not any(isinstance(f, EvalKeysFilter) for f in artefacts_log.filters):
+        artefacts_log.addFilter(EvalKeysFilter())
     cfg = load_config(EvalConfig, "configs/eval.yaml", argv)
-    results, out = evaluate(cfg)
+    try:
+        results, out = evaluate(cfg)
+    except OutputDirError as exc:  # gralc.artefacts names the options of gralc.index
+        message = eval_keys(str(exc))
+        if message == str(exc):
+            raise
+        raise OutputDirError(message) from exc
     print_tables(results)
     print(f"\nresults written to {out}")
     return 0

@@ -85,6 +85,32 @@ def _merge(base: DictConfig, other: Any, source: str, schema_obj: Any) -> DictCo
         raise ConfigError(f"invalid value for {key!r} in {source}: {exc.msg}") from None
 
 
+def _group_file(schema_obj: Any, config_dir: str | Path | None, key: str,
+                value: str) -> Path | None:
+    """``config_dir/key/value.yaml`` when ``key=value`` selects a config group: ``key`` is
+    ``experiment`` or a section of the schema (``data``, ``model``: a dataclass, not a plain
+    value such as ``resume``, whose value may well be an absolute path) with a folder of YAML
+    files in ``config_dir``. A name that is not there, or a path, is a ConfigError listing
+    the names; None: an ordinary ``key=value`` override."""
+    if config_dir is None or "." in key:
+        return None
+    if key != "experiment" and not is_dataclass(getattr(schema_obj, key, None)):
+        return None
+    folder = Path(config_dir) / key
+    if not folder.is_dir():
+        return None
+    names = sorted(f.stem for f in folder.glob("*.yaml"))
+    if Path(value).is_absolute() or value.startswith(("~", ".")) or "\\" in value:
+        node = getattr(schema_obj, key, None)
+        hint = (f"; a file or folder goes in {key}.path={value}" if hasattr(node, "path") else "")
+        raise ConfigError(f"{key}={value}: {key}= takes the name of a config in {folder} "
+                          f"(available: {', '.join(names)}), not a path{hint}")
+    group_file = folder / f"{value}.yaml"
+    if not group_file.is_file():
+        raise ConfigError(f"{key}={value}: no config {group_file}; available: {', '.join(names)}")
+    return group_file
+
+
 def load_config(
     schema: type[T],
     path: str | Path | None = None,
@@ -113,13 +139,8 @@ def load_config(
             raise ConfigError(f"override {item!r} is not of the form key=value")
         key, value = item.split("=", 1)
         key = key.lstrip("+")
-        group_file = Path(config_dir) / key / f"{value}.yaml" if config_dir else None
-        if group_file is not None and "." not in key and group_file.parent.is_dir() \
-                and not group_file.is_file():
-            names = sorted(f.stem for f in group_file.parent.glob("*.yaml"))
-            raise ConfigError(f"{key}={value}: no config {group_file}; available: "
-                              f"{', '.join(names)}")
-        if group_file is not None and "." not in key and group_file.is_file():
+        group_file = _group_file(schema_obj, config_dir, key, value)
+        if group_file is not None:
             loaded = OmegaConf.load(group_file)
             # an experiment sets keys anywhere (lightning-hydra-template's "@package _global_")
             cfg = _merge(cfg, loaded if key == "experiment" else {key: loaded}, str(group_file),

@@ -10,6 +10,7 @@ import sys
 
 from omegaconf import OmegaConf
 
+from gralc.cli import add_debug_flag, run
 from gralc.model.persistence import (  # noqa: F401  (load_* re-exported for scripts)
     ADAPTER_DIR,
     ENCODER_DIR,
@@ -21,6 +22,13 @@ from gralc.model.persistence import (  # noqa: F401  (load_* re-exported for scr
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
+    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
+    ``GRALC_DEBUG=1``: its traceback)."""
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Export a GraLC training checkpoint for inference")
     parser.add_argument("checkpoint", help="a .ckpt written by train.py")
     parser.add_argument("--out", required=True, help="output directory")
@@ -46,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cut-unit", choices=["word", "sentence"], default=None,
                         help="where the hard cuts of the learned boundary scores may fall "
                              "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     settings = {k: v for k, v in (("sentence_evidence", args.sentence_evidence),
                                   ("evidence_sentences", args.evidence_sentences),
@@ -53,11 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                                   ("phrase_weight", args.phrase_weight),
                                   ("concept_weight", args.concept_weight),
                                   ("cut_unit", args.cut_unit)) if v is not None}
-    try:
-        out = export(args.checkpoint, args.out, force=args.force, settings=settings)
-    except (FileNotFoundError, ValueError) as exc:  # OutputDirError included
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # a user's mistake (OutputDirError included) propagates to gralc.cli.run: one message and
+    # exit 2 (--debug: its traceback)
+    out = export(args.checkpoint, args.out, force=args.force, settings=settings)
     exported = OmegaConf.load(out / INFERENCE_YAML)
     print(OmegaConf.to_yaml(exported.learned_values), end="")
     m = exported.model_config
@@ -73,6 +80,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())

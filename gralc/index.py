@@ -17,8 +17,8 @@ import argparse
 import logging
 import sys
 
-from gralc.artefacts import OutputDirError, check_output_dir
-from gralc.cli import pipeline_overrides
+from gralc.artefacts import check_output_dir
+from gralc.cli import add_debug_flag, pipeline_overrides, run
 from gralc.config import load_config
 from gralc.inference import SEARCHERS, Retriever
 from gralc.retrieval.candidates import CandidateConfig
@@ -28,6 +28,13 @@ from gralc.retrieval.token_codec import load_codec_dir
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
+    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
+    ``GRALC_DEBUG=1``: its traceback)."""
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Build a GraLC search index.")
     parser.add_argument("corpus", help="JATS / .txt / .md file, a directory of them, ori_pqal.json, or a SQuAD-format JSON of articles")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
@@ -53,35 +60,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codec", help="with --model: store token vectors with this trained codec "
                                         "(a folder of `python -m gralc.shard_index codec`) instead of "
                                         "training one on the corpus's first tokens")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        inputs = [p for p in (args.corpus, args.model, args.codec) if p]
-        check_output_dir(args.out, "index", args.force, inputs)  # before any encoding
-        if (args.search or args.codec) and not args.model:
-            raise ValueError("--search and --codec set a trained model's index: add --model")
-        fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
-        search = load_config(CandidateConfig, None, args.search) if args.search else None
-        codec = load_codec_dir(args.codec) if args.codec else None
-        retriever = Retriever.build(args.corpus, args.strategy, args.model,
-                                    index_config=IndexConfig(kind=args.index),
-                                    searcher=args.searcher, fusion=fusion,
-                                    overrides=pipeline_overrides(args.overrides),
-                                    graph=True if args.graph else None, search=search,
-                                    token_codec=codec)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        out = retriever.save(args.out, force=args.force, inputs=inputs)
-    except OutputDirError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # a user's mistake (FileNotFoundError / ValueError, OutputDirError included) propagates to
+    # the boundary of gralc.cli.run: one message and exit 2, or its traceback with --debug
+    inputs = [p for p in (args.corpus, args.model, args.codec) if p]
+    check_output_dir(args.out, "index", args.force, inputs)  # before any encoding
+    if (args.search or args.codec) and not args.model:
+        raise ValueError("--search and --codec set a trained model's index: add --model")
+    fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
+    search = load_config(CandidateConfig, None, args.search) if args.search else None
+    codec = load_codec_dir(args.codec) if args.codec else None
+    retriever = Retriever.build(args.corpus, args.strategy, args.model,
+                                index_config=IndexConfig(kind=args.index),
+                                searcher=args.searcher, fusion=fusion,
+                                overrides=pipeline_overrides(args.overrides),
+                                graph=True if args.graph else None, search=search,
+                                token_codec=codec)
+    out = retriever.save(args.out, force=args.force, inputs=inputs)
     print(f"indexed {len(retriever.index)} chunks ({retriever.spec.strategy}) into {out}")
     return 0
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())

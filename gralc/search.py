@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from gralc.cli import add_debug_flag, run
 from gralc.inference import Retriever
 
 BATCH = 64  # questions encoded and scored together
@@ -54,6 +55,30 @@ def hit_record(rank: int, hit) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
+    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
+    ``GRALC_DEBUG=1``: its traceback)."""
+    return run(_main, argv)
+
+
+def load_index(directory: str, search: list[str]) -> Retriever:
+    """:meth:`Retriever.load`; an encoder the index records that cannot run here (its
+    ``encoder.model`` folder moved or corrupt, its ``encoder.device`` absent) is named with
+    the index's ``retriever.json``, where that setting comes from."""
+    try:
+        return Retriever.load(directory, search=search)
+    except (FileNotFoundError, ValueError) as exc:
+        if not str(exc).startswith("encoder."):
+            raise
+        spec = Path(directory) / "retriever.json"
+        hint = ("restore that folder, or rebuild the index with `python -m gralc.index ... "
+                "encoder.model=FOLDER`" if str(exc).startswith("encoder.model")
+                else "rebuild the index with `python -m gralc.index ... encoder.device=auto`")
+        raise type(exc)(f"{exc} [the index {directory} records this encoder setting in {spec}: "
+                        f"{hint}]") from exc
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Search a GraLC index.")
     parser.add_argument("index", help="directory written by `python -m gralc.index`")
     parser.add_argument("question", nargs="?", help="one question (or --queries FILE)")
@@ -63,25 +88,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="search every question of a JSONL file; one JSON line out per question")
     parser.add_argument("--search", nargs="+", default=[], metavar="key=value",
                         help="a trained model's search settings, e.g. exhaustive=true dense=200")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     if (args.question is None) == (args.queries is None):
         parser.error("give one question or --queries FILE.jsonl")
     if args.k < 1:
         parser.error(f"-k must be >= 1, got {args.k}")
-    try:
-        queries = read_queries(args.queries) if args.queries else [("1", args.question)]
-        retriever = Retriever.load(args.index, search=args.search)
-        if args.queries:
-            for start in range(0, len(queries), BATCH):
-                part = queries[start : start + BATCH]
-                for (qid, text), hits in zip(part, retriever.search_batch([t for _, t in part], args.k)):
-                    print(json.dumps({"id": qid, "question": text,
-                                      "hits": [hit_record(r, h) for r, h in enumerate(hits, 1)]}))
-            return 0
-        hits = retriever.search(args.question, args.k)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # a user's mistake propagates to gralc.cli.run: one message and exit 2 (--debug: traceback)
+    queries = read_queries(args.queries) if args.queries else [("1", args.question)]
+    retriever = load_index(args.index, args.search)
+    if args.queries:
+        for start in range(0, len(queries), BATCH):
+            part = queries[start : start + BATCH]
+            for (qid, text), hits in zip(part, retriever.search_batch([t for _, t in part], args.k)):
+                print(json.dumps({"id": qid, "question": text,
+                                  "hits": [hit_record(r, h) for r, h in enumerate(hits, 1)]}))
+        return 0
+    hits = retriever.search(args.question, args.k)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if args.json:
@@ -94,6 +117,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())

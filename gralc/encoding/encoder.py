@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +26,43 @@ from gralc.encoding.types import TokenEmbeddings
 from gralc.encoding.windows import WindowBlender, blend_windows, plan_windows
 
 logger = logging.getLogger(__name__)
+
+#: device types an encoder may run on (``encoder.device``), with how to tell one is present
+_DEVICE_CHECKS = {
+    "cpu": lambda: True,
+    "cuda": lambda: torch.cuda.is_available(),
+    "mps": lambda: torch.backends.mps.is_available(),
+    "xpu": lambda: hasattr(torch, "xpu") and torch.xpu.is_available(),
+}
+_DEVICE_FIX = "set encoder.device=auto (a CUDA GPU when there is one, else the CPU) or encoder.device=cpu"
+
+
+def resolve_device(device: str) -> torch.device:
+    """The torch device of ``encoder.device``: ``auto`` is ``cuda`` when a GPU is present, else
+    ``cpu``. A string that names no device, or a device this machine lacks (``cuda`` or
+    ``cuda:3`` without that GPU, say), is a ValueError naming ``encoder.device`` and the fix."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in _DEVICE_CHECKS:
+        raise ValueError(f"encoder.device={device!r} is not a device the encoder runs on: use "
+                         "encoder.device=auto (a CUDA GPU when there is one, else the CPU), cpu, "
+                         "cuda, cuda:N, mps or xpu")
+    if not _DEVICE_CHECKS[dev.type]():
+        why = (" (this torch is a CPU-only build)" if dev.type == "cuda" and torch.version.cuda is None
+               else "")
+        raise ValueError(f"encoder.device={device!r}: no {dev.type.upper()} device on this machine"
+                         f"{why}; {_DEVICE_FIX}")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        n = torch.cuda.device_count()
+        raise ValueError(f"encoder.device={device!r}: this machine has {n} CUDA GPU(s), "
+                         f"cuda:0 to cuda:{n - 1} (CUDA_VISIBLE_DEVICES="
+                         f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); pick one of them, or "
+                         f"{_DEVICE_FIX}")
+    return dev
 
 
 
@@ -62,11 +100,7 @@ class DocumentEncoder:
             )
         if config.batch_size < 1:
             raise ValueError(f"EncoderConfig.batch_size must be >= 1, got {config.batch_size}")
-        self.device = torch.device(
-            ("cuda" if torch.cuda.is_available() else "cpu")
-            if config.device == "auto"
-            else config.device
-        )
+        self.device = resolve_device(config.device)  # checked before the weights are read
         self.precision = resolve_precision(config.precision, self.device)
         self.tokenizer, self.model = load_tokenizer_and_model(config.model)
         self.model.to(self.device).eval()
@@ -354,8 +388,10 @@ class DocumentEncoder:
         tokens: TokenEmbeddings, spans: list[tuple[int, int]], normalize: bool = False
     ) -> torch.Tensor:
         """Mean token vector of each half-open token span (late-chunking pooling); (K, d).
-        Summed span by span in float64: memory O(d) per span (a cumulative sum over the whole
-        document took three (n, d) float64 copies, 10 GB for a 5 MB article)."""
+        Summed span by span in float64, a long span ``POOL_BLOCK`` rows at a time: memory
+        O(POOL_BLOCK d) whatever the span (a cumulative sum over the whole document took
+        three (n, d) float64 copies, 10 GB for a 5 MB article; ``sum(dtype=float64)`` of a
+        whole-document span, multilevel's document chunk, one more)."""
         n = tokens.n_tokens
         for s, e in spans:
             if not 0 <= s < e <= n:
@@ -363,6 +399,18 @@ class DocumentEncoder:
         if not spans:
             return torch.zeros(0, tokens.vectors.shape[1])
         vectors = tokens.vectors
-        pooled = torch.stack([vectors[s:e].sum(0, dtype=torch.float64) / (e - s)
-                              for s, e in spans]).float()
+        pooled = torch.stack([_sum_rows(vectors, s, e) / (e - s) for s, e in spans]).float()
         return F.normalize(pooled, p=2, dim=1) if normalize else pooled
+
+
+#: Rows :meth:`DocumentEncoder.pool_spans` casts to float64 at once (6 MB for MiniLM).
+POOL_BLOCK = 2048
+
+
+def _sum_rows(vectors: torch.Tensor, start: int, end: int) -> torch.Tensor:
+    """``vectors[start:end].sum(0)`` in float64 (d,), ``POOL_BLOCK`` rows at a time:
+    ``sum(dtype=float64)`` casts its whole input first, an (end - start, d) float64 copy."""
+    total = vectors[start : min(end, start + POOL_BLOCK)].sum(0, dtype=torch.float64)
+    for a in range(start + POOL_BLOCK, end, POOL_BLOCK):
+        total += vectors[a : min(end, a + POOL_BLOCK)].sum(0, dtype=torch.float64)
+    return total

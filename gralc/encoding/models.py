@@ -57,8 +57,12 @@ def model_name(name_or_path: str) -> str:
     resolved = resolve_model(name_or_path)
     marker = Path(resolved) / LORA_MARKER
     if marker.is_file():
-        info = json.loads(marker.read_text())
-        return f"{info['base_model']}+lora-{info['adapter_sha256'][:16]}"
+        try:
+            info = json.loads(marker.read_text())
+            return f"{info['base_model']}+lora-{info['adapter_sha256'][:16]}"
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"encoder.model={name_or_path}: {marker} is corrupt ({exc!r}); "
+                             "re-export the model (gralc.export) or restore the folder") from None
     try:
         if resolved == default_model_path():
             return DEFAULT_MODEL_ID
@@ -71,41 +75,131 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
 
 
+#: files of which a Hugging Face model folder needs one: weights, and a tokenizer's vocabulary
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer.model",
+                   "sentencepiece.bpe.model")
+_FOLDER_FIX = ("pass a complete Hugging Face model folder (config.json, model.safetensors, "
+               "tokenizer.json) or a model id, e.g. encoder.model=all-MiniLM-L6-v2 (the bundled "
+               "default)")
+
+
+def _looks_like_path(name: str) -> bool:
+    """``name`` is meant as a folder, not a hub id (``org/name``): absolute, ``~``, ``./``,
+    ``../``, a Windows separator, more than one ``/``, or an existing file."""
+    return (Path(name).is_absolute() or name.startswith(("~", "./", "../", ".\\"))
+            or "\\" in name or name.count("/") > 1 or Path(name).expanduser().exists())
+
+
+def _check_safetensors(path: Path, name: str) -> None:
+    """A truncated or corrupt ``.safetensors`` file named before transformers reads it: the
+    8-byte header length, the JSON header and the end of the last tensor must fit the file."""
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < n <= size - 8:
+                raise ValueError("no valid safetensors header")
+            header = json.loads(f.read(n))
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"),
+                  default=0)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"encoder.model={name}: {path} is corrupt ({exc}); re-copy or re-download "
+                         f"the model folder, or {_FOLDER_FIX}") from None
+    if 8 + n + end > size:
+        raise ValueError(f"encoder.model={name}: {path} is truncated ({size} of {8 + n + end} "
+                         f"bytes): re-copy or re-download the model folder, or {_FOLDER_FIX}")
+
+
+def check_model_folder(folder: str | os.PathLike[str], name: str | None = None) -> None:
+    """A local encoder folder has a readable ``config.json``, weights and tokenizer files, and
+    its safetensors are complete; otherwise a FileNotFoundError / ValueError naming
+    ``encoder.model``, the file and the fix (``name``: the value as the user gave it)."""
+    folder = Path(folder)
+    name = name or str(folder)
+    config = folder / "config.json"
+    if not config.is_file():
+        raise FileNotFoundError(f"encoder.model={name}: {folder} holds no config.json, so it is "
+                                f"not a Hugging Face model folder; {_FOLDER_FIX}")
+    try:
+        parsed = json.loads(config.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"encoder.model={name}: {config} is not valid JSON ({exc}); re-copy or "
+                         f"re-download the model folder, or {_FOLDER_FIX}") from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f"encoder.model={name}: {config} is not a JSON object; {_FOLDER_FIX}")
+    if not any((folder / f).is_file() for f in WEIGHT_FILES) \
+            and not any(folder.glob("model-*.safetensors")):
+        raise FileNotFoundError(f"encoder.model={name}: {folder} holds no weights (none of "
+                                f"{', '.join(WEIGHT_FILES)}); {_FOLDER_FIX}")
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise FileNotFoundError(f"encoder.model={name}: {folder} holds no tokenizer files (none of "
+                                f"{', '.join(TOKENIZER_FILES)}); copy the tokenizer files of the "
+                                f"model beside its weights, or {_FOLDER_FIX}")
+    for weights in sorted(folder.glob("*.safetensors")):
+        _check_safetensors(weights, name)
+
+
 def load_tokenizer_and_model(name_or_path: str):
     """Load the fast tokenizer and the ``AutoModel`` for ``name_or_path`` (see ``resolve_model``).
 
     Returns ``(tokenizer, model)``; the model's weights are float32 whatever dtype the
     checkpoint stores (many hub checkpoints are float16 / bfloat16; transformers would keep
     that dtype): precision is a runtime choice (bf16 autocast where the CPU or GPU has it,
-    :mod:`gralc.encoding.precision`), and LoRA / AdamW need float32 master weights. Raises a
-    clear error when a hub id cannot be loaded offline or when the tokenizer has no fast
-    (offset-mapping) implementation.
+    :mod:`gralc.encoding.precision`), and LoRA / AdamW need float32 master weights.
+
+    A user's mistake is a FileNotFoundError or ValueError naming ``encoder.model``, the
+    folder or file and the fix: a missing folder, a folder without (or with a corrupt)
+    ``config.json``, weights or tokenizer files, a hub id that can be neither found locally
+    nor downloaded (say, offline), or a tokenizer without a fast (offset-mapping) implementation.
     """
     import torch
+    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
     ref = resolve_model(name_or_path)
     local = Path(ref).is_dir()
+    if not local and _looks_like_path(name_or_path):
+        path = Path(name_or_path).expanduser().absolute()
+        what = "is a file, not a model folder" if path.exists() else "does not exist"
+        raise FileNotFoundError(f"encoder.model={name_or_path}: {path} {what}; {_FOLDER_FIX}")
+    if local:
+        check_model_folder(ref, name_or_path)
     kwargs = {"local_files_only": True} if (local or _offline()) else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref, use_fast=True, **kwargs)
         model = AutoModel.from_pretrained(ref, **kwargs)
-    except OSError as err:
-        if local:
-            raise OSError(f"could not load the encoder from folder {ref}: {err}") from err
-        raise OSError(
-            f"could not load the encoder {ref!r}: it is neither a local folder nor in the "
-            "Hugging Face cache (HF_HUB_OFFLINE="
-            f"{os.environ.get('HF_HUB_OFFLINE', 'unset')}). Download it once while online "
-            '(e.g. `python -c "from transformers import AutoModel; '
-            f"AutoModel.from_pretrained('{ref}')\"`) or pass a local model folder"
+    except (OSError, ValueError, SafetensorError, RuntimeError) as err:
+        if local:  # a corrupt file the checks above do not know: named by transformers
+            raise ValueError(f"encoder.model={name_or_path}: could not load the encoder from "
+                             f"folder {ref}: {err}; {_FOLDER_FIX}") from err
+        if not isinstance(err, OSError):
+            raise
+        why = (str(err).strip() or type(err).__name__).splitlines()[0]
+        download = (f"downloads are off (HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')})"
+                    if _offline() else f"it could not be downloaded ({why})")
+        raise FileNotFoundError(
+            f"encoder.model={ref}: {ref!r} is neither a local folder nor in the Hugging Face "
+            f"cache, and {download}. Check the id; download it once on a machine that is online "
+            "(`HF_HUB_OFFLINE=0 python -c \"from transformers import AutoModel, AutoTokenizer; "
+            f"AutoModel.from_pretrained('{ref}'); AutoTokenizer.from_pretrained('{ref}')\"`, then "
+            "copy ~/.cache/huggingface here), or pass a local model folder: "
+            "encoder.model=/path/to/folder"
         ) from err
     if any(p.dtype != torch.float32 for p in model.parameters()):
         model = model.float()
     if not tokenizer.is_fast:
         raise ValueError(
-            f"encoder {ref!r} has no fast tokenizer; token character offsets need one "
-            "(a tokenizer.json in the model folder)"
+            f"encoder.model={name_or_path}: encoder {ref!r} has no fast tokenizer; token "
+            "character offsets need one (a tokenizer.json in the model folder)"
+        )
+    vocab = getattr(model.config, "vocab_size", None)
+    if vocab and vocab >= 1000 and len(tokenizer) < 100:
+        raise ValueError(
+            f"encoder.model={name_or_path}: the tokenizer of {ref} knows {len(tokenizer)} tokens, "
+            f"the model {vocab}: its tokenizer files are missing or wrong; {_FOLDER_FIX}"
         )
     return tokenizer, model
 
@@ -124,5 +218,10 @@ def sentence_max_length(name_or_path: str) -> int | None:
         if not isinstance(cached, str):
             return None
         config = Path(cached)
-    value = json.loads(config.read_text()).get("max_seq_length")
-    return int(value) if value else None
+    try:
+        value = json.loads(config.read_text()).get("max_seq_length")
+        return int(value) if value else None
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ValueError(f"encoder.model={name_or_path}: {config} is corrupt ({exc}); re-copy "
+                         "the model folder, or delete that file (queries then read the model's "
+                         "whole context)") from None
