@@ -17,7 +17,7 @@ import argparse
 import logging
 import sys
 
-from gralc.artefacts import check_output_dir
+from gralc.artefacts import check_output_dir, output_lock
 from gralc.cli import add_debug_flag, pipeline_overrides, run
 from gralc.config import load_config
 from gralc.inference import SEARCHERS, Retriever
@@ -65,8 +65,14 @@ def _main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # a user's mistake (FileNotFoundError / ValueError, OutputDirError included) propagates to
     # the boundary of gralc.cli.run: one message and exit 2, or its traceback with --debug
-    inputs = [p for p in (args.corpus, args.model, args.codec) if p]
+    overrides = pipeline_overrides(args.overrides)
+    inputs = [p for p in (args.corpus, args.model, args.codec, *override_paths(overrides)) if p]
     check_output_dir(args.out, "index", args.force, inputs)  # before any encoding
+    with output_lock(args.out):  # held from before any encoding to the swap
+        return _build(args, overrides, inputs)
+
+
+def _build(args: argparse.Namespace, overrides: list[str], inputs: list[str]) -> int:
     if (args.search or args.codec) and not args.model:
         raise ValueError("--search and --codec set a trained model's index: add --model")
     fusion = FusionConfig(args.fusion, lexical_weight=args.lexical_weight)
@@ -75,12 +81,29 @@ def _main(argv: list[str]) -> int:
     retriever = Retriever.build(args.corpus, args.strategy, args.model,
                                 index_config=IndexConfig(kind=args.index),
                                 searcher=args.searcher, fusion=fusion,
-                                overrides=pipeline_overrides(args.overrides),
+                                overrides=overrides,
                                 graph=True if args.graph else None, search=search,
                                 token_codec=codec)
     out = retriever.save(args.out, force=args.force, inputs=inputs)
     print(f"indexed {len(retriever.index)} chunks ({retriever.spec.strategy}) into {out}")
     return 0
+
+
+#: pipeline keys whose values are files or folders a build reads (or caches into)
+PATH_KEYS = ("knowledge.vocabulary", "knowledge.tree_file", "knowledge.relations.", "encoder.cache_dir",
+             "cache_dir", "encoder.model")
+
+
+def override_paths(overrides: list[str]) -> list[str]:
+    """The existing paths named by ``key=value`` overrides (the output may overlap none)."""
+    from pathlib import Path
+
+    out = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.startswith(PATH_KEYS) and value and Path(value).expanduser().exists():
+            out.append(value)
+    return out
 
 
 if __name__ == "__main__":

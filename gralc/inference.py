@@ -72,7 +72,7 @@ class RetrieverSpec:
 def model_digest(model: str | Path) -> str:
     """SHA-256 of a trained model: a checkpoint file, or the files an export's manifest lists
     (verified; a user's own files beside them, e.g. a model card, do not change it)."""
-    from gralc.artefacts import listed_files, file_sha256, read_marker, verify_artefact
+    from gralc.artefacts import file_sha256, listed_files, read_marker, verify_artefact
 
     path = Path(model)
     if path.is_file():

@@ -247,6 +247,14 @@ def _merge_graphs(shards: list[dict[str, Any]]):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
+    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
+    from gralc.cli import run
+
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m gralc.shard_index", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="index one shard of a corpus directory")
@@ -274,32 +282,26 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        if args.command == "build":
-            r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
-                            IndexConfig(kind=args.index), force=args.force,
-                            overrides=pipeline_overrides(args.overrides), graph=args.graph,
-                            model=args.model, codec=args.codec)
-            print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
-        elif args.command == "codec":
-            from gralc.retrieval.trained_scorer import TrainedScorer
+    if args.command == "build":
+        r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
+                        IndexConfig(kind=args.index), force=args.force,
+                        overrides=pipeline_overrides(args.overrides), graph=args.graph,
+                        model=args.model, codec=args.codec)
+        print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
+    elif args.command == "codec":
+        from gralc.retrieval.trained_scorer import TrainedScorer
 
-            if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
-                print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")
-                return 0
-            codec = build_codec(args.corpus, args.model, args.out, force=args.force)
-            print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "
-                  f"into {args.out}")
-        else:
-            merged = merge_shards(args.shards, args.out, force=args.force)
-            print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
-    except (FileNotFoundError, ValueError, NotImplementedError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
+            print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")
+            return 0
+        codec = build_codec(args.corpus, args.model, args.out, force=args.force)
+        print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "
+              f"into {args.out}")
+    else:
+        merged = merge_shards(args.shards, args.out, force=args.force)
+        print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
     return 0
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())

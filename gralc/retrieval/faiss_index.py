@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import gralc
-from gralc.artefacts import file_sha256, verify_artefact, write_artefact
+from gralc.artefacts import verify_artefact, write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.ranking import rank_chunks
 

@@ -27,7 +27,6 @@ from gralc.artefacts import (
     verify_artefact,
     write_artefact,
 )
-from gralc.chunking.chunk import Chunk
 from gralc.inference import Retriever
 from gralc.retrieval.bm25 import BM25Index
 
@@ -118,11 +117,10 @@ def test_a_look_alike_folder_is_not_taken_for_an_index(corpus, tmp_path, capsys)
 
 # ----- 2. every input of a command enters the overlap check ---------------------------------
 def test_eval_refuses_an_output_folder_that_is_an_input(corpus, tmp_path, monkeypatch):
+    import gralc.data.demo as demo
     from gralc.config import load_config
     from gralc.evaluation import run as run_mod
     from gralc.evaluation.config import EvalConfig
-
-    import gralc.data.demo as demo
 
     monkeypatch.chdir(Path(run_mod.__file__).resolve().parents[2])
     export = tmp_path / "export"
