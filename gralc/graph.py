@@ -98,6 +98,14 @@ def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: Gra
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
+    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
+    from gralc.cli import run
+
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description="Show (and draw) SemRAG's corpus knowledge graph.")
     ap.add_argument("source", help="an index built with --graph, or a corpus to graph")
     ap.add_argument("overrides", nargs="*", metavar="key=value",
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="save the graph folder of a corpus here")
     ap.add_argument("--force", action="store_true",
                     help="--out holds other files: move them aside to OUT.replaced-<time>")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # key=value anywhere on the line
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     source = Path(args.source)
     graph_keys = [o.removeprefix("graph.") for o in args.overrides if o.startswith("graph.")]
@@ -141,6 +149,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())

@@ -61,7 +61,7 @@ def _main(argv: list[str]) -> int:
                                         "(a folder of `python -m gralc.shard_index codec`) instead of "
                                         "training one on the corpus's first tokens")
     add_debug_flag(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # a user's mistake (FileNotFoundError / ValueError, OutputDirError included) propagates to
     # the boundary of gralc.cli.run: one message and exit 2, or its traceback with --debug

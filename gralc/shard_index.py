@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +52,7 @@ from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec
 from gralc.retrieval.trained_scorer import TABLE_DIR
 
 SHARD_FILE = "shard.json"
+OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")  # a key=value setting on the command line
 logger = logging.getLogger(__name__)
 
 
@@ -280,7 +282,11 @@ def _main(argv: list[str]) -> int:
     m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
     m.add_argument("--out", required=True, help="merged index directory to write")
     m.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
-    args = p.parse_args(argv)
+    # key=value settings anywhere on the line (argparse cannot intermix with sub-commands)
+    settings = [a for a in argv[1:] if argv and argv[0] == "build" and OVERRIDE.match(a)]
+    args = p.parse_args([a for a in argv if a not in settings])
+    if args.command == "build":
+        args.overrides = [*settings, *args.overrides]
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "build":
         r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,

@@ -1,0 +1,25 @@
+"""key=value settings are accepted anywhere on a command line (issue 46): after --out as
+well as before it. An unknown key proves the setting reached the config (not argparse's
+"unrecognized arguments")."""
+
+from __future__ import annotations
+
+import pytest
+
+from gralc import graph, index, shard_index
+
+
+@pytest.mark.parametrize("main, argv", [
+    (index.main, ["CORPUS", "--out", "OUT", "knowledge.nosuch=1"]),
+    (index.main, ["CORPUS", "knowledge.nosuch=1", "--out", "OUT"]),
+    (shard_index.main, ["build", "--corpus", "CORPUS", "--shard", "0", "--num-shards", "1",
+                        "--out", "OUT", "knowledge.nosuch=1"]),
+    (graph.main, ["CORPUS", "--out", "OUT", "knowledge.nosuch=1"]),
+])
+def test_a_setting_after_the_options_reaches_the_config(main, argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "CORPUS").mkdir()
+    (tmp_path / "CORPUS" / "a.txt").write_text("Title\n\nMice had fever.\n")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" not in err and "nosuch" in err
