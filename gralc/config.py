@@ -55,6 +55,17 @@ def _renamed(key: str, value: str) -> list[str]:
     return new
 
 
+def _pipeline_key(schema_obj: Any, key: str) -> str:
+    """One spelling of pipeline settings across CLIs: in a config with a ``pipeline`` section
+    (train.py, eval.py), ``knowledge.vocabulary=...`` means ``pipeline.knowledge.vocabulary``,
+    as ``gralc.index`` spells it, unless the config has a section of that name itself."""
+    head = key.split(".", 1)[0]
+    pipeline = getattr(schema_obj, "pipeline", None)
+    if "." in key and is_dataclass(pipeline) and not hasattr(schema_obj, head) and hasattr(pipeline, head):
+        return f"pipeline.{key}"
+    return key
+
+
 def _valid_keys(schema: Any, dotted: str) -> list[str]:
     node = schema
     for part in [p for p in dotted.split(".")[:-1] if p]:
@@ -146,7 +157,7 @@ def load_config(
             cfg = _merge(cfg, loaded if key == "experiment" else {key: loaded}, str(group_file),
                          schema_obj)
         else:
-            dotted.extend(_renamed(key, value))
+            dotted.extend(_renamed(_pipeline_key(schema_obj, key), value))
     if dotted:
         try:
             cli = OmegaConf.from_dotlist(dotted)

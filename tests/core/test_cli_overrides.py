@@ -23,3 +23,16 @@ def test_a_setting_after_the_options_reaches_the_config(main, argv, tmp_path, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments" not in err and "nosuch" in err
+
+
+def test_pipeline_settings_have_one_spelling_across_clis():
+    """gralc.index documents knowledge.vocabulary=...; train.py and eval.py take it too."""
+    from gralc.config import load_config
+    from gralc.evaluation.config import EvalConfig
+    from gralc.training.config import TrainConfig
+
+    for schema in (EvalConfig, TrainConfig):
+        short = load_config(schema, None, ["knowledge.vocabulary=/v.tsv", "encoder.batch_size=3"])
+        long = load_config(schema, None, ["pipeline.knowledge.vocabulary=/v.tsv",
+                                          "pipeline.encoder.batch_size=3"])
+        assert short == long and short.pipeline.knowledge.vocabulary == "/v.tsv"
