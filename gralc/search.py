@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from gralc.cli import add_debug_flag, run
+from gralc.documents.question import clean_question_text
+from gralc.documents.textio import load_json
 from gralc.inference import Retriever
 
 BATCH = 64  # questions encoded and scored together
@@ -35,14 +37,11 @@ def read_queries(path: str) -> list[tuple[str, str]]:
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{p}:{n}: not a JSON object ({exc.msg})") from None
+        obj = load_json(line, p, n)
         text = obj.get("question", obj.get("text")) if isinstance(obj, dict) else None
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{p}:{n}: needs a non-empty \"question\" (or \"text\") string field")
-        out.append((str(obj.get("id", n)), text))
+        out.append((str(obj.get("id", n)), clean_question_text(text, f"{p}:{n}")))
     if not out:
         raise ValueError(f"{p}: no questions")
     return out
@@ -95,7 +94,8 @@ def _main(argv: list[str]) -> int:
     if args.k < 1:
         parser.error(f"-k must be >= 1, got {args.k}")
     # a user's mistake propagates to gralc.cli.run: one message and exit 2 (--debug: traceback)
-    queries = read_queries(args.queries) if args.queries else [("1", args.question)]
+    question = None if args.question is None else clean_question_text(args.question, "the question argument")
+    queries = read_queries(args.queries) if args.queries else [("1", question)]
     retriever = load_index(args.index, args.search)
     if args.queries:
         for start in range(0, len(queries), BATCH):
@@ -104,7 +104,7 @@ def _main(argv: list[str]) -> int:
                 print(json.dumps({"id": qid, "question": text,
                                   "hits": [hit_record(r, h) for r, h in enumerate(hits, 1)]}))
         return 0
-    hits = retriever.search(args.question, args.k)
+    hits = retriever.search(question, args.k)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if args.json:

@@ -1,17 +1,23 @@
 """``python -m gralc.documents inspect FILE [FILE ...]``: print what the parser sees.
 
 ``.nxml``/``.xml`` files go through the JATS parser, ``.txt``/``.md`` through the plain-text one.
+A file that cannot be parsed gets one ``error:`` line on stderr naming it and the fix; the
+other files are still inspected, and the exit code is then 2 (a user's input error, as at
+every GraLC command line), else 0. ``--debug`` (or ``GRALC_DEBUG=1``) stops at the first bad
+file with its traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from gralc.documents.corpus import parse_document
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import imrad_report
 from gralc.documents.model import Document, Section
+from gralc.documents.textio import replace_surrogates
 
 
 def _tree_lines(doc: Document, sec: Section, depth: int = 0) -> list[str]:
@@ -64,16 +70,27 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="parse article files and print their structure")
     ins.add_argument("files", nargs="+", help="JATS / PMC .nxml files, or .txt / .md articles")
+    parser.add_argument("--debug", action="store_true",
+                        help="stop at the first bad file with its traceback (also GRALC_DEBUG=1)")
     args = parser.parse_args(argv)
+    # gralc.cli.run takes --debug off the arguments before main sees them: look at the
+    # process's own command line too
+    debug = args.debug or os.environ.get("GRALC_DEBUG") == "1" or "--debug" in sys.argv[1:]
     status = 0
     for i, path in enumerate(args.files):
         if i:
             print()
         try:
-            print(inspect(parse_document(path)))
+            report = inspect(parse_document(path))
         except DocumentParseError as exc:
+            if debug:
+                raise
             print(f"error: {exc}", file=sys.stderr)
-            status = 1
+            status = 2
+            continue
+        # a file name with bytes that are not UTF-8 reaches us as surrogates, which a UTF-8
+        # stdout refuses: the report shows U+FFFD there
+        print(replace_surrogates(report)[0])
     return status
 
 

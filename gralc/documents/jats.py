@@ -24,11 +24,20 @@ Layout decisions (all text goes through :class:`TextBuilder`, so every offset is
   ``<ref>`` becomes a :class:`Reference` with its pmid/doi.
 * Ids: paragraphs ``p0001``..., lists ``l0001``..., sections use their unique ``@id``,
   else ``s1``, ``s1.2`` ... ; ``Document.id`` is the PMCID, else PMID, else DOI, else the stem.
+
+Untrusted input: every walk over the tree (inline markup, MathML, blocks, sections) keeps its own
+stack instead of recursing, so markup nested as deep as the XML parser allows (2048 levels) is
+read in full; only ``<sec>`` nesting is capped (MAX_SECTION_DEPTH, with a document warning),
+for the section tree's sake. The XML parser never touches the network, never loads a DTD and
+never expands entities; entity amplification ("billion laughs") stays refused even with
+``huge_tree`` (which is only used for files that declare no entities).
 """
 
 from __future__ import annotations
 
 import html.entities
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from lxml import etree
@@ -51,6 +60,11 @@ from gralc.documents.sentences import split_sentences
 
 _PARSER_ARGS = dict(resolve_entities=False, no_network=True, load_dtd=False, recover=False,
                     huge_tree=True, remove_comments=True, remove_pis=True)  # fmt: skip
+#: older libxml2 versions lift their entity-amplification guard under ``huge_tree``: a file
+#: declaring entities is read without it (defense in depth; PMC files declare none)
+_NO_HUGE_ARGS = {**_PARSER_ARGS, "huge_tree": False}
+_ENTITY_DECLS = tuple("<!ENTITY".encode(enc) for enc in ("utf-8", "utf-16-le", "utf-16-be"))
+_EXCESSIVE_DEPTH = re.compile(r"Excessive depth in document: (\d+)")
 #: Block elements that may sit inside a <p>; they are emitted after that paragraph.
 _BLOCK_IN_P = frozenset(
     """fig fig-group table-wrap table-wrap-group list def-list boxed-text
@@ -81,21 +95,26 @@ def _tag(el) -> str | None:
 
 
 def _formula_text(el) -> str:
-    """Token text of the formula's MathML (annotations dropped), else ``[formula]``."""
+    """Token text of the formula's MathML (annotations dropped), else ``[formula]``.
+
+    An explicit stack, not recursion: ``<mml:mrow>`` nested thousands deep is valid MathML."""
     math = next((m for m in el.iter() if _tag(m) == "math"), None)
     if math is None:
         return "[formula]"
-    parts: list[str] = []
-
-    def walk(node) -> None:
-        if _tag(node) in ("annotation", "annotation-xml"):
-            return
-        parts.append(node.text or "")
-        for ch in node:
-            walk(ch)
+    parts: list[str] = [math.text or ""]
+    stack = [(math, iter(math))]
+    while stack:
+        node, children = stack[-1]
+        ch = next(children, None)
+        if ch is None:
+            stack.pop()
+            if stack:  # a closed child: its tail follows it
+                parts.append(node.tail or "")
+        elif _tag(ch) in ("annotation", "annotation-xml"):
             parts.append(ch.tail or "")
-
-    walk(math)
+        else:
+            parts.append(ch.text or "")
+            stack.append((ch, iter(ch)))
     return " ".join("".join(parts).split()) or "[formula]"
 
 
@@ -133,9 +152,24 @@ class _Inline:
         return "".join(self.parts)
 
     def fill(self, el, deferred: list | None = None) -> None:
-        """Append ``el``'s content; block children go to ``deferred`` (skipped if None)."""
+        """Append ``el``'s content; block children go to ``deferred`` (skipped if None).
+
+        Walks with an explicit stack of ``(element, its children, xref start or None)``:
+        inline markup (``<bold>``, ``<italic>``, ``<xref>`` ...) nested deeper than Python's
+        recursion limit must not end the parse."""
         self.add(el.text)
-        for ch in el:
+        stack: list = [(el, iter(el), None)]
+        while stack:
+            node, children, xref_start = stack[-1]
+            ch = next(children, None)
+            if ch is None:  # node is complete
+                stack.pop()
+                if xref_start is not None:
+                    self.xrefs.append((min(xref_start, self.length), self.length,
+                                       node.get("ref-type", ""), node.get("rid", "")))  # fmt: skip
+                if stack:  # not el itself: the tail follows the closed child
+                    self.add(node.tail)
+                continue
             tag = _tag(ch)
             if tag is None:  # an undeclared entity kept as a node
                 name = (ch.text or "").strip("&;")
@@ -149,15 +183,13 @@ class _Inline:
                 self.space()  # a displayed formula inside a sentence stays inline
                 self.add(_formula_text(ch))
                 self.space()
-            elif tag == "xref":
-                start = self.mark()
-                self.fill(ch, deferred)
-                self.xrefs.append((min(start, self.length), self.length,
-                                   ch.get("ref-type", ""), ch.get("rid", "")))  # fmt: skip
             elif tag == "break":
                 self.space()
-            elif tag not in _SKIP_INLINE:
-                self.fill(ch, deferred)
+            elif tag == "xref" or tag not in _SKIP_INLINE:  # descend; the tail comes on close
+                start = self.mark() if tag == "xref" else None
+                self.add(ch.text)
+                stack.append((ch, iter(ch), start))
+                continue
             self.add(ch.tail)
 
 
@@ -170,8 +202,19 @@ def _text(el) -> str:
     return buf.value()
 
 
+#: one step of the builder's walk: a method and its arguments (see :meth:`_Builder.run`)
+_Step = tuple[Callable[..., "list | None"], tuple]
+
+
 class _Builder:
-    """Walks the article and fills a Document through one TextBuilder."""
+    """Walks the article and fills a Document through one TextBuilder.
+
+    The walk keeps its own stack (:meth:`run`): a handler does its own block's work and returns
+    the steps for the elements inside it instead of calling them, so no nesting of blocks
+    (``<list>`` in ``<list-item>``, ``<boxed-text>``, ``<p>`` in ``<p>``, ``<sec>``) can
+    exhaust Python's stack. The steps run depth first in document order, exactly as the
+    recursive calls they replace would have.
+    """
 
     def __init__(self, taken_ids: set[str]) -> None:
         self.tb = TextBuilder()
@@ -186,6 +229,21 @@ class _Builder:
         self.sec_attr_ids = taken_ids
         self.used_ids: set[str] = set()
         self.warnings: list[str] = []
+        #: numbered (not abstract/s0) sections under each parent id (None: top level); a
+        #: count, not a scan of the siblings, so 50 000 sections stay linear
+        self.numbered: dict[str | None, int] = {}
+
+    def run(self, handler: Callable[..., list[_Step] | None], *args, **kwargs) -> None:
+        """``handler(*args, **kwargs)`` and every step it schedules, depth first."""
+        todo: list[_Step] = []
+        steps = handler(*args, **kwargs)
+        while True:
+            if steps:
+                todo.extend(reversed(steps))
+            if not todo:
+                return
+            fn, step_args = todo.pop()
+            steps = fn(*step_args)
 
     # ----- blocks ---------------------------------------------------------------------------
     def block(self, text: str) -> tuple[int, int]:
@@ -217,7 +275,8 @@ class _Builder:
                     self.crossrefs.append(CrossRef(start + a, start + b, kind_, rid, pid))
         return para
 
-    def p(self, el, kind: str, list_id: str | None = None, prefix=None) -> None:
+    def p(self, el, kind: str, list_id: str | None = None, prefix=None) -> list[_Step]:
+        """One paragraph of ``el``'s inline text; the blocks inside it are the next steps."""
         buf, deferred = _Inline(), []
         if prefix is not None:
             buf.fill(prefix)
@@ -226,90 +285,104 @@ class _Builder:
         para = self.paragraph(buf, kind, list_id)
         if para is not None and list_id is not None:
             self.list_by_id[list_id].item_ids.append(para.id)
-        for ch in deferred:
-            self.element(ch, "paragraph" if kind == "list_item" else kind)
+        inner = "paragraph" if kind == "list_item" else kind
+        return [(self.element, (ch, inner)) for ch in deferred]
 
-    def container(self, el, kind: str, flatten: bool = False) -> None:
-        for ch in el:
-            if _tag(ch) not in (None, "title", "label", "caption"):
-                self.element(ch, kind, flatten)
+    def container(self, el, kind: str, flatten: bool = False) -> list[_Step]:
+        return [(self.element, (ch, kind, flatten)) for ch in el
+                if _tag(ch) not in (None, "title", "label", "caption")]  # fmt: skip
 
-    def element(self, el, kind: str, flatten: bool = False) -> None:
+    def element(self, el, kind: str, flatten: bool = False) -> list[_Step] | None:
         tag = _tag(el)
         if tag == "sec" and not flatten and len(self.open) >= MAX_SECTION_DEPTH:
-            self.too_deep(el, kind)
-        elif tag == "sec" and not flatten:
-            self.section(el, kind)
-        elif tag == "sec" or tag == "boxed-text":
+            return self.too_deep(el, kind)
+        if tag == "sec" and not flatten:
+            return self.section(el, kind)
+        if tag == "sec" or tag == "boxed-text":
             kind = "boxed" if tag == "boxed-text" else kind
-            for part in [el.find("title")] + el.findall("caption/*"):
-                if part is not None:
-                    self.p(part, kind)
-            self.container(el, kind, flatten=True)
-        elif tag == "p":
-            self.p(el, kind)
-        elif tag in ("list", "def-list"):
-            self.list_(el)
-        elif tag in _CAPTIONED:
+            parts = [el.find("title")] + el.findall("caption/*")
+            return ([(self.p, (part, kind)) for part in parts if part is not None]
+                    + self.container(el, kind, flatten=True))
+        if tag == "p":
+            return self.p(el, kind)
+        if tag in ("list", "def-list"):
+            return self.list_(el)
+        if tag in _CAPTIONED:
             self.caption(el, _CAPTIONED[tag])
-        elif tag == "disp-formula":
+            return None
+        if tag == "disp-formula":
             buf = _Inline()
             buf.add(_formula_text(el))
             buf.space()
             buf.add(_text(el.find("label")))
             self.paragraph(buf, "formula")
-        elif tag is None or tag in _SKIP:
-            return
-        elif any(_tag(c) in _BLOCK_IN_P or _tag(c) in _CAPTIONED for c in el):
-            self.container(el, kind, flatten)
-        else:
-            self.p(el, kind)
+            return None
+        if tag is None or tag in _SKIP:
+            return None
+        if any(_tag(c) in _BLOCK_IN_P or _tag(c) in _CAPTIONED for c in el):
+            return self.container(el, kind, flatten)
+        return self.p(el, kind)
 
-    def too_deep(self, el, kind: str) -> None:
+    def too_deep(self, el, kind: str) -> list[_Step]:
         """A ``<sec>`` nested deeper than MAX_SECTION_DEPTH: its titles and paragraphs join
-        the enclosing section, read without recursion (a crafted 900-deep nesting would
-        exhaust Python's stack)."""
+        the enclosing section (a section tree 900 levels deep helps no reader, and the
+        consumers of the tree walk it recursively)."""
         if not self.warnings or "nested deeper" not in self.warnings[-1]:
             self.warnings.append(f"sections nested deeper than {MAX_SECTION_DEPTH} levels were "
                                  f"merged into their level-{MAX_SECTION_DEPTH} ancestor")
-        for node in el.iter():
-            if _tag(node) in ("title", "p") and not any(
-                    _tag(a) == "p" for a in node.iterancestors() if a is not el):
-                self.p(node, kind)
+        # every <title> and <p> not inside a <p> of ``el`` (that <p> reads it): one pass with a
+        # stack, where asking each node for its ancestors was O(nodes x depth)
+        steps: list[_Step] = []
+        stack = [(ch, False) for ch in reversed(el)]
+        while stack:
+            node, in_p = stack.pop()
+            tag = _tag(node)
+            if tag in ("title", "p") and not in_p:
+                steps.append((self.p, (node, kind)))
+            stack.extend((ch, in_p or tag == "p") for ch in reversed(node))
+        return steps
 
-    def list_(self, el) -> None:
+    def list_(self, el) -> list[_Step]:
         lst = ListBlock(f"l{len(self.lists) + 1:04d}", -1, -1,
                         self.open[-1].id if self.open else None, list_type=el.get("list-type", ""))  # fmt: skip
         if _tag(el) == "def-list":
             lst.list_type = "definition"
         self.lists.append(lst)
         self.list_by_id[lst.id] = lst
-        first = len(self.paragraphs)
+        steps: list[_Step] = []
         for item in el:
             if _tag(item) == "def-item":
-                buf = _Inline()
-                for part in item:  # <term> then <def>
-                    buf.space()
-                    buf.fill(part)
-                para = self.paragraph(buf, "list_item", lst.id)
-                if para is not None:
-                    lst.item_ids.append(para.id)
+                steps.append((self.def_item, (item, lst)))
             elif _tag(item) == "list-item":
                 label = item.find("label")
                 blocks = [c for c in item if _tag(c) not in (None, "label", "title")]
                 if not any(_tag(c) == "p" for c in blocks):  # bare text (+ nested blocks)
-                    self.p(item, "list_item", lst.id)
+                    steps.append((self.p, (item, "list_item", lst.id)))
                     continue
                 for c in blocks:
                     if _tag(c) == "p":
-                        self.p(c, "list_item", lst.id, prefix=label)
+                        steps.append((self.p, (c, "list_item", lst.id, label)))
                         label = None
                     else:
-                        self.element(c, "paragraph")
+                        steps.append((self.element, (c, "paragraph")))
+        return steps + [(self.close_list, (lst, len(self.paragraphs)))]
+
+    def def_item(self, item, lst: ListBlock) -> None:
+        buf = _Inline()
+        for part in item:  # <term> then <def>
+            buf.space()
+            buf.fill(part)
+        para = self.paragraph(buf, "list_item", lst.id)
+        if para is not None:
+            lst.item_ids.append(para.id)
+
+    def close_list(self, lst: ListBlock, first: int) -> None:
+        """After the list's last item: its span, or no list at all when it held no text."""
         if len(self.paragraphs) > first:
             lst.start, lst.end = self.paragraphs[first].start, self.paragraphs[-1].end
-        else:
-            self.lists.remove(lst)
+        else:  # by identity: the lists nested in it were empty too and are gone already
+            at = next(i for i in range(len(self.lists) - 1, -1, -1) if self.lists[i] is lst)
+            del self.lists[at]
             del self.list_by_id[lst.id]
 
     def caption(self, el, kind: str) -> None:
@@ -339,8 +412,9 @@ class _Builder:
         return cand
 
     def section(self, el, kind: str, children=None, title: str | None = None,
-                imrad_type: str | None = None, sec_id: str | None = None) -> None:  # fmt: skip
-        """Open a section for ``el`` (or an implicit one over ``children``) and fill it."""
+                imrad_type: str | None = None, sec_id: str | None = None) -> list[_Step]:  # fmt: skip
+        """Open a section for ``el`` (or an implicit one over ``children``); its content and
+        then its closing are the next steps."""
         parent = self.open[-1] if self.open else None
         siblings = parent.subsections if parent else self.sections
         if title is None:
@@ -350,22 +424,33 @@ class _Builder:
             imrad_type = classify_section(
                 title, el.get("sec-type"), parent.imrad_type if parent else None
             )
-        n = 1 + sum(s.id not in ("abstract", "s0") for s in siblings)
+        key = parent.id if parent else None
+        n = 1 + self.numbered.get(key, 0)
         gen = f"{parent.id}.{n}" if parent else f"s{n}"
         sid = self.new_id(sec_id or (el.get("id") if el is not None else None), gen)
         sec = Section(sid, title, parent.level + 1 if parent else 1, imrad_type, -1, -1, -1, -1,
                       parent.id if parent else None)  # fmt: skip
         siblings.append(sec)
+        if sid not in ("abstract", "s0"):
+            self.numbered[key] = n
         self.open.append(sec)
         if title:
             sec.title_start, sec.title_end = self.block(title)
-        for ch in children if children is not None else el:
-            if _tag(ch) not in (None, "title", "label"):
-                self.element(ch, kind)
+        steps = [(self.element, (ch, kind)) for ch in (children if children is not None else el)
+                 if _tag(ch) not in (None, "title", "label")]  # fmt: skip
+        return steps + [(self.close_section, (sec, siblings, key))]
+
+    def close_section(self, sec: Section, siblings: list[Section], key: str | None) -> None:
+        """After the section's content: drop it when it got no text."""
         self.open.pop()
         if sec.start < 0:
-            siblings.remove(sec)
-        elif not title:
+            if siblings[-1] is sec:  # always: later siblings open only after it closes
+                siblings.pop()
+            else:
+                del siblings[next(i for i, s in enumerate(siblings) if s is sec)]
+            if sec.id not in ("abstract", "s0"):
+                self.numbered[key] -= 1
+        elif not sec.title:
             sec.title_start = sec.title_end = sec.start
 
 
@@ -381,9 +466,22 @@ def _read(path_or_bytes: str | Path | bytes, source: str) -> tuple[etree._Elemen
             raise DocumentParseError(f"cannot read {name}: {exc.strerror}; check the path "
                                      "and permissions", path=name) from exc  # fmt: skip
     try:
-        root = etree.fromstring(data, etree.XMLParser(**_PARSER_ARGS))
+        declares = any(decl in data for decl in _ENTITY_DECLS)
+        root = etree.fromstring(data, etree.XMLParser(**(_NO_HUGE_ARGS if declares else _PARSER_ARGS)))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno or (exc.position[0] if exc.position else None)
+        deep = _EXCESSIVE_DEPTH.search(exc.msg or "")
+        if deep:
+            raise DocumentParseError(
+                f"{name}: elements nested deeper than {deep.group(1)} levels (line {line}), "
+                "more than the XML parser reads; no real article nests so deep: check the tool "
+                "that wrote the file.", path=name, line=line) from exc  # fmt: skip
+        if "amplification" in (exc.msg or "") or "entity reference loop" in (exc.msg or ""):
+            raise DocumentParseError(
+                f"{name}: its DTD declares entities that expand to far more text than the file "
+                f"holds (line {line}; an entity expansion attack, 'billion laughs'): refused. "
+                "A PMC article declares no entities: re-download it.", path=name, line=line,
+            ) from exc  # fmt: skip
         raise DocumentParseError(
             f"{name}: malformed XML at line {line}: {exc.msg}. The file is not well-formed "
             "JATS XML; re-download it or fix the markup (check with `xmllint --noout FILE`).",
@@ -453,8 +551,8 @@ def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
     abstracts = meta.findall("abstract") if meta is not None else []
     main = [a for a in abstracts if a.get("abstract-type", "").lower() not in _SIDE_ABSTRACTS]
     if main:
-        b.section(main[0], "abstract", title=_text(main[0].find("title")), imrad_type="abstract",
-                  sec_id="abstract")  # fmt: skip
+        b.run(b.section, main[0], "abstract", title=_text(main[0].find("title")),
+              imrad_type="abstract", sec_id="abstract")  # fmt: skip
     if body is None:
         warnings.append("no <body>: abstract-only document")
     else:
@@ -462,10 +560,10 @@ def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
     back = article.find("back")
     for sec in back.iter("sec") if back is not None else []:
         if sec.get("sec-type") == "display-objects":  # PLoS: figures and tables at the end
-            b.section(sec, "paragraph")
+            b.run(b.section, sec, "paragraph")
     for group in article.findall("floats-group"):
-        b.section(None, "paragraph", children=list(group), title="", imrad_type="other",
-                  sec_id="floats")  # fmt: skip
+        b.run(b.section, None, "paragraph", children=list(group), title="", imrad_type="other",
+              sec_id="floats")  # fmt: skip
     if not b.paragraphs:
         raise DocumentParseError(
             f"{name} has no text: no abstract or body paragraphs were found; is it a "
@@ -505,9 +603,9 @@ def _body(b: _Builder, body) -> None:
             continue
         if run:
             leading = len(run) == i and bool(secs) and "introduction" not in explicit
-            b.section(None, "paragraph", children=run, title="",
-                      imrad_type="introduction" if leading else "other",
-                      sec_id="s0" if len(run) == i else None)  # fmt: skip
+            b.run(b.section, None, "paragraph", children=run, title="",
+                  imrad_type="introduction" if leading else "other",
+                  sec_id="s0" if len(run) == i else None)  # fmt: skip
             run = []
         if ch is not None:
-            b.section(ch, "paragraph")
+            b.run(b.section, ch, "paragraph")

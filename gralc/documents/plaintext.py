@@ -23,6 +23,8 @@ Layout rules (paragraphs = blocks = runs of non-blank lines; sentences by ``spli
   Unnumbered headings are top-level; a top-level ``Abstract`` heading opens ``abstract``.
 * Body paragraphs before the first heading form an untitled section ``s0`` (``introduction``
   when headings follow and none is an introduction, else ``other``), as in the JATS parser.
+* Unpaired UTF-16 surrogates in the text (a SQuAD context's ``\\udcff`` escape) become U+FFFD,
+  one character for one (raw offsets hold), with a document warning: the tokenizer refuses them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import EXACT_TITLES, classify_section, normalize_title
 from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder
 from gralc.documents.sentences import split_sentences
+from gralc.documents.textio import decode_utf8, replace_surrogates, surrogate_warning
 
 FORMATS = ("auto", "plain", "cord19", "markdown")
 _MD_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
@@ -253,6 +256,10 @@ class _Builder:
         self.sections: list[Section] = []
         self.paragraphs: list[Paragraph] = []
         self.open: list[tuple[Section, int, str]] = []  # (section, level (0: implicit), number)
+        #: numbered sections under each parent id (None: top level); counted, not scanned
+        #: from the siblings, so 50 000 headings stay linear
+        self.numbered: dict[str | None, int] = {}
+        self.has_abstract = False  # a top-level section "abstract" exists
 
     def block(self, s: int, e: int) -> tuple[int, int]:
         ds, de = self.tb.add(self.raw[s:e])
@@ -276,12 +283,17 @@ class _Builder:
             imrad = classify_section(name, None, parent.imrad_type if parent else None)
             if parent is None and normalize_title(name) == "abstract":
                 imrad = "abstract"
-                sid = None if any(s.id == "abstract" for s in self.sections) else "abstract"
-        n = 1 + sum(s.id not in ("abstract", "s0", "front") for s in siblings)
+                sid = None if self.has_abstract else "abstract"
+        key = parent.id if parent else None
+        n = 1 + self.numbered.get(key, 0)
         sid = sid or (f"{parent.id}.{n}" if parent else f"s{n}")
         sec = Section(sid, name, parent.level + 1 if parent else 1, imrad, -1, -1, -1, -1,
                       parent.id if parent else None)  # fmt: skip
         siblings.append(sec)
+        if sid not in ("abstract", "s0", "front"):
+            self.numbered[key] = n
+        elif sid == "abstract" and parent is None:
+            self.has_abstract = True  # a second top-level "Abstract" gets a number
         self.open.append((sec, level, num))
         if title:
             sec.title_start, sec.title_end = self.block(*title)
@@ -309,6 +321,7 @@ def parse_plain_text(
     if not raw.strip():
         name = source or doc_id
         raise DocumentParseError(f"{name}: no text (empty or whitespace only)", path=name)
+    raw, bad = replace_surrogates(raw)
     p = _Parse(raw, fmt == "markdown" or fmt == "auto" and bool(_MD_ANY.search(raw)))
     title, front, lead, abstract, body = p.split()
     units = p.units(lead, body)
@@ -330,6 +343,8 @@ def parse_plain_text(
             sec.title_start = sec.title_end = sec.start
     if not any(para.kind != "abstract" for para in b.paragraphs):
         p.warnings.append("no body paragraphs")
+    if bad:
+        p.warnings.append(surrogate_warning("text", bad, strings=False))
     doc = Document(id=doc_id, text=b.tb.text, title=raw[title[0] : title[1]] if title else "",
                    title_start=title_start, title_end=title_end, pmcid=p.meta.get("pmcid"),
                    doi=p.meta.get("doi"), sections=b.sections, paragraphs=b.paragraphs,
@@ -348,14 +363,7 @@ def parse_text_file(path: str | Path, fmt: str = "auto") -> Document:
     except OSError as exc:
         raise DocumentParseError(f"cannot read {path}: {exc.strerror}; check the path and "
                                  "permissions", path=path) from exc  # fmt: skip
-    try:
-        raw = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise DocumentParseError(
-            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte offset {exc.start}, line "
-            f"{line}); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8 {path.name} > "
-            f"fixed{path.suffix}", path=path, line=line) from exc  # fmt: skip
+    raw = decode_utf8(data, path)
     if not raw.strip():
         raise DocumentParseError(f"{path} is empty (no text): nothing to parse", path=path)
     if fmt == "auto" and path.suffix.lower() in (".md", ".markdown"):

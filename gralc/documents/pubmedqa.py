@@ -19,11 +19,14 @@ Document layout (canonical text built with :class:`TextBuilder`)::
 Splits (PQA-L): the 500 PMIDs of ``test_ground_truth.json`` are ``test``; of the others, a
 ``dev_fraction`` share is ``dev``, drawn by ``random.Random(seed)`` from the sorted PMIDs
 (exact count, identical on every run), the rest ``train``.
+
+The JSON files are untrusted input (:mod:`gralc.documents.textio`): bytes that are not UTF-8,
+JSON nested too deeply to read and an entry of the wrong type are one error naming the file
+and the PMID; unpaired ``\\udXXX`` escapes become U+FFFD with one warning.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -31,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gralc.documents.errors import DocumentParseError
 from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder
 from gralc.documents.question import Question
 from gralc.documents.sentences import split_sentences
+from gralc.documents.textio import read_json_file, replace_surrogates_in, surrogate_warning
 
 log = logging.getLogger(__name__)
 
@@ -121,14 +124,21 @@ def convert_record(
 ) -> tuple[Question, Document]:
     """Convert ONE PubMedQA record to its :class:`Question` and abstract :class:`Document`.
 
-    Raises ValueError when ``contexts`` is empty or ``labels`` has a different length.
+    Blank contexts are dropped with their labels (an empty paragraph is no text). Raises
+    ValueError when the question is not a non-blank string, ``contexts`` is empty (or blank) or
+    ``labels`` has a different length.
     """
-    if not contexts:
-        raise ValueError(f"PubMedQA record {pmid} has no CONTEXTS")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"PubMedQA record {pmid}: the question must be a non-blank string, got "
+                         f"{question!r:.60}")  # fmt: skip
     if len(labels) != len(contexts):
         raise ValueError(
             f"PubMedQA record {pmid}: {len(contexts)} CONTEXTS but {len(labels)} LABELS"
         )
+    kept = [(label, ctx) for label, ctx in zip(labels, contexts, strict=True) if ctx.strip()]
+    labels, contexts = [label for label, _ in kept], [ctx for _, ctx in kept]
+    if not contexts:
+        raise ValueError(f"PubMedQA record {pmid} has no CONTEXTS")
     builder = TextBuilder()
     runs: list[tuple[str, list[str]]] = []  # (label, contexts) for consecutive equal labels
     for label, ctx in zip(labels, contexts, strict=True):
@@ -175,7 +185,26 @@ def convert_record(
     return q, doc
 
 
+#: PQA-L keys: (JSON type, what the message calls it); the first three are required
+_PQAL_TYPES = {"QUESTION": (str, "a string"), "CONTEXTS": (list, "a list of strings"),
+               "LABELS": (list, "a list of strings"), "LONG_ANSWER": (str, "a string"),
+               "final_decision": (str, "a string"), "MESHES": (list, "a list of strings")}  # fmt: skip
+
+
+def _check_pqal_entry(entry: dict[str, Any]) -> None:
+    """ValueError naming the first key of ``entry`` that is missing or of the wrong type."""
+    for key, (kind, expected) in _PQAL_TYPES.items():
+        value = entry.get(key)
+        if value is None and key not in ("QUESTION", "CONTEXTS", "LABELS"):
+            continue
+        if value is None:
+            raise ValueError(f"missing key {key!r}")
+        if not isinstance(value, kind) or kind is list and not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{key!r} must be {expected}, got {str(value)[:60]!r}")
+
+
 def _convert_pqal_entry(pmid: str, entry: dict[str, Any]) -> tuple[Question, Document]:
+    _check_pqal_entry(entry)
     return convert_record(
         str(pmid),
         entry["QUESTION"],
@@ -217,15 +246,11 @@ def assign_splits(
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"PubMedQA file not found: {path}; {GET_DATA_HINT}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DocumentParseError(
-            f"malformed JSON in {path} (line {err.lineno}): {err.msg}; re-download it "
-            f"({GET_DATA_HINT})",
-            path,
-            err.lineno,
-        ) from err
+    data = read_json_file(path, hint=f"; re-download it ({GET_DATA_HINT})")
+    data, changed, first = replace_surrogates_in(data)
+    if changed:
+        log.warning("%s", surrogate_warning(str(path), changed, first))
+    return data
 
 
 def load_pqal(
@@ -249,7 +274,11 @@ def load_pqal(
     )
     test_ids: set[str] = set()
     if test_ground_truth or gt_path.is_file():
-        test_ids = set(map(str, _read_json(gt_path)))
+        truth = _read_json(gt_path)
+        if not isinstance(truth, (dict, list)):
+            raise ValueError(f"{gt_path}: expected a JSON object PMID -> label (or a list of "
+                             f"PMIDs), got {type(truth).__name__}; {GET_DATA_HINT}")  # fmt: skip
+        test_ids = set(map(str, truth))
     else:
         log.warning("no %s: every question is train/dev (%s)", gt_path, GET_DATA_HINT)
 
@@ -257,14 +286,17 @@ def load_pqal(
     for pmid, entry in data.items():
         if not isinstance(entry, dict):
             raise ValueError(f"{path}: entry for PMID {pmid} is not a JSON object")
-        if not entry.get("CONTEXTS"):
+        contexts = entry.get("CONTEXTS")
+        if not contexts or isinstance(contexts, list) and all(
+                isinstance(c, str) and not c.strip() for c in contexts):  # fmt: skip
             log.warning("%s: PMID %s has no CONTEXTS, skipped", path, pmid)
             out.skipped += 1
             continue
         try:
             q, doc = _convert_pqal_entry(pmid, entry)
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: bad entry for PMID {pmid}: {err!r}") from err
+            reason = str(err) if type(err) is ValueError else repr(err)
+            raise ValueError(f"{path}: bad entry for PMID {pmid}: {reason}") from err
         out.questions.append(q)
         out.documents.append(doc)
         out.mesh_terms[doc.id] = list(entry.get("MESHES") or [])
@@ -299,7 +331,7 @@ def load_hf_pubmedqa(
     ds = datasets.load_dataset("qiaojin/PubMedQA", config, split=split, cache_dir=cache_dir)
     out = PubMedQA()
     for record in ds:
-        if not record["context"]["contexts"]:
+        if not any(c.strip() for c in record["context"]["contexts"]):
             log.warning(
                 "qiaojin/PubMedQA %s: pubid %s has no contexts, skipped", config, record["pubid"]
             )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+
+from gralc.documents.textio import replace_surrogates, surrogate_warning
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,3 +35,22 @@ class Question:
     evidence_spans: list[list[int]] = field(default_factory=list)
     split: str = ""
     kind: str = ""
+
+
+def clean_question_text(text: object, where: str) -> str:
+    """A question as text every tokenizer takes, or a ValueError naming ``where``.
+
+    Not a string: the error. Unpaired UTF-16 surrogates (a JSON ``\\udcff`` escape; a command
+    line argument with bytes that are not UTF-8, which Python hands over as ``'\\udcff'``):
+    replaced by U+FFFD with one warning naming ``where`` - left in, they end the search in the
+    tokenizer's bare ``TypeError``. ``where`` is e.g. ``questions.jsonl:12`` or ``the question
+    argument``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: a question must be a string, got {type(text).__name__} "
+                         f"{str(text)[:60]!r}")  # fmt: skip
+    cleaned, bad = replace_surrogates(text)
+    if bad:
+        log.warning("%s (is the terminal or the file not UTF-8?)",
+                    surrogate_warning(where, bad, strings=False))
+    return cleaned

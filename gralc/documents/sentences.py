@@ -14,6 +14,7 @@ is merged into the previous one rather than risking splits inside abbreviations.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 #: Lower-cased words (with their final dot) after which a dot does not end a sentence.
@@ -25,7 +26,9 @@ ABBREVIATIONS = frozenset(
     e.u. a.m. p.m.""".split()
 )
 
-_CANDIDATE = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s)")
+#: possessive and anchored at the start of a run of ``.!?``: a run followed by no space
+#: (``a.....x``, 200 000 dots) is one failed try, not one per dot (quadratic backtracking)
+_CANDIDATE = re.compile(r"(?<![.!?])[.!?]++[\"'\u201d\u2019)\]]*+(?=\s)")
 #: full stops of scripts written without spaces (CJK 。！？, fullwidth ．！？): a sentence ends
 #: there whatever follows
 _CJK_END = re.compile(r"[\u3002\uff01\uff1f\uff0e]+[\u300d\u300f\uff09\u201d\u2019]*")
@@ -33,9 +36,37 @@ _NEXT_START = re.compile(r"\s+(\S)")
 _OPENERS = "([{\"'\u201c\u2018"
 
 
-def _is_abbreviation(text: str, dot: int) -> bool:
-    """Whether the ``.`` at ``text[dot]`` closes an abbreviation or an initial."""
-    word_start = max(text.rfind(c, 0, dot) for c in " \n\t\u00a0") + 1
+#: characters that end a word for the abbreviation check
+_WORD_BREAK = re.compile("[ \n\t\u00a0]")
+
+
+class _WordStarts:
+    """Where the word ending at a position starts, for many positions of one text.
+
+    ``text.rfind`` from each candidate dot scans back to the previous break, which is the whole
+    text for a character the text lacks (a tab): quadratic over a long text. The breaks of
+    ``[start, end)`` are found once; before ``start`` one ``rfind`` per range answers."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self.text, self.start = text, start
+        self.breaks = [m.start() for m in _WORD_BREAK.finditer(text, start, end)]
+        self.before: int | None = None  # the last break before ``start`` (-1: none), lazily
+
+    def __call__(self, dot: int) -> int:
+        i = bisect.bisect_left(self.breaks, dot)
+        if i:
+            return self.breaks[i - 1] + 1
+        if self.before is None:
+            self.before = max(self.text.rfind(c, 0, self.start) for c in " \n\t\u00a0")
+        return self.before + 1
+
+
+def _is_abbreviation(text: str, dot: int, word_start: int | None = None) -> bool:
+    """Whether the ``.`` at ``text[dot]`` closes an abbreviation or an initial.
+
+    ``word_start``: where the word ending at ``dot`` starts, when the caller knows it."""
+    if word_start is None:
+        word_start = max(text.rfind(c, 0, dot) for c in " \n\t\u00a0") + 1
     word = text[word_start : dot + 1].lstrip(_OPENERS).lower()
     if word in ABBREVIATIONS:
         return True
@@ -58,20 +89,22 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     sent_start = start
-    for m in _CANDIDATE.finditer(text, start, end):
-        nxt = _NEXT_START.match(text, m.end(), end)
+    word_starts: _WordStarts | None = None
+    # on a slice: a run of "." cut by ``start`` starts at ``start`` (the lookbehind of
+    # _CANDIDATE would see the part before it)
+    for m in _CANDIDATE.finditer(text[start:end] if start else text, 0, end - start):
+        m_start, m_end = m.start() + start, m.end() + start
+        nxt = _NEXT_START.match(text, m_end, end)
         if nxt is None:
             continue
         first = nxt.group(1)
         if not (first.isupper() or first.isdigit() or first in _OPENERS):
             continue
-        if (
-            text[m.start()] == "."
-            and m.end() - m.start() == 1
-            and _is_abbreviation(text, m.start())
-        ):
-            continue
-        spans.append((sent_start, m.end()))
+        if text[m_start] == "." and m_end - m_start == 1:
+            word_starts = word_starts or _WordStarts(text, start, end)
+            if _is_abbreviation(text, m_start, word_starts(m_start)):
+                continue
+        spans.append((sent_start, m_end))
         sent_start = nxt.start(1)
     spans.append((sent_start, end))
     spans = [(s, e) for s0, e0 in spans for s, e in _split_cjk(text, s0, e0)]

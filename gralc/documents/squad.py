@@ -6,11 +6,16 @@ the id ``document_id`` (else the article's ``title``, else ``<file stem>-<i>``),
 ``#j`` when an article has several contexts. The questions are the data layer's
 (:func:`gralc.data.benchmarks.squad_benchmark`); this module is what ``gralc.index
 FILE.json`` and ``eval.py data=squad`` share.
+
+The file is untrusted input: bytes that are not UTF-8, JSON nested too deeply to read and an
+entry of the wrong type (``"paragraphs": 5``, a question that is a list) are one error naming
+the file and the entry; unpaired ``\\udXXX`` escapes in any string become U+FFFD, one
+character for one so that every ``answer_start`` still holds, with one warning.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +23,10 @@ from typing import Any
 
 from gralc.documents.model import Document
 from gralc.documents.plaintext import OffsetMap, parse_plain_text
+from gralc.documents.textio import read_json_file, replace_surrogates_in, surrogate_warning
+
+log = logging.getLogger(__name__)
+_SHAPE = "{'data': [{'paragraphs': [{'context': str, 'qas': [{'question': str, 'answers': [...]}]}]}]}"
 
 
 @dataclass
@@ -36,14 +45,47 @@ def read_squad(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such SQuAD-format JSON file")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a UTF-8 JSON file ({exc}); give a SQuAD-format file") from exc
+    raw = read_json_file(path, hint="; give a SQuAD-format file")
     if not is_squad(raw):
         raise ValueError(f"{path}: no top-level 'data' list: not a SQuAD-format file "
                          "({'data': [{'paragraphs': [{'context', 'qas'}]}]})")
+    _check_types(path, raw)
+    raw, changed, first = replace_surrogates_in(raw)
+    if changed:
+        log.warning("%s", surrogate_warning(str(path), changed, first))
     return raw
+
+
+def _check_types(path: Path, raw: dict[str, Any]) -> None:
+    """One ValueError naming the first entry of a wrong JSON type (missing keys and empty
+    contexts are the readers' to skip, with a warning)."""
+
+    def wrong(where: str, expected: str, value: Any) -> ValueError:
+        return ValueError(f"{path} {where}: expected {expected}, got {type(value).__name__} "
+                          f"{str(value)[:60]!r}; a SQuAD-format file is {_SHAPE}")  # fmt: skip
+
+    for i, article in enumerate(raw["data"]):
+        if not isinstance(article, dict):
+            raise wrong(f"data[{i}]", "an object with 'paragraphs'", article)
+        paragraphs = article.get("paragraphs", [])
+        if not isinstance(paragraphs, list):
+            raise wrong(f"data[{i}].paragraphs", "a list", paragraphs)
+        for j, para in enumerate(paragraphs):
+            where = f"data[{i}].paragraphs[{j}]"
+            if not isinstance(para, dict):
+                raise wrong(where, "an object with 'context' and 'qas'", para)
+            if para.get("context") is not None and not isinstance(para["context"], str):
+                raise wrong(f"{where}.context", "a string (the article's text)", para["context"])
+            qas = para.get("qas", [])
+            if not isinstance(qas, list):
+                raise wrong(f"{where}.qas", "a list", qas)
+            for k, qa in enumerate(qas):
+                if not isinstance(qa, dict):
+                    raise wrong(f"{where}.qas[{k}]", "an object with 'question' and 'answers'", qa)
+                if qa.get("question") is not None and not isinstance(qa["question"], str):
+                    raise wrong(f"{where}.qas[{k}].question", "a string", qa["question"])
+                if qa.get("answers") is not None and not isinstance(qa["answers"], list):
+                    raise wrong(f"{where}.qas[{k}].answers", "a list", qa["answers"])
 
 
 def is_squad(raw: Any) -> bool:

@@ -94,5 +94,5 @@ def test_inspect_cli(capsys) -> None:
     )
     assert "citations 5" in out and "lists 2" in out and "captions 3" in out
     assert "IMRaD: no (only 86 body words (< 1000))" in out
-    assert main(["inspect", str(FIXTURES / "malformed.nxml")]) == 1
+    assert main(["inspect", str(FIXTURES / "malformed.nxml")]) == 2  # a bad input file: exit code 2 (issue 45)
     assert "line 5" in capsys.readouterr().err

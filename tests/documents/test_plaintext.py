@@ -332,7 +332,7 @@ def test_load_corpus_mixes_text_and_jats(tmp_path: Path, capsys) -> None:
         and "- [abstract] (untitled)  (abstract: 1 paragraphs" in out
     )
     assert "    - [methods] Statistical analysis" in out
-    assert main(["inspect", str(tmp_path / "empty.txt")]) == 1
+    assert main(["inspect", str(tmp_path / "empty.txt")]) == 2  # a bad input file: exit code 2 (issue 45)
     assert "empty.txt is empty" in capsys.readouterr().err
 
 
