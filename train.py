@@ -4,6 +4,11 @@
     python train.py paths.output_dir=outputs/run1 trainer.max_epochs=3
     python train.py data=pubmedqa data.path=/path/to/ori_pqal.json
     python train.py resume=last paths.output_dir=outputs/run1     # continue a killed run
+    python train.py paths.output_dir=outputs/run1 paths.force=true  # move the old run1 aside
+
+A folder that already holds another run's checkpoints or result.json is refused before any
+work (exit code 2) unless the run continues it (resume=last / auto); paths.force=true moves
+its content aside to <folder>.replaced-<time>, never deleting it.
 
 Config schema: gralc/training/config.py; defaults: configs/train.yaml.
 """

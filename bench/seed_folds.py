@@ -86,9 +86,9 @@ def run_job(name: str, run_dir: Path, overrides: list[str], threads: int, stop_a
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, str(REPO / "train.py"), *overrides]
+    # a stopped job goes on from its last.ckpt (train.py refuses to overwrite a run otherwise)
+    cmd = [sys.executable, str(REPO / "train.py"), *overrides, "resume=auto"]
     t0 = time.monotonic()
-    overrides = [*overrides, "resume=auto"]  # a stopped job goes on from its last.ckpt
     with open(run_dir.parent / f"{run_dir.name}.log", "a") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:

@@ -59,6 +59,7 @@ def demo_config(
     cfg.trainer.max_epochs = 6
     cfg.trainer.accelerator = "cpu"
     cfg.trainer.num_threads = 1
+    cfg.paths.force = True  # a rerun of the demo moves its previous run aside (never deletes it)
     cfg.callbacks.early_stopping.enabled = False
     return cfg
 

@@ -105,7 +105,11 @@ class TrainerConfig:
     val_check_interval: float | None = None
     gradient_clip_val: float | None = 1.0
     enable_progress_bar: bool = False
-    num_threads: int | None = None  # torch intra-op threads (None: torch's default)
+    # torch intra-op threads for the run (None: torch's count when train() starts); pinned for
+    # the whole run and recorded in run.json (torch_threads): the trained weights depend on it
+    # (a parallel sum splits by thread count), so one seed trains bit-identical weights only
+    # at one thread count (run.reproducible)
+    num_threads: int | None = None
     # validate the untrained model before fitting and keep it (checkpoints/initial.ckpt) as
     # the selected model when no trained epoch beats its val/mrr (see run.select_checkpoint)
     validate_before_fit: bool = True
@@ -160,10 +164,15 @@ class CallbacksConfig:
 @dataclass
 class PathsConfig:
     """``output_dir``: checkpoints, logs, resolved config; ``cache_dir``: encodings and
-    features (reused across runs)."""
+    features (reused across runs). One run per ``output_dir``: a folder that already holds
+    another run's checkpoints or result is refused before any work unless the run continues
+    it (``resume=last`` / ``auto``, or a checkpoint inside it); ``force`` moves that content
+    aside to ``<output_dir>.replaced-<time>`` instead (never deletes it). See
+    :func:`gralc.training.run.check_run_dir`."""
 
     output_dir: str = "outputs/train"
     cache_dir: str = "data/cache"
+    force: bool = False
 
 
 @dataclass
@@ -402,6 +411,9 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             f"optim.warmup_fraction must be in [0, 1), got {cfg.optim.warmup_fraction}")
     if cfg.trainer.num_nodes < 1:
         raise ConfigError(f"trainer.num_nodes must be >= 1, got {cfg.trainer.num_nodes}")
+    if cfg.trainer.num_threads is not None and cfg.trainer.num_threads < 1:
+        raise ConfigError(
+            f"trainer.num_threads must be >= 1 (or null: torch's count), got {cfg.trainer.num_threads}")
     for name in ("early_stopping", "checkpoint"):
         c = getattr(cfg.callbacks, name)
         if c.mode not in ("min", "max"):

@@ -24,6 +24,29 @@ run whose training only hurts the dev score returns its initial model
 ``copy_run(src, dst)`` copies a finished run so that it can be continued for more epochs in a
 new directory (``resume=last`` there) without touching the original.
 
+One run per folder (:func:`check_run_dir`, before any work): a ``paths.output_dir`` that holds
+another run's checkpoints or ``result.json`` is refused (exit code 2, naming the folder and
+the fix) unless this run continues it (``resume=last``, ``resume=auto`` or a checkpoint inside
+it); ``paths.force=true`` moves the old content aside to ``<output_dir>.replaced-<time>``
+(nothing is deleted). A folder holding files GraLC did not write needs ``paths.force`` too. A
+new folder is marked as a training run (``.gralc-artefact.json``, kind ``train_run``).
+
+Reproducibility (:func:`reproducible`): with ``deterministic`` (default) one seed trains
+bit-identical weights on one machine at one torch intra-op thread count and one encoder
+precision. The thread count (``trainer.num_threads``, else torch's count when ``train`` starts)
+is pinned for the run, restored afterwards and recorded as ``torch_threads`` in run.json and
+the checkpoints (``gralc.run``), with the resolved LoRA encoder precision
+(``encoder_precision``): a parallel sum splits its work by thread count, so two counts give
+other rounding (measured on test_lora's config: 1 vs 2 threads, 32 of 37 tensors differ after
+two steps; every forward output of the first step is bit-identical, the first divergence is
+the gradient of the broadcast scalar ``fusion.lam``, a parallel sum; the GAT's scatter is
+deterministic). A resume at another thread count than the checkpoint's is logged. Under DDP
+without ``OMP_NUM_THREADS``, Lightning's launcher sets each process's count itself.
+
+A resume checkpoint that loads but lacks what Lightning restores (an ``initial.ckpt``, a
+soup), holds non-tensors, or weights that do not fit the configured model is one error naming
+the file (:mod:`gralc.training.checkpoints`), before any fitting.
+
 ``resume="last"`` resolves ``checkpoints/last.ckpt`` explicitly and fails if it is missing
 (Lightning's ``ckpt_path="last"`` silently starts fresh, Lightning#14466). ``resume="auto"``
 (SLURM jobs, which may be requeued) takes the newest of ``last.ckpt`` and ``hpc_ckpt_*.ckpt``,
@@ -38,11 +61,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import signal
+import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +80,19 @@ from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
+from gralc.artefacts import MARKER, OutputDirError, artefact_kind, check_output_dir, claim_dir
 from gralc.config import ConfigError, save_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
 from gralc.safe_load import load_torch
+from gralc.training.checkpoints import (
+    RESUME_KEYS,
+    WHAT,
+    MalformedCheckpointError,
+    check_fits,
+    read_checkpoint,
+)
 from gralc.training.config import TrainConfig, has_dev_split, validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule
@@ -77,8 +111,8 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
         found = [p for p in [out / "checkpoints" / "last.ckpt", *out.glob("hpc_ckpt_*.ckpt")]
                  if p.is_file()]
         for path in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True):
-            try:
-                load_torch(path, what="training checkpoint (.ckpt)")
+            try:  # its content is checked with the model (check_resume_fits)
+                load_torch(path, what=WHAT)
             except ValueError as exc:
                 logger.warning("resume=auto: skipping %s (%s)", path, exc)
                 continue
@@ -94,8 +128,12 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
             f"resume={cfg.resume!r}: checkpoint {path} does not exist; drop resume= to start a "
             "fresh run, or point paths.output_dir at the run to continue"
         )
-    try:
-        load_torch(path, what="training checkpoint (.ckpt)")  # weights only, never code
+    other = (f"resume from another checkpoint of the run (resume=PATH, e.g. one of "
+             f"{path.parent}/*.ckpt)")
+    try:  # weights only, never code; then what Lightning restores is there
+        read_checkpoint(path, RESUME_KEYS, fix=f"{other}, or drop resume= to start a fresh run")
+    except MalformedCheckpointError as exc:
+        raise MalformedCheckpointError(f"resume={cfg.resume!r}: {exc}") from None
     except ValueError as exc:
         raise ValueError(
             f"resume={cfg.resume!r}: {exc}; or resume from another checkpoint of the run "
@@ -105,7 +143,7 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
 
 
 #: what :func:`copy_run` takes from a run: the state a resume needs and the run's records
-_RUN_FILES = ("checkpoints", "initial.ckpt", "initial.json", "config.yaml", "run.json", "csv")
+_RUN_FILES = ("checkpoints", "initial.ckpt", "initial.json", "config.yaml", "run.json", "csv", MARKER)
 
 
 def copy_run(src: str | Path, dst: str | Path) -> Path:
@@ -151,6 +189,163 @@ def copy_run(src: str | Path, dst: str | Path) -> Path:
         write_json_atomic(tmp / "initial.json", info)
     tmp.replace(dst)  # the whole run appears at once
     return dst
+
+
+#: the artefact kind (:mod:`gralc.artefacts`) of a training run's folder
+RUN_KIND = "train_run"
+#: how train.py spells the options that :mod:`gralc.artefacts` messages call --out / --force
+OUT_KEY, FORCE_KEY = "paths.output_dir=", "paths.force=true"
+
+
+def _train_keys(text: str) -> str:
+    return text.replace("--out ", OUT_KEY).replace("--force", FORCE_KEY)
+
+
+def run_outputs(out: Path) -> list[str]:
+    """What a training run left in ``out`` that a new run there would overwrite: its
+    checkpoints and ``result.json`` (paths relative to ``out``)."""
+    if not out.is_dir():
+        return []
+    found = [n for n in ("result.json", "initial.ckpt") if (out / n).is_file()]
+    found += sorted(f"checkpoints/{p.name}" for p in (out / "checkpoints").glob("*.ckpt"))
+    found += sorted(p.name for p in out.glob("hpc_ckpt_*.ckpt"))
+    return found
+
+
+def _continues(cfg: TrainConfig, out: Path) -> bool:
+    """``cfg`` continues the run in ``out``: ``resume=last`` / ``auto``, or a checkpoint in it."""
+    if cfg.resume in ("last", "auto"):
+        return True
+    if cfg.resume is None:
+        return False
+    return out in Path(cfg.resume).expanduser().resolve().parents
+
+
+def _is_run_folder(out: Path) -> bool:
+    """``out`` was written by train.py: marked as a training run, or (an older run, or one
+    stopped before its first checkpoint) holding a run's files."""
+    return (artefact_kind(out) == RUN_KIND or bool(run_outputs(out))
+            or all((out / n).is_file() for n in ("config.yaml", "run.json")))
+
+
+def check_run_dir(cfg: TrainConfig) -> list[str]:
+    """Validate ``paths.output_dir`` before any work (module docstring; global rank 0 only,
+    the other ranks of a DDP job write into the folder rank 0 checked). Returns what
+    :func:`claim_run_dir` will move aside (``paths.force``), else ``[]``. Raises
+    :class:`~gralc.artefacts.OutputDirError` (a ValueError: exit code 2) naming the folder
+    and the fix when the folder holds another run or files GraLC did not write."""
+    if rank_zero_only.rank != 0:
+        return []
+    out = Path(cfg.paths.output_dir).expanduser().resolve()
+    if not out.is_dir() or not any(out.iterdir()):
+        if out.exists():  # a file: refused by name
+            _check_foreign(cfg, out)
+        return []
+    found = run_outputs(out)
+    if found:
+        if _continues(cfg, out):
+            return []
+        if cfg.paths.force:
+            return found
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        how = ("" if cfg.resume is None else
+               f"resume={cfg.resume!r} is a checkpoint outside it, so this run would not continue "
+               "that one but overwrite it; ")
+        raise OutputDirError(
+            f"{OUT_KEY}{out} already holds another training run ({shown}) that this run would "
+            f"overwrite; {how}choose another folder ({OUT_KEY}NEW_FOLDER), continue that run "
+            f"there (resume=last), or set {FORCE_KEY} to move its content aside to "
+            f"{out.name}.replaced-<time> (nothing is deleted)")
+    if not _is_run_folder(out):
+        _check_foreign(cfg, out)
+    return []
+
+
+def _check_foreign(cfg: TrainConfig, out: Path) -> None:
+    try:
+        check_output_dir(out, RUN_KIND, cfg.paths.force)
+    except OutputDirError as exc:
+        raise OutputDirError(_train_keys(str(exc))) from None
+
+
+def claim_run_dir(cfg: TrainConfig, found: Sequence[str]) -> None:
+    """Just before the run writes into ``paths.output_dir`` (rank 0): with ``found`` (another
+    run, ``paths.force``) move the folder aside, never deleting it; create a new folder marked
+    as a training run (:func:`gralc.artefacts.claim_dir`, which also moves a folder of other
+    files aside under ``paths.force``)."""
+    if rank_zero_only.rank != 0:
+        return
+    out = Path(cfg.paths.output_dir).expanduser().resolve()
+    if found and out.is_dir():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = out.parent / f"{out.name}.replaced-{stamp}"
+        n = 1
+        while aside.exists():
+            aside, n = out.parent / f"{out.name}.replaced-{stamp}-{n}", n + 1
+        os.replace(out, aside)
+        logger.warning("%s: the previous run in %s (%s) was moved to %s", FORCE_KEY, out,
+                       ", ".join(found[:3]), aside)
+    if out.is_dir() and any(out.iterdir()) and _is_run_folder(out):
+        return  # the run being continued (or one that stopped before its first checkpoint)
+    try:
+        claim_dir(out, RUN_KIND, cfg.paths.force)
+    except OutputDirError as exc:
+        raise OutputDirError(_train_keys(str(exc))) from None
+
+
+@contextmanager
+def reproducible(cfg: TrainConfig) -> Iterator[int]:
+    """Seeds and, for the run, a pinned torch intra-op thread count (yielded):
+    ``trainer.num_threads``, else torch's count now; with ``deterministic`` also
+    deterministic algorithms (Lightning's ``Trainer(deterministic=True)`` then makes them
+    strict). Thread count and deterministic-algorithm flags are restored afterwards."""
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled())
+    threads = int(cfg.trainer.num_threads or before[0])
+    torch.set_num_threads(threads)
+    try:
+        seed_everything(cfg.seed, cfg.deterministic)
+        pl.seed_everything(cfg.seed, workers=True, verbose=False)
+        if cfg.deterministic:
+            logger.info("deterministic: seed %d, %d torch thread(s) (trainer.num_threads); "
+                        "another thread count or precision trains other weights", cfg.seed, threads)
+        yield threads
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1], warn_only=before[2])
+
+
+def check_resume_fits(path: str, lit: GraLCLitModule, cfg: TrainConfig, threads: int) -> None:
+    """Before Lightning restores ``path``: its weights fit ``lit`` (the model this configuration
+    builds) and its optimiser state holds the parameters ``lit`` trains, else a
+    :class:`~gralc.training.checkpoints.MalformedCheckpointError` naming it; with
+    ``deterministic``, a resume at another thread count than the checkpoint's is logged."""
+    fix = ("resume with the configuration the run was trained with (its config.yaml), or drop "
+           "resume= to start a fresh run")
+    try:
+        ckpt = read_checkpoint(path, RESUME_KEYS, fix)  # resume=auto: only its readability so far
+        check_fits(path, ckpt["state_dict"], lit.state_dict(), fix)
+        opt = ckpt["optimizer_states"]
+        groups = opt[0].get("param_groups") if isinstance(opt, list) and len(opt) == 1 and \
+            isinstance(opt[0], dict) else None
+        if not isinstance(groups, list) or not all(
+                isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups):
+            raise MalformedCheckpointError(f"{path}: its optimizer_states are not the state of "
+                                           f"one optimiser; {fix}")
+        saved = sum(len(g["params"]) for g in groups)
+        trained = sum(1 for _, p in lit.trainable() if p.requires_grad)
+        if saved != trained:
+            raise MalformedCheckpointError(f"{path}: its optimiser state holds {saved} parameters, "
+                                           f"the model trains {trained}; {fix}")
+    except MalformedCheckpointError as exc:
+        raise MalformedCheckpointError(f"resume={cfg.resume!r}: {exc}") from None
+    info = ckpt.get("gralc")
+    run = info.get("run") if isinstance(info, dict) else None
+    saved_threads = run.get("torch_threads") if isinstance(run, dict) else None
+    if cfg.deterministic and saved_threads is not None and saved_threads != threads:
+        logger.warning("resuming %s with %d torch thread(s); it was trained with %s: the continued "
+                       "run's weights will differ from an uninterrupted run's (trainer.num_threads=%s "
+                       "continues it bit for bit)", path, threads, saved_threads, saved_threads)
 
 
 def wandb_run_id(out: Path) -> str:
@@ -345,13 +540,16 @@ def train(
     """
     cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
+    aside = check_run_dir(cfg)  # before any work: never over another run
     ckpt_path = resolve_resume(cfg)
     check_vocabulary(cfg.pipeline.knowledge.vocabulary,
                      f"data={cfg.data.name} {cfg.data.path or ''}".strip(), cfg.data.name == "demo")
-    if cfg.trainer.num_threads:
-        torch.set_num_threads(cfg.trainer.num_threads)  # the models are small: 1-2 threads suffice
-    seed_everything(cfg.seed, cfg.deterministic)
-    pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    with reproducible(cfg) as threads:
+        return _fit(cfg, model, callbacks, ckpt_path, aside, threads)
+
+
+def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callback],
+         ckpt_path: str | None, aside: list[str], threads: int) -> dict[str, Any]:
     encoder = lora_encoder(cfg)  # before the data: a bad lora.target_modules fails at once
     out = Path(cfg.paths.output_dir)
     dm = GraLCDataModule(cfg)
@@ -360,13 +558,12 @@ def train(
     with FileLock(cache / ".features.lock"):  # DDP ranks: one builds the cache, the rest read it
         dm.setup("fit")
     model = model or GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, dm.token_dim, dm.concept_dim)
+    # what the weights depend on besides the seed (module docstring), recorded with the run;
     # plain JSON types only, so Lightning can resume with torch.load(weights_only=True)
-    meta = json.loads(
-        json.dumps(run_metadata({"output_dir": str(out), "resumed_from": ckpt_path}), default=str)
-    )
-    if rank_zero_only.rank == 0:
-        save_config(cfg, out / "config.yaml")
-        write_json_atomic(out / "run.json", meta)
+    reproducibility = {"torch_threads": threads, "deterministic": cfg.deterministic,
+                       "encoder_precision": encoder.encoder.precision if encoder is not None else None}
+    meta = json.loads(json.dumps(run_metadata(
+        {"output_dir": str(out), "resumed_from": ckpt_path, **reproducibility}), default=str))
     lit = GraLCLitModule(
         model,
         cfg.optim,
@@ -377,6 +574,12 @@ def train(
         hard_windows=cfg.lora.hard_windows,
         search=cfg.search,
     )
+    if ckpt_path is not None:  # before the run's config.yaml is rewritten
+        check_resume_fits(ckpt_path, lit, cfg, threads)
+    claim_run_dir(cfg, aside)  # the first write into the folder
+    if rank_zero_only.rank == 0:
+        save_config(cfg, out / "config.yaml")
+        write_json_atomic(out / "run.json", meta)
     trainer = build_trainer(cfg, callbacks)
     dev = has_dev_split(cfg)  # else a refit: no initial-vs-trained choice, the last epoch is kept
     if cfg.trainer.validate_before_fit and dev and ckpt_path is None:

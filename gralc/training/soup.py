@@ -16,11 +16,18 @@ so checkpoints whose seed, LoRA settings or state-dict shapes differ are refused
 result is a weights-only checkpoint (no optimiser state: it is not a point of any one run to
 resume from) holding the last checkpoint's configuration, its own learned values and
 ``gralc.soup`` (the ingredients and weights); it is written atomically.
+
+An ingredient that loads but is malformed (not a dict, no ``state_dict`` or ``gralc`` entry,
+a non-tensor weight, NaN, weights that do not fit the model its settings describe) is one
+error naming the file and what is wrong (:mod:`gralc.training.checkpoints`), exit code 2 from
+the command line (the boundary of :func:`gralc.cli.run`), and nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +35,12 @@ from typing import Any
 
 import torch
 
-from gralc.safe_load import load_torch
+from gralc.training.checkpoints import (
+    MalformedCheckpointError,
+    check_finite,
+    check_fits,
+    read_checkpoint,
+)
 from gralc.training.run import run_selected_checkpoint
 
 #: train_config entries that decide a run's initial weights: the soup's ingredients must agree
@@ -92,12 +104,18 @@ def soup(checkpoints: Sequence[str | Path], out: str | Path,
     if len(paths) < 2:
         raise ValueError(f"a soup needs at least two checkpoints, got {len(paths)}")
     w = [1.0] * len(paths) if weights is None else [float(x) for x in weights]
-    if len(w) != len(paths) or any(x < 0 for x in w) or sum(w) <= 0:
+    if len(w) != len(paths) or any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
         raise ValueError(f"weights {list(w)}: one non-negative weight per checkpoint "
                          f"({len(paths)}), not all 0")
     w = [x / sum(w) for x in w]
-    ckpts = [load_torch(p, what="training checkpoint (.ckpt)") for p in paths]  # weights only
+    fix = "pass checkpoints written by train.py (a run's checkpoints/*.ckpt) or run folders"
+    ckpts = []
+    for p in paths:  # weights only, never code; each complete and finite before any averaging
+        ckpt = read_checkpoint(p, ("state_dict", "gralc"), fix)
+        check_finite(p, ckpt["state_dict"], fix)
+        ckpts.append(ckpt)
     check_one_initialisation(paths, ckpts)
+    check_model_fits(paths[-1], ckpts[-1], fix)  # one architecture: the others match it
     base = ckpts[-1]
     result = {k: v for k, v in base.items() if k not in RUN_STATE}
     result["state_dict"] = average_state_dicts([c["state_dict"] for c in ckpts], w)
@@ -107,15 +125,83 @@ def soup(checkpoints: Sequence[str | Path], out: str | Path,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     torch.save(result, tmp)
-    from gralc.model.persistence import load_model
-
-    result["gralc"]["learned_values"] = load_model(tmp)[0].learned_values()  # the soup's own
-    torch.save(result, tmp)
-    tmp.replace(out)
+    try:
+        result["gralc"]["learned_values"] = _soup_model(tmp, paths[-1]).learned_values()  # its own
+        torch.save(result, tmp)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return out
 
 
+def check_model_fits(path: Path, ckpt: dict[str, Any], fix: str) -> None:
+    """Raise MalformedCheckpointError naming ``path`` when the model weights of ``ckpt`` do
+    not fit the model its settings (``gralc.model_config``, ``train_config.pipeline``, token
+    and concept dims) build, as :func:`gralc.model.persistence.load_model` builds it; settings
+    that build no model are left to the load of the soup (:func:`_soup_model`)."""
+    from omegaconf import OmegaConf
+
+    from gralc.model.gralc_model import GraLCModel, ModelConfig
+    from gralc.model.persistence import upgrade_settings
+    from gralc.pipeline import PipelineConfig
+
+    info = ckpt["gralc"]
+    try:
+        m, p = upgrade_settings(info["model_config"], info["train_config"]["pipeline"])
+        model_cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), m))
+        pipeline = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(PipelineConfig), p))
+        model = GraLCModel(model_cfg, pipeline.chunking.boundary, int(info["token_dim"]),
+                           int(info["concept_dim"]))
+    except Exception:  # noqa: BLE001 - named by the load of the soup, with its own message
+        return
+    state = {k: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    check_fits(path, state, {f"model.{k}": v for k, v in model.state_dict().items()}, fix)
+
+
+#: what building a model from a checkpoint's settings and weights raises when they disagree
+_MODEL_ERRORS = (KeyError, TypeError, AttributeError, IndexError, RuntimeError, ValueError)
+
+
+def _soup_model(tmp: Path, base: Path):
+    """The model of the soup written to ``tmp``; a checkpoint whose settings (those of
+    ``base``, the last ingredient) describe another model than its weights is a
+    MalformedCheckpointError naming ``base``."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    from gralc.model.persistence import load_model
+
+    try:
+        return load_model(tmp)[0]
+    except (*_MODEL_ERRORS, OmegaConfBaseException) as exc:
+        what = str(exc).replace(str(tmp), "the soup").strip().splitlines()
+        raise MalformedCheckpointError(
+            f"{base}: the soup of its weights does not load as the model its settings "
+            f"(gralc.model_config, gralc.train_config) describe ({type(exc).__name__}: "
+            f"{' '.join(w.strip() for w in what[:3])[:400] or 'missing entry'}); pass checkpoints "
+            "written by train.py") from None
+
+
+#: user errors (gralc.cli.USER_ERRORS; the training layer does not import the command line's)
+_USER_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line inside the error boundary of every GraLC command (as
+    :func:`gralc.cli.run`): a user error (a missing or malformed ingredient) is one message on
+    stderr and exit code 2; ``--debug`` or ``GRALC_DEBUG=1`` shows its traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("GRALC_DEBUG") == "1"
+    try:
+        return _main([a for a in args if a != "--debug"])
+    except _USER_ERRORS as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoints", nargs="+",
                     help="training checkpoints (.ckpt) or run folders (their selected model) of "
@@ -126,12 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if Path(args.out).exists():
         ap.error(f"--out {args.out} exists; choose a new path (nothing is overwritten)")
-    try:
-        path = soup(args.checkpoints, args.out, args.weights)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(path)
+    print(soup(args.checkpoints, args.out, args.weights))
     return 0
 
 

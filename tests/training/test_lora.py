@@ -33,6 +33,7 @@ LORA = [
     "trainer.validate_before_fit=false",
     "callbacks.early_stopping.enabled=false",
     "lora.precision=fp32",  # the export is compared with the training encoder at 1e-5
+    "trainer.num_threads=1",  # pinned by train() for the run: the weights depend on it
 ]
 ARTICLE = sorted((DEMO_DIR / "articles").glob("*.nxml"))[0]
 QUESTION = "How did slow titration of extended-release metformin change HbA1c?"
@@ -106,13 +107,43 @@ def test_adapters_change_and_are_checkpointed(runs):
     assert runs["last"].stat().st_size < 5e6
 
 
+class Threads(pl.Callback):
+    """torch's intra-op thread count at every optimiser step."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        self.seen.add(torch.get_num_threads())
+
+
 def test_one_seed_trains_the_same_weights_twice(runs, make_cfg, tmp_path):
-    """A second fresh run of the first run's config and seed on this machine (fp32) ends with
+    """A second fresh run of the first run's config and seed on this machine ends with
     bit-identical weights, adapters, GAT, MLP and learned scalars alike: a change is judged
-    against a fixed baseline, not against run-to-run noise."""
-    train(make_cfg(tmp_path, *LORA, "trainer.max_epochs=1"))
-    again = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-    first = runs["ckpt1"]["state_dict"]
+    against a fixed baseline, not against run-to-run noise.
+
+    The claim holds under these conditions, checked below from what each run recorded
+    (run.json, also in the checkpoint as ``gralc.run``): one machine and torch, deterministic
+    algorithms, one torch intra-op thread count (a parallel sum splits its work by thread
+    count: 1 and 2 threads train other weights) and fp32 (not the bf16 autocast that
+    ``lora.precision=auto`` picks on a CPU with avx512_bf16). The config pins both
+    (``trainer.num_threads=1``, ``lora.precision=fp32``), so it holds whatever the CPU and
+    whatever thread count the process had: here 2 before the second run, 1 before the first."""
+    threads = Threads()
+    torch.set_num_threads(2)  # train() pins the run's own count, and restores this one
+    try:
+        train(make_cfg(tmp_path, *LORA, "trainer.max_epochs=1"), callbacks=[threads])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    before, now = runs["ckpt1"]["gralc"]["run"], ckpt["gralc"]["run"]
+    for run in (before, now):  # the conditions of the claim, as each run recorded them
+        assert run["torch_threads"] == 1 and run["deterministic"] is True
+        assert run["encoder_precision"] == "fp32"
+    assert (before["cpu_model"], before["torch"]) == (now["cpu_model"], now["torch"])
+    assert threads.seen == {1}
+    again, first = ckpt["state_dict"], runs["ckpt1"]["state_dict"]
     assert again.keys() == first.keys() and any("lora_B" in k for k in first)
     assert [k for k in first if not torch.equal(first[k], again[k])] == []
 
