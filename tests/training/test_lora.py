@@ -200,6 +200,9 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
     assert Retriever.load(tmp_path / "index").spec.model_sha256 == retriever.spec.model_sha256
     with (exp / "inference.yaml").open("a") as f:
         f.write("# edited after indexing\n")
+    with pytest.raises(ValueError, match="inference.yaml was changed after GraLC wrote it"):
+        Retriever.load(tmp_path / "index")
+    export(runs["last"], exp, settings={"late_interaction": 0.5})  # a whole, other model
     with pytest.raises(ValueError, match="changed since .*rebuild the index"):
         Retriever.load(tmp_path / "index")
 

@@ -217,6 +217,10 @@ def test_old_layout_export_loads_with_the_same_scores(short_run, datamodule, tmp
         max_tokens=b["max_tokens"], temperature=doc["model_config"].pop("cut_temperature"))
     doc["pipeline_config"]["chunking"]["boundary"] = {"window": b["window"]}  # baseline defaults
     OmegaConf.save(OmegaConf.create(doc), tmp_path / "export" / "inference.yaml")
+    from gralc.artefacts import MARKER, _write_marker
+
+    (tmp_path / "export" / MARKER).unlink()  # as an older GraLC wrote it, manifest and all
+    _write_marker(tmp_path / "export", "export")
     old = load_model(tmp_path / "export")[0]
     assert old.boundary_config.min_tokens == cfg.pipeline.chunking.boundary.min_tokens == 64
     batch = datamodule.val_batch()
@@ -426,7 +430,7 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
         import shutil
 
         shutil.rmtree(tmp_path / "index" / "phrase")
-        with pytest.raises(FileNotFoundError, match=r"phrase missing.*rebuild the index"):
+        with pytest.raises(FileNotFoundError, match=r"phrase/.* is missing.*rebuild it"):
             Retriever.load(tmp_path / "index")
 
 
