@@ -183,6 +183,18 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
     return root
 
 
+def model_digest(model: str | os.PathLike[str]) -> str:
+    """SHA-256 naming a trained model: a checkpoint file's, or the files an export's manifest
+    lists (verified; a user's own files beside them, e.g. a model card, do not change it)."""
+    path = Path(model)
+    if path.is_file():
+        return file_sha256(path)
+    root = verify_artefact(path, ("export",))
+    files = listed_files(read_marker(root)) or {}
+    return hashlib.sha256("".join(f"{rel}:{files[rel]['sha256']}\n"
+                                  for rel in sorted(files)).encode()).hexdigest()
+
+
 def _inside_root(root: Path, rel: str) -> Path:
     from gralc.safe_load import path_inside
 

@@ -14,7 +14,6 @@ the ``<method>_hybrid`` rows of ``eval.py``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from gralc.artefacts import verify_artefact, write_artefact
+from gralc.artefacts import model_digest, verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
@@ -67,20 +66,6 @@ class RetrieverSpec:
     graph: dict[str, Any] | None = None
     #: a trained model's two-stage search (:class:`~gralc.retrieval.candidates.CandidateConfig`)
     search: dict[str, Any] = field(default_factory=dict)
-
-
-def model_digest(model: str | Path) -> str:
-    """SHA-256 of a trained model: a checkpoint file, or the files an export's manifest lists
-    (verified; a user's own files beside them, e.g. a model card, do not change it)."""
-    from gralc.artefacts import file_sha256, listed_files, read_marker, verify_artefact
-
-    path = Path(model)
-    if path.is_file():
-        return file_sha256(path)
-    root = verify_artefact(path, ("export",))
-    files = listed_files(read_marker(root)) or {}
-    return hashlib.sha256("".join(f"{rel}:{files[rel]['sha256']}\n"
-                                  for rel in sorted(files)).encode()).hexdigest()
 
 
 def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:

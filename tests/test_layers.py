@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gralc"
 
 #: package or module under gralc -> layer (higher imports lower, never the reverse)
 LAYERS: dict[str, float] = {
-    **dict.fromkeys(("artefacts", "config", "record_store", "safe_load", "runinfo"), -1),
+    **dict.fromkeys(("safe_load", "runinfo"), -2),  # loaders of untrusted files, run metadata
+    **dict.fromkeys(("artefacts", "config", "record_store"), -1),
     **dict.fromkeys(("documents", "knowledge", "encoding"), 0),
     "chunking": 1,
     "pipeline": 1.5,  # encoder + linker + chunkers, shared by everything above

@@ -120,8 +120,8 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
                 logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
                             result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
             for i, model_path in enumerate(cfg.models):
+                from gralc.artefacts import model_digest
                 from gralc.evaluation.trained_rows import evaluate_trained
-                from gralc.inference import model_digest
 
                 row_file = out / "rows" / _file_name(f"{bench.name}__model{i}__{Path(model_path).name}.json")
                 model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too

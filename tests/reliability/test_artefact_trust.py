@@ -145,7 +145,7 @@ def test_an_index_inside_its_model_export_is_refused(tmp_path):
         (tmp / "inference.yaml").write_text("{}")
     with pytest.raises(OutputDirError, match="overlaps the input"):
         check_output_dir(export / "index", "index", inputs=[tmp_path / "corpus", export])
-    from gralc.inference import model_digest
+    from gralc.artefacts import model_digest
 
     before = model_digest(export)  # what every index of the model checks
     (export / "MODEL_CARD.md").write_text("a user's own file beside the export")
