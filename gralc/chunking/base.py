@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from gralc.chunking.chunk import Chunk
 from gralc.documents.model import Document, Section
@@ -33,6 +34,26 @@ class SectionLocator:
         # so for a position the last section (by start) that contains it is the innermost.
         self._sections: list[Section] = sorted(doc.iter_sections(), key=lambda s: (s.start, s.level))
         self._starts = [s.start for s in self._sections]
+        self._mentions: list[EntityMention] | None = None
+        self._mention_starts: list[int] | None = None
+
+    def entity_ids(self, mentions: list[EntityMention], start: int, end: int) -> list[str]:
+        """Concept ids of the ``mentions`` inside ``[start, end)``, in their order, no repeats.
+        Mentions sorted by start (as :class:`PreparedDocument` keeps them) are found by
+        bisection, so a document's many chunks do not each scan all of its mentions."""
+        if mentions is not self._mentions:
+            starts = [m.start for m in mentions]
+            self._mentions = mentions
+            self._mention_starts = starts if all(a <= b for a, b in pairwise(starts)) else None
+        first = 0 if self._mention_starts is None else bisect_left(self._mention_starts, start)
+        ids: dict[str, None] = {}  # ordered, O(1) membership
+        for i in range(first, len(mentions)):
+            m = mentions[i]
+            if self._mention_starts is not None and m.start > end:
+                break
+            if m.start >= start and m.end <= end:
+                ids.setdefault(m.concept_id)
+        return list(ids)
 
     def innermost(self, pos: int) -> Section | None:
         """Innermost section containing ``pos`` (or the next section if ``pos`` is between)."""
@@ -90,10 +111,7 @@ def make_chunk(
     locator = locator or SectionLocator(doc)
     sec = locator.innermost(char_start)
     path = doc.section_path(sec.id) if sec is not None else []
-    entity_ids: list[str] = []
-    for m in prepared.mentions:
-        if m.start >= char_start and m.end <= char_end and m.concept_id not in entity_ids:
-            entity_ids.append(m.concept_id)
+    entity_ids = locator.entity_ids(prepared.mentions, char_start, char_end)
     return Chunk(
         doc_id=doc.id,
         chunk_id=f"{doc.id}::{strategy}::{level}::{index}",

@@ -122,28 +122,44 @@ def structural_signal(
 
 
 # ----- semantic signal (Eq. 6) ------------------------------------------------------------
-def semantic_signal(vectors: torch.Tensor, window: int) -> torch.Tensor:
+#: Cut positions per block of :func:`semantic_signal`: its float64 work arrays are
+#: (block + 2 w, d), about 3 MB each for MiniLM, whatever the document's length (blocks
+#: of a few MB are also reused by the allocator; 13 MB ones left threads' arenas holding
+#: up to the size of the token vectors).
+SEM_BLOCK = 1024
+
+
+def semantic_signal(vectors: torch.Tensor, window: int, block: int = SEM_BLOCK) -> torch.Tensor:
     """b_sem (N,): ``1 - cos(mean(H[i-w:i]), mean(H[i:i+w]))``, 0 at i = 0.
 
-    Windows are clipped at the document edges. O(N d) with cumulative sums (float64 for
-    precision); differentiable w.r.t. ``vectors`` (N, d).
+    Windows are clipped at the document edges. O(N d) time with cumulative sums in float64
+    (for precision), computed ``block`` cut positions at a time from the rows they read, so
+    the extra memory is O(block d), never an (N, d) float64 copy of ``vectors`` (one
+    whole-document cumulative sum held about ten of them at once: 5 GiB to index a 1 MB
+    article); the numbers are the whole-document sum's up to float64 rounding.
+    Differentiable w.r.t. ``vectors`` (N, d); the result has their dtype and device.
     """
     n = vectors.shape[0]
     if n == 0:
         return vectors.new_zeros(0)
-    csum = torch.cat(
-        [
-            vectors.new_zeros(1, vectors.shape[1], dtype=torch.float64),
-            torch.cumsum(vectors.to(torch.float64), dim=0),
-        ]
-    )
-    idx = torch.arange(1, n, device=vectors.device)
-    lo = (idx - window).clamp(min=0)
-    hi = (idx + window).clamp(max=n)
-    left = (csum[idx] - csum[lo]) / (idx - lo).unsqueeze(1)
-    right = (csum[hi] - csum[idx]) / (hi - idx).unsqueeze(1)
-    sem = 1.0 - F.cosine_similarity(left, right, dim=1, eps=1e-12)
-    return torch.cat([sem.new_zeros(1), sem]).to(vectors.dtype)
+    if block < 1:
+        raise ValueError(f"semantic_signal: block must be >= 1, got {block}")
+    out = vectors.new_zeros(n)  # written block by block: nothing else outlives a block
+    for a in range(1, n, block):
+        b = min(a + block, n)
+        first, last = max(0, a - window), min(n, b - 1 + window)  # rows the block's windows read
+        seg = vectors[first:last].to(torch.float64)
+        csum = torch.cat([seg.new_zeros(1, seg.shape[1]), torch.cumsum(seg, dim=0)])
+        del seg
+        idx = torch.arange(a, b, device=vectors.device)
+        lo = (idx - window).clamp(min=0)
+        hi = (idx + window).clamp(max=n)
+        at = csum[idx - first]
+        left = (at - csum[lo - first]) / (idx - lo).unsqueeze(1)
+        right = (csum[hi - first] - at) / (hi - idx).unsqueeze(1)
+        del at, csum
+        out[a:b] = 1.0 - F.cosine_similarity(left, right, dim=1, eps=1e-12)
+    return out
 
 
 # ----- entity signal (Eq. 7) --------------------------------------------------------------

@@ -245,8 +245,13 @@ class UnitVectors:
         out = np.zeros((len(spans), self.means.shape[1]), dtype=np.float64)
         lengths = self._ends - self._starts
         for k, (s, e) in enumerate(spans):
-            inside = np.clip(np.minimum(self._ends, e) - np.maximum(self._starts, s), 0, None)
-            w = self.counts * inside / lengths
-            out[k] = w @ self.means / max(w.sum(), 1e-12)
+            # only the units the range overlaps (the others weigh 0): O(units inside), not
+            # O(all units), per range, so a long document's pooling is not quadratic
+            a = int(np.searchsorted(self._ends, s, side="right"))
+            b = max(a, int(np.searchsorted(self._starts, e, side="left")))
+            ends, starts = self._ends[a:b], self._starts[a:b]
+            inside = np.clip(np.minimum(ends, e) - np.maximum(starts, s), 0, None)
+            w = self.counts[a:b] * inside / lengths[a:b]
+            out[k] = w @ self.means[a:b] / max(w.sum(), 1e-12)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.clip(norms, 1e-12, None)).astype(np.float32)
