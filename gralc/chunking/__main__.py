@@ -157,6 +157,14 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
+    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
+    from gralc.cli import run
+
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gralc.chunking", description=__doc__.split("\n")[0]
     )
@@ -169,27 +177,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocabulary", default=None, help="MeSH/UMLS vocabulary (default: demo)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder id or folder")
     parser.add_argument("--pmid", default=None, help="PubMedQA entry (default: the first)")
-    args = parser.parse_args(argv)
-    try:
-        if args.strategy == "list":
-            for name, text in strategy_descriptions().items():
-                print(f"{name}\t{text}")
-            return 0
-        check_strategy(args.strategy)
-        if args.file is None:
-            raise UsageError("no input file given: pass a JATS .nxml file or ori_pqal.json")
-        if args.vocabulary is not None and not Path(args.vocabulary).exists():
-            raise UsageError(f"vocabulary not found: {args.vocabulary}")
-        doc = load_document(args.file, args.pmid)
-        if not any(o.split("=")[0].endswith("knowledge.vocabulary") for o in args.overrides):
-            from gralc.data.demo import check_vocabulary
+    args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
+    if args.strategy == "list":
+        for name, text in strategy_descriptions().items():
+            print(f"{name}\t{text}")
+        return 0
+    check_strategy(args.strategy)
+    if args.file is None:
+        raise UsageError("no input file given: pass a JATS .nxml file or ori_pqal.json")
+    if args.vocabulary is not None and not Path(args.vocabulary).exists():
+        raise UsageError(f"vocabulary not found: {args.vocabulary}")
+    doc = load_document(args.file, args.pmid)
+    if not any(o.split("=")[0].endswith("knowledge.vocabulary") for o in args.overrides):
+        from gralc.data.demo import check_vocabulary
 
-            check_vocabulary(args.vocabulary, args.file)
-        pipeline = load_pipeline(args.vocabulary, args.model, tuple(pipeline_overrides(args.overrides)))
-        prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
-    except (UsageError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        check_vocabulary(args.vocabulary, args.file)
+    pipeline = load_pipeline(args.vocabulary, args.model, tuple(pipeline_overrides(args.overrides)))
+    prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
     if args.format == "jsonl":
         print_jsonl(chunks)
     else:
@@ -198,6 +202,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from gralc.cli import run
-
-    sys.exit(run(main))
+    sys.exit(main())
