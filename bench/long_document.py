@@ -174,7 +174,8 @@ def markdown(saved: dict) -> str:
             row.append(f"{r['wall_s']:.0f} s" if r and r["returncode"] == 0 else "-")
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", f"(+x): peak RSS above the same strategy's on a {BASELINE_MB:g} MB article (the "
-              "process, model and encoder batch), over the size of the token vectors alone.", ""]
+              "process, model and encoder batch), over the size of the token vectors alone; "
+              "-: not measured.", ""]
     return "\n".join(lines)
 
 
