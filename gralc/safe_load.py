@@ -56,42 +56,35 @@ def _no_interpolation(value: Any, source: str, key: str = "") -> None:
                              "environment variables out): write the plain value")
 
 
-def read_json_untrusted(path: str | Path, what: str = "JSON file") -> Any:
-    """JSON of ``path``: any nesting, invalid UTF-8 or syntax is a ValueError naming the file;
-    interpolations are refused (:func:`_no_interpolation`)."""
+def _read_untrusted(path: str | Path, what: str, kind: str, parse, errors: tuple) -> Any:
+    """``parse`` of ``path``'s UTF-8 text; a missing file, bytes that are not UTF-8, a syntax
+    error (``errors``) or a nesting too deep is one error naming the file; interpolations are
+    refused (:func:`_no_interpolation`)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = parse(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); write it again") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: corrupt JSON ({exc})") from None
+    except errors as exc:
+        raise ValueError(f"{path}: not valid {kind} ({str(exc).splitlines()[0]})") from None
     except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply to be a GraLC file") from None
+        raise ValueError(f"{path}: {kind} nested too deeply to be a GraLC file") from None
     _no_interpolation(data, str(path))
     return data
+
+
+def read_json_untrusted(path: str | Path, what: str = "JSON file") -> Any:
+    """JSON of ``path``, read as untrusted (:func:`_read_untrusted`)."""
+    return _read_untrusted(path, what, "JSON", json.loads, (json.JSONDecodeError,))
 
 
 def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
-    """``yaml.safe_load`` of ``path`` (no Python tags), interpolations refused; errors name the
-    file."""
+    """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted (:func:`_read_untrusted`)."""
     import yaml
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); write it again") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: YAML nested too deeply to be a GraLC file") from None
-    _no_interpolation(data, str(path))
-    return data
+    return _read_untrusted(path, what, "YAML", yaml.safe_load, (yaml.YAMLError,))
 
 
 def path_inside(root: str | Path, rel: Any, source: str) -> Path:

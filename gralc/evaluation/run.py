@@ -100,7 +100,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
             graphs: dict[tuple, object] = {}  # and one corpus graph
             for spec in specs:
                 row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
-                if cfg.resume and (done := _read_row(row_file, digest)) is not None:
+                if cfg.resume and (done := _read_saved(row_file, digest)) is not None:
                     logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
                     results.append(done)
                     continue
@@ -125,7 +125,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
 
                 row_file = out / "rows" / _file_name(f"{bench.name}__model{i}__{Path(model_path).name}.json")
                 model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too
-                if cfg.resume and (done := _read_rows(row_file, model_key)) is not None:
+                if cfg.resume and (done := _read_saved(row_file, model_key, rows=True)) is not None:
                     logger.info("%s / %s: kept from %s", bench.name, model_path, row_file)
                     results.extend(done)
                     continue
@@ -203,34 +203,20 @@ def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def _read_row(path: Path, digest: str) -> MethodResult | None:
-    """A row written by an earlier run with the same settings, or None."""
+def _read_saved(path: Path, key: str, rows: bool = False):
+    """What an earlier run saved in ``path`` with the same ``key`` (settings, data and, for a
+    trained model's ``rows``, its weights): one row, or the list of a model's rows; None when
+    absent, written with another key, or unreadable (the row then runs again)."""
     if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.pop("settings") != digest:
-            logger.info("%s was written with other settings: running the row again", path)
-            return None
-        return MethodResult(**data)
-    except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("ignoring %s (%s): running the row again", path, exc)
-        return None
-
-
-def _read_rows(path: Path, key: str) -> list[MethodResult] | None:
-    """A trained model's rows written by an earlier run with the same settings, data and
-    model weights, or None."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("settings") != key:
+        if data.pop("settings") != key:
             logger.info("%s was written with other settings, data or weights: running it again", path)
             return None
-        return [MethodResult(**r) for r in data["rows"]]
+        return [MethodResult(**r) for r in data["rows"]] if rows else MethodResult(**data)
     except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("ignoring %s (%s): running the rows again", path, exc)
+        logger.warning("ignoring %s (%s): running it again", path, exc)
         return None
 
 

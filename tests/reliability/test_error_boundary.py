@@ -25,7 +25,7 @@ import torch
 from gralc.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
-NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message for encoder.device=cuda on a machine without a GPU; here a GPU exists, so the setting is valid")
 
 
 def cli(*args: str, debug_env: bool = False, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -123,7 +123,7 @@ def test_a_broken_encoder_model_is_one_message(make, corpus, minilm_path, tmp_pa
     pytest.param("cuda", ["encoder.device='cuda'", "no CUDA device", "encoder.device=auto"],
                  marks=NO_CUDA),
     pytest.param("cuda:3", ["encoder.device='cuda:3'", "encoder.device=auto"],
-                 marks=pytest.mark.skipif(torch.cuda.device_count() > 3, reason="has a cuda:3")),
+                 marks=pytest.mark.skipif(torch.cuda.device_count() > 3, reason="checks the message for a GPU index beyond the machine's; this one has a cuda:3")),
     ("gpu", ["encoder.device='gpu'", "is not a device", "cpu, cuda, cuda:N"]),
 ])
 def test_a_device_this_machine_lacks_is_one_message(device, needles, corpus, tmp_path):

@@ -137,7 +137,7 @@ def _child(strategy: str, chars: int) -> dict:
     return result
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads peak memory from /proc/self (VmHWM, clear_refs), which only Linux has; GraLC's CI and supported platforms are Linux")
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_chunking_a_long_document_adds_less_than_half_its_token_vectors(strategy):
     r = _child(strategy, 400_000)
