@@ -540,6 +540,9 @@ def train(
     """
     cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
+    from gralc.encoding.encoder import resolve_device
+
+    resolve_device(cfg.pipeline.encoder.device)  # checked even when cached features need no encoder
     aside = check_run_dir(cfg)  # before any work: never over another run
     ckpt_path = resolve_resume(cfg)
     check_vocabulary(cfg.pipeline.knowledge.vocabulary,
