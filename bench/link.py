@@ -22,7 +22,7 @@ from pathlib import Path
 import ahocorasick
 import numpy as np
 
-from bench.real_data import SHARED_DATA
+from gralc.data.real_knowledge import SHARED_DATA
 from gralc.knowledge.linker import EntityLinker
 from gralc.knowledge.vocabulary import Vocabulary
 from gralc.runinfo import run_metadata, write_json_atomic

@@ -24,6 +24,7 @@ LAYERS: dict[str, float] = {
     "data": 4,
     **dict.fromkeys(("training", "evaluation", "inference"), 5),
     **dict.fromkeys(("cli", "index", "search", "export", "shard_index", "sweep", "demo", "graph"), 6),
+    "experiments": 7,  # research drivers on top of everything (the product never imports them)
 }
 CLI = 6
 

@@ -29,7 +29,7 @@ import torch
 @dataclass
 class CandidateConfig:
     """Candidates per source (see the module docstring), chosen by measurement
-    (``bench.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search)."""
+    (``gralc.experiments.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search)."""
 
     dense: int = 100
     lexical: int = 100

@@ -33,7 +33,7 @@ METHODS = ("rrf", "weighted")
 class FusionConfig:
     """``method``: rrf | weighted; ``rrf_k``: RRF's rank constant; ``lexical_weight``: weight of
     the normalised lexical score in ``weighted`` (0.8: chosen in every fold of a 5-fold
-    cross-validation by article on COVID-QA dev, ``python -m bench.hybrid_weight``); ``candidates``: depth searched in each list before fusing."""
+    cross-validation by article on COVID-QA dev, ``python -m gralc.experiments.hybrid_weight``); ``candidates``: depth searched in each list before fusing."""
 
     method: str = "weighted"
     rrf_k: int = 60

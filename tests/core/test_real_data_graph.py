@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.real_data import (
+from gralc.config import ConfigError, load_config
+from gralc.data.real_knowledge import (
     DemoVocabularyRefused,
     knowledge_overrides,
     pipeline_part,
@@ -18,7 +19,6 @@ from bench.real_data import (
     require_real_graph,
     with_real_knowledge,
 )
-from gralc.config import ConfigError, load_config
 from gralc.evaluation.config import EvalConfig
 from gralc.pipeline import KnowledgeConfig, PipelineConfig
 from gralc.training.config import TrainConfig
@@ -73,7 +73,7 @@ def test_a_demo_list_pipeline_is_refused_with_the_fix(config, capsys):
 def test_a_bench_pipeline_set_back_to_the_demo_list_is_refused(tmp_path):
     """Naming no vocabulary (``knowledge.vocabulary=null``) is the demo list: refused before
     any data or model is loaded."""
-    from bench.covidqa_cv import covidqa_setup
+    from gralc.experiments.crossval import covidqa_setup
 
     with pytest.raises(DemoVocabularyRefused, match="the COVID-QA bench"):
         covidqa_setup(str(tmp_path / "no.json"), str(tmp_path), ["knowledge.vocabulary=null"])
@@ -111,7 +111,7 @@ def test_missing_knowledge_files_are_named(tmp_path):
 
 
 def test_the_shared_data_holds_the_full_graph_and_training_gets_it(shared_data):
-    from bench.covidqa_cv import VARIANTS, fold_overrides
+    from gralc.experiments.crossval import VARIANTS, fold_overrides
 
     know = knowledge_overrides(shared_data)
     overrides = [*fold_overrides("x.json", (5, 0, 0), Path("out"), "cache", 1, 1, "lora_lexical_small_late"),
@@ -129,15 +129,15 @@ def test_the_shared_data_holds_the_full_graph_and_training_gets_it(shared_data):
 def test_bench_training_on_the_demo_list_is_refused_before_anything_runs(tmp_path):
     """``--set pipeline.knowledge.vocabulary=null`` (the demo list) in the benches that train:
     refused before any data is read, any job starts or any file is written."""
-    from bench.covidqa_cv import main as covidqa_cv
-    from bench.seed_folds import main as seed_folds
+    from gralc.experiments.crossval import main as covidqa_cv
+    from gralc.experiments.seed_folds import main as seed_folds
 
     data = tmp_path / "squad.json"
     data.write_text('{"data": []}')
     demo = ["--set", "pipeline.knowledge.vocabulary=null"]
-    with pytest.raises(DemoVocabularyRefused, match="bench.covidqa_cv --train"):
+    with pytest.raises(DemoVocabularyRefused, match="gralc.experiments.crossval --train"):
         covidqa_cv(["--data", str(data), "--train", "--out", str(tmp_path / "cv"), *demo])
-    with pytest.raises(DemoVocabularyRefused, match="bench.seed_folds"):
+    with pytest.raises(DemoVocabularyRefused, match="gralc.experiments.seed_folds"):
         seed_folds(["--data", str(data), "--out", str(tmp_path / "seeds"), "--seeds", "1",
                     "--train-folds", "0", "--recipes", "run", *demo])
     assert not (tmp_path / "cv").exists() and not (tmp_path / "seeds" / "jobs.json").exists()

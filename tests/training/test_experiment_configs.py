@@ -1,6 +1,6 @@
 """The experiment configs load and validate, and ``covidqa_trained`` is the configuration
 the cross-validation chose: every setting of the bench variant that won the held-out folds
-(``lora_lexical_small_late``, docs/results.md "Training with late interaction in the loss")."""
+(``configs/experiment/cv/lora_lexical_small_late.yaml``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.covidqa_cv import VARIANTS
 from gralc.config import load_config
+from gralc.experiments.crossval import VARIANTS
 from gralc.training.config import TrainConfig, validate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,3 +31,10 @@ def test_covidqa_trained_is_the_cross_validated_variant():
     assert chosen == variant  # the variant's overrides change nothing: it is this config
     assert chosen.optim.late_interaction == 0.6 and chosen.lora.enabled
     assert chosen.callbacks.checkpoint.monitor == "val/ev_mrr"
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_cross_validation_variant_is_a_config_that_validates(name):
+    """The variants gralc.experiments.crossval trains are the files of configs/experiment/cv/."""
+    assert VARIANTS[name] == [f"experiment=cv/{name}"]
+    validate(_experiment(f"cv/{name}"))

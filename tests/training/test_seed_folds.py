@@ -1,4 +1,4 @@
-"""bench.seed_folds: the jobs of a seed study (what each trains, in which order, with which
+"""gralc.experiments.seed_folds: the jobs of a seed study (what each trains, in which order, with which
 cache) validate as training configs, and a job is kept, skipped, failed or stopped as its
 status says."""
 
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from bench.covidqa_cv import REPO, VARIANTS
-from bench.seed_folds import jobs, main, parser, run_job
 from gralc.config import load_config
+from gralc.experiments.crossval import REPO, VARIANTS
+from gralc.experiments.seed_folds import jobs, main, parser, run_job
 from gralc.training.config import TrainConfig
 
 

@@ -174,7 +174,7 @@ def test_bad_tuning_settings_are_rejected(make_cfg, tmp_path, override):
 
 
 def test_bench_fixed_rows_keep_the_paper_initial_values():
-    from bench.train_pubmedqa import EXPERIMENT, paper_model
+    from gralc.experiments.pubmedqa import EXPERIMENT, paper_model
     from gralc.model.gralc_model import ModelConfig
 
     tuned = ModelConfig(lambda_init=0.0, beta_init=0.9, learn_lambda=False)

@@ -1,6 +1,6 @@
 """Choose the section-diverse re-ranker's settings on one half of the PMC questions (issue 4).
 
-    python -m bench.rerank_grid [--strategies multilevel fixed] [--out results/rerank_grid.md]
+    python -m gralc.experiments.rerank_grid [--strategies multilevel fixed] [--out results/rerank_grid.md]
 
 The questions of ``--questions`` are split by a hash of their gold document id (the
 benchmark's ``ARTICLE#full``) into a ``dev`` and a ``test`` half. Each strategy is chunked,
@@ -13,7 +13,7 @@ recall@20 (the first in the order below on ties) is named in a comment after eac
 Settings: none (plain ranking), ``mmr`` (lambda 0.7, the earlier default), ``quota`` (one chunk
 per section, all documents), and ``complete`` with 4 / 6 / 8 / 10 completion slots for the
 1 / 2 / 3 best documents. Knowledge: the full MeSH 2024 graph of ``--shared-data``
-(:func:`bench.real_data.knowledge_overrides`).
+(:func:`gralc.data.real_knowledge.knowledge_overrides`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.real_data import SHARED_DATA, real_pipeline_config
 from gralc.data.benchmarks import DataConfig, load_benchmarks
+from gralc.data.real_knowledge import SHARED_DATA, real_pipeline_config
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.diversity import section_diverse_rerank
@@ -57,7 +57,7 @@ def half(doc_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.rerank_grid", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gralc.experiments.rerank_grid", description=__doc__.split("\n")[0])
     ap.add_argument("--pmc", type=Path, default=DATA / "pmc")
     ap.add_argument("--questions", type=Path, default=Path("results/pmc_questions.jsonl"))
     ap.add_argument("--shared-data", type=Path, default=DATA,
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     logging.basicConfig(level=logging.WARNING)
     pipeline = Pipeline(real_pipeline_config(["encoder.cache_dir=data/cache"],
-                                             what="bench.rerank_grid", shared=args.shared_data))
+                                             what="gralc.experiments.rerank_grid", shared=args.shared_data))
     data = DataConfig(name="pmc", path=str(args.pmc), conditions=["full"],
                       questions=str(args.questions))
     bench = load_benchmarks(data, linker=pipeline.linker)[0]

@@ -9,18 +9,18 @@ three entry points a user has, which must rank alike:
 Prints the learned values, the eval row's evidence metrics and how many questions rank
 identically (top 20 chunk ids) through the index and through eval.py.
 
-    python -m bench.covidqa_final --variant lora_lexical_small --epochs 2 --out results/covidqa_final
+    python -m gralc.experiments.final_model --variant lora_lexical_small --epochs 2 --out results/covidqa_final
 
 ``--sentence-evidence W``: export with ``model.sentence_evidence=W``; several weights: the one
 with the best evidence MRR on the model's own dev split (the 20% of articles training held out
-for epoch selection), as ``bench.covidqa_cv`` chooses per fold. With ``--reuse`` the model
+for epoch selection), as ``gralc.experiments.crossval`` chooses per fold. With ``--reuse`` the model
 trained earlier is exported again; with ``--checkpoint CKPT`` that checkpoint (e.g. another
 run's model of record) is exported instead of training. ``--late-interaction M``: export with
 ``model.late_interaction=M`` (the index then stores the chunks' token vectors);
 ``--phrase-weight G`` with ``model.phrase_weight=G`` (the term-pair BM25; the index then holds
 its ``phrase/`` BM25); ``--concept-weight C`` with ``model.concept_weight=C`` (the concept
 match, its index in ``concepts/``); ``--cut-unit sentence`` with hard cuts at sentence starts only.
-Knowledge: the full MeSH 2024 graph of the shared data folder, as ``bench.covidqa_cv``
+Knowledge: the full MeSH 2024 graph of the shared data folder, as ``gralc.experiments.crossval``
 (``--set pipeline.knowledge.vocabulary=...`` replaces it); a model or run on the built-in demo
 list is refused.
 """
@@ -35,15 +35,21 @@ import sys
 import time
 from pathlib import Path
 
-from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, choose_sentence_evidence, dev_side
-from bench.real_data import (
+from gralc.config import load_config
+from gralc.data.benchmarks import squad_benchmark
+from gralc.data.real_knowledge import (
     pipeline_part,
     real_pipeline_config,
     require_real_graph,
     with_real_knowledge,
 )
-from gralc.config import load_config
-from gralc.data.benchmarks import squad_benchmark
+from gralc.experiments.crossval import (
+    DEFAULT_DATA,
+    REPO,
+    VARIANTS,
+    choose_sentence_evidence,
+    dev_side,
+)
 from gralc.model.persistence import export
 from gralc.runinfo import run_metadata, write_json_atomic
 from gralc.training.config import TrainConfig
@@ -69,7 +75,7 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
 
     pipe = Pipeline(real_pipeline_config([
         f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu",
-        *pipeline_part(args.set)], what="bench.covidqa_final"))
+        *pipeline_part(args.set)], what="gralc.experiments.final_model"))
     prepared = pipe.prepare(bench.documents, progress=False)
     settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
     dev = dev_side(bench, bench.documents, args.variant, args.set)
@@ -88,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="export with model.sentence_evidence=W (several: chosen on the dev "
                          "split; default: as trained)")
     ap.add_argument("--late-interaction", type=float, default=None, metavar="M",
-                    help="export with model.late_interaction=M (chosen by bench.late_interaction_cv; "
+                    help="export with model.late_interaction=M (chosen by gralc.experiments.inference_cv; "
                          "default: as trained, off)")
     ap.add_argument("--phrase-weight", type=float, default=None, metavar="G",
                     help="export with model.phrase_weight=G (default: as trained, off)")
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
         *VARIANTS[args.variant], *args.set])
-    require_real_graph(cfg, "bench.covidqa_final")
+    require_real_graph(cfg, "gralc.experiments.final_model")
     done = out / "train" / "result.json"
     if args.checkpoint:
         ckpt = Path(args.checkpoint).resolve()
@@ -127,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         from gralc.model.persistence import load_trained
 
         require_real_graph(load_trained(result["best_checkpoint"]).pipeline_config,
-                           f"bench.covidqa_final ({result['best_checkpoint']})")
+                           f"gralc.experiments.final_model ({result['best_checkpoint']})")
     bench = squad_benchmark(args.data)
     chosen, dev_mrr = sentence_evidence(args, result["best_checkpoint"], bench)
     settings = {k: v for k, v in (("sentence_evidence", chosen),

@@ -6,7 +6,7 @@ the thesaurus terms, the tree, the pharmacological actions and HSDN's disease ->
 edges. The built-in 438-term vocabulary (``PipelineConfig()``'s default) is for the demo
 corpus only; a real-data run on it is refused (:func:`require_real_graph`).
 
-    from bench.real_data import knowledge_overrides, real_pipeline_config
+    from gralc.data.real_knowledge import knowledge_overrides, real_pipeline_config
     knowledge_overrides()          # ["pipeline.knowledge.vocabulary=.../mesh2024_thesaurus_terms.tsv", ...]
     real_pipeline_config(["encoder.device=cpu"])   # PipelineConfig with the full MeSH, checked
 """
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+#: the repository checkout this module runs from (research drivers read its configs/)
+REPO = Path(__file__).resolve().parents[2]
 #: the read-only real data (the same resolution as tests/conftest.py)
 SHARED_DATA = Path(os.environ.get("GRALC_SHARED_DATA", REPO.parent / "shared" / "data"))
 #: KnowledgeConfig key -> file of the shared data folder: the full MeSH 2024 graph
@@ -30,7 +31,7 @@ KNOWLEDGE_FILES = {
     "knowledge.relations.disease_symptom_tsv": "relations/hsdn_disease_symptom.tsv",
 }
 #: how to fix a run that would link real data with the demo list
-FIX = ("link real data with the full MeSH 2024: use bench.real_data.knowledge_overrides() "
+FIX = ("link real data with the full MeSH 2024: use gralc.data.real_knowledge.knowledge_overrides() "
        "(the benches' default), or set pipeline.knowledge.vocabulary (+ tree_file, "
        "relations.pharm_action_tsv, relations.disease_symptom_tsv) to your MeSH files, e.g. "
        "those of `python -m gralc.knowledge download --year 2024 --out data/mesh`")

@@ -1,11 +1,11 @@
-"""bench.late_interaction_cv's gains table: trained over untrained, paired by held-out question,
-pooled over runs, following each fold's selection."""
+"""gralc.experiments.inference_cv: its gains table (trained over untrained, paired by held-out question,
+pooled over runs, following each fold's selection) and its refusals of incomplete runs."""
 
 import json
 
 import pytest
 
-from bench.late_interaction_cv import METRICS, main, print_gains
+from gralc.experiments.inference_cv import METRICS, main, print_gains
 
 
 def _run(tmp_path, name, fold, trained, untrained, articles, selected="best-epoch=1-step=9.ckpt"):
@@ -70,3 +70,37 @@ def test_seeds_scored_on_other_folds_are_refused(tmp_path):
     b = _run(tmp_path, "b", 0, trained=[1.0], untrained=[0.0], articles=["y"])
     with pytest.raises(SystemExit, match="other folds, questions or rows"):
         main(["--seed-mean", a, b])
+
+
+def test_a_run_without_fold_models_is_refused_by_name(tmp_path):
+    """``--run`` pointing at a folder without trained fold models: one message naming the
+    folder and what it must hold, before any data is read."""
+    from gralc.experiments.inference_cv import selected_checkpoint
+
+    (tmp_path / "fold0" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"fold0: no trained fold model .*gralc.experiments.crossval --train"):
+        selected_checkpoint(tmp_path / "fold0")
+    (tmp_path / "fold0" / "checkpoints" / "best-epoch=1.ckpt").write_bytes(b"")
+    assert selected_checkpoint(tmp_path / "fold0").name == "best-epoch=1.ckpt"
+
+
+def test_a_refit_run_takes_its_untrained_models_from_another_run(tmp_path, capsys):
+    """A refit fold (``selected: "last"``, no initial.ckpt) is recognised, and without
+    ``--untrained`` the missing untrained model is named before any data is read."""
+    import json
+
+    from gralc.experiments.inference_cv import is_refit, main
+
+    fold = tmp_path / "refit" / "fold0"
+    (fold / "checkpoints").mkdir(parents=True)
+    (fold / "checkpoints" / "best-epoch=1-step=9.ckpt").write_bytes(b"")
+    (fold / "result.json").write_text(json.dumps(
+        {"selected": "last", "best_checkpoint": "/elsewhere/checkpoints/best-epoch=1-step=9.ckpt"}))
+    assert is_refit(fold) and not is_refit(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--run", str(tmp_path / "refit"), "--train-folds", "0", "--weights", "0", "0.8"])
+    assert f"{fold / 'initial.ckpt'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an --untrained run without the fold's initial.ckpt
+        main(["--run", str(tmp_path / "refit"), "--untrained", str(tmp_path / "other"),
+              "--train-folds", "0", "--weights", "0", "0.8"])
+    assert str(tmp_path / "other" / "fold0" / "initial.ckpt") in capsys.readouterr().err

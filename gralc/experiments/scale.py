@@ -1,6 +1,6 @@
 """Per-unit rates of this machine, measured in one run, for extrapolating GraLC (issue 6).
 
-Usage: python -m bench.scale [--pmc DIR] [--mesh TSV] [--n-articles 20] [--faiss-n 100000]
+Usage: python -m gralc.experiments.scale [--pmc DIR] [--mesh TSV] [--n-articles 20] [--faiss-n 100000]
        [--out outputs/bench_scale/results.json] [--skip-train]
 (defaults read ../shared/data beside the repository). Measures, on real PMC articles:
 
@@ -11,7 +11,7 @@ Usage: python -m bench.scale [--pmc DIR] [--mesh TSV] [--n-articles 20] [--faiss
   ``structure_aware`` chunking (chunks per article, chunk() seconds per article beyond
   encoding and linking);
 * FAISS, one OpenMP thread, on --faiss-n Gaussian-mixture 384-d vectors
-  (``bench.retrieval_latency.mixture``): build seconds, serialised bytes per vector,
+  (``gralc.experiments.retrieval_latency.mixture``): build seconds, serialised bytes per vector,
   single-query p50/p95 latency and recall@10 vs flat for flat / HNSW / IVF-flat / IVF-PQ;
 * training: the demo corpus (``demo_config``, fresh caches in a temp dir, max_epochs=1):
   feature setup seconds, seconds per step and per epoch;
@@ -39,15 +39,16 @@ import faiss
 import numpy as np
 import torch
 
-from bench.retrieval_latency import mixture
 from gralc.chunking.base import PreparedDocument
+from gralc.data.real_knowledge import SHARED_DATA
 from gralc.documents.corpus import corpus_files
 from gralc.documents.jats import parse_jats
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.experiments.retrieval_latency import mixture
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.runinfo import blas_kernel, git_hash
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA
 STRATEGIES = ("late", "structure_aware")
 
 
@@ -349,7 +350,7 @@ def table(r: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gralc.experiments.scale", description=__doc__.split("\n")[0])
     ap.add_argument("--pmc", type=Path, default=DATA / "pmc")
     ap.add_argument("--mesh", type=Path, default=DATA / "mesh" / "mesh2024_thesaurus_terms.tsv")
     ap.add_argument("--n-articles", type=int, default=20, help="sample for link/encode/chunk")
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     logging.basicConfig(level=logging.ERROR)
     r: dict[str, Any] = {
-        "command": " ".join(["python -m bench.scale", *(argv or sys.argv[1:])]),
+        "command": " ".join(["python -m gralc.experiments.scale", *(argv or sys.argv[1:])]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "git_hash": git_hash(),
         "load_avg_start": os.getloadavg(),

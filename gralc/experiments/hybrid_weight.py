@@ -8,8 +8,8 @@ folds (seeded); in each fold the weight with the best mean of ``ev_recall@5`` an
 The out-of-fold mean is the honest estimate of the tuned hybrid; the weight chosen most often
 becomes the config default (``fusion.lexical_weight``).
 
-    python -m bench.hybrid_weight                                  # COVID-QA dev, naive chunks
-    python -m bench.hybrid_weight --strategies fixed late structure_aware --out results/hybrid
+    python -m gralc.experiments.hybrid_weight                                  # COVID-QA dev, naive chunks
+    python -m gralc.experiments.hybrid_weight --strategies fixed late structure_aware --out results/hybrid
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from bench.real_data import real_pipeline_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds
+from gralc.data.real_knowledge import SHARED_DATA, real_pipeline_config
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.fusion import FusionConfig
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/covidqa/covidqa_dev.json"
+DEFAULT_DATA = SHARED_DATA / "covidqa/covidqa_dev.json"
 WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
 TARGET = ("ev_recall@5", "ev_recall@512wp")
 SHOW = ("ev_mrr", "ev_recall@1", "ev_recall@5", "ev_recall@20", "ev_recall@512wp", "ev_recall@1024wp",
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = squad_benchmark(args.data)
     # real data: linked with the full MeSH 2024 (the rows here do not read the mentions)
     pipeline = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}"],
-                                             what="bench.hybrid_weight"))
+                                             what="gralc.experiments.hybrid_weight"))
     prepared = pipeline.prepare(bench.documents, progress=False)
     grid = settings_grid()
     base = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipeline.encoder.tokenizer))

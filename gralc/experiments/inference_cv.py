@@ -1,6 +1,6 @@
 """Late interaction (``model.late_interaction``) on COVID-QA, by cross-validation by article.
 
-For each fold of an earlier ``bench.covidqa_cv`` run (``--run``, e.g.
+For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``, e.g.
 ``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
 (``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc_graph`` row does, with sentence
 evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
@@ -10,23 +10,23 @@ gives the same scores). ``m`` is chosen per fold on the fold's dev split (its tr
 articles only, searched among them), then scored on the held-out fold (searched among all 49
 articles): the ``m=cv`` rows.
 
-    python -m bench.late_interaction_cv --run results/cv_rec01/lora_lexical_small \
+    python -m gralc.experiments.inference_cv --run results/cv_rec01/lora_lexical_small \
         --train-folds 0 1 --sentence-evidence 0.3
 
 ``--phrase-weight G`` adds G x the term-pair BM25 (``model.phrase_weight``) to every row and
 ``--cut-unit sentence`` decodes every model's cuts at sentence starts only (the export-time
 settings of the model of record, ``gralc.export --phrase-weight 0.05 --cut-unit sentence``):
 
-    python -m bench.late_interaction_cv --run results/cv_late/lora_lexical_small_late \
+    python -m gralc.experiments.inference_cv --run results/cv_late/lora_lexical_small_late \
         --weights 0 0.8 --phrase-weight 0.05 --cut-unit sentence --out results/li_sentence_phrase
 
-A refit run (``bench.covidqa_cv --set loader.dev_fraction=0 ...``: every training article
+A refit run (``gralc.experiments.crossval --set loader.dev_fraction=0 ...``: every training article
 trained, no dev split, no ``initial.ckpt``) takes its untrained models from ``--untrained
 RUN`` (an earlier run of the same variant and seed: the untrained model depends on neither
 the data nor the split) and gets no ``trained m=cv`` row: its dev articles were trained on, so
 M must be fixed (``--weights 0 0.8``: the ``trained m=0.8`` row):
 
-    python -m bench.late_interaction_cv --run results/cv_late_refit/lora_lexical_small_late \
+    python -m gralc.experiments.inference_cv --run results/cv_late_refit/lora_lexical_small_late \
         --untrained results/cv_late/lora_lexical_small_late --weights 0 0.8 \
         --phrase-weight 0.05 --cut-unit sentence --out results/li_refit
 
@@ -36,7 +36,7 @@ articles inside each fold (:mod:`gralc.evaluation.significance`); ``late_interac
 keeps every held-out question's values (``questions``, ``articles``) beside the means.
 
 ``--seed-mean RUN ...``: no scoring; one recipe trained under several seeds
-(``bench.seed_folds``), each RUN scored on the same folds: every row's mean and spread over
+(``gralc.experiments.seed_folds``), each RUN scored on the same folds: every row's mean and spread over
 the seeds, and the gains with each question's values averaged over the seeds first.
 
 ``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
@@ -56,13 +56,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.covidqa_cv import DEFAULT_DATA, covidqa_setup, dev_side
-from bench.real_data import require_real_graph
 from gralc.data.folds import cv_side
+from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import trained_scores
+from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup, dev_side
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
@@ -148,10 +148,10 @@ def is_refit(folder: Path) -> bool:
 
 
 def selected_checkpoint(folder: Path) -> Path:
-    """The fold's model as ``bench.covidqa_cv`` selected it (``result.json``: the best trained
+    """The fold's model as ``gralc.experiments.crossval`` selected it (``result.json``: the best trained
     epoch, or ``initial.ckpt`` where no trained epoch beat it on dev), so the ``trained`` rows
     follow the protocol's selection inside the training folds; a folder without ``result.json``,
-    e.g. one ``bench.average_folds`` wrote, holds its one model as ``checkpoints/best-*.ckpt``)."""
+    e.g. one ``gralc.experiments.average_folds`` wrote, holds its one model as ``checkpoints/best-*.ckpt``)."""
     from gralc.training.run import run_selected_checkpoint
 
     if (folder / "result.json").is_file():
@@ -162,7 +162,7 @@ def selected_checkpoint(folder: Path) -> Path:
     best = sorted((folder / "checkpoints").glob("best-*.ckpt"))
     if not best:
         raise SystemExit(f"{folder}: no trained fold model (checkpoints/best-*.ckpt); --run must be "
-                         "a bench.covidqa_cv --train variant folder holding the folds asked for")
+                         "a gralc.experiments.crossval --train variant folder holding the folds asked for")
     return best[-1]
 
 
@@ -219,7 +219,7 @@ def pool(runs: list[str]) -> int:
     for run in runs:
         path = Path(run) / "late_interaction.json"
         if not path.is_file():
-            raise SystemExit(f"--pool {run}: no {path} (run bench.late_interaction_cv --run {run} first)")
+            raise SystemExit(f"--pool {run}: no {path} (run gralc.experiments.inference_cv --run {run} first)")
         saved = json.loads(path.read_text())
         overlap = sorted(set(folds) & set(saved["args"]["train_folds"]))
         if overlap:
@@ -257,7 +257,7 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
         path = Path(run) / "late_interaction.json"
         if not path.is_file() or "questions" not in (got := json.loads(path.read_text())):
             raise SystemExit(f"--seed-mean {run}: no {path} with per-question values "
-                             f"(run bench.late_interaction_cv --run ... --out {run} first)")
+                             f"(run gralc.experiments.inference_cv --run ... --out {run} first)")
         saved.append(got)
     first = saved[0]
     for run, got in zip(runs[1:], saved[1:]):
@@ -284,7 +284,7 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", help="a bench.covidqa_cv variant folder (fold0, ...)")
+    ap.add_argument("--run", help="a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--pool", nargs="+", metavar="RUN",
                     help="only print one table over these runs' late_interaction.json")
     ap.add_argument("--seed-mean", nargs="+", metavar="RUN",
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                 for p in [untrained / f"fold{k}" / "initial.ckpt"] if not p.is_file()]
     if missing:
         ap.error(f"no finished fold at {', '.join(missing)} (--run: checkpoints/best-*.ckpt; "
-                 "--untrained, default --run: initial.ckpt): run bench.covidqa_cv --train first")
+                 "--untrained, default --run: initial.ckpt): run gralc.experiments.crossval --train first")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
     bench, base_pipe, _, settings = covidqa_setup(args.data, args.cache_dir)
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         refit = is_refit(folder)
         for tag, ckpt in (("untrained", untrained / f"fold{k}" / "initial.ckpt"), ("trained", best)):
             scorer = TrainedScorer.load(ckpt)
-            require_real_graph(scorer.pipeline_config, f"bench.late_interaction_cv ({ckpt})")
+            require_real_graph(scorer.pipeline_config, f"gralc.experiments.inference_cv ({ckpt})")
             terms = (args.sentence_evidence, args.phrase_weight, args.cut_unit)
             choose = not (refit and tag == "trained")  # a refit trained on its dev articles
             if choose:

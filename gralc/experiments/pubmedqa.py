@@ -1,6 +1,6 @@
 """PubMedQA*: fixed-weight strategies vs trained GraLC (paper Table 1, Sect. 3.2.1).
 
-    python -m bench.train_pubmedqa [--data ori_pqal.json] [--mesh DIR] [--seeds 0 1 2]
+    python -m gralc.experiments.pubmedqa [--data ori_pqal.json] [--mesh DIR] [--seeds 0 1 2]
                                    [--epochs N] [--out outputs/bench_pubmedqa] [--quick]
                                    [--baselines naive ...] [--set key=value ...]
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import torch
 
-from bench.real_data import knowledge_overrides, require_real_graph
 from gralc.config import load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
+from gralc.data.real_knowledge import REPO, SHARED_DATA, knowledge_overrides, require_real_graph
 from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.evaluation.metrics import aggregate
 from gralc.evaluation.trained_rows import evaluate_trained
@@ -47,9 +47,8 @@ from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
-logger = logging.getLogger("bench.train_pubmedqa")
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+logger = logging.getLogger("gralc.experiments.pubmedqa")
+SHARED = SHARED_DATA
 KS = (1, 5, 10, 20)
 BASELINES = ["naive", "semantic", "late", "structure_aware"]
 #: Paper Table 1 (MRR, PubMedQA*).
@@ -133,7 +132,7 @@ def fmt(stat: dict[str, float] | None, digits: int = 4) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     base = load_config(TrainConfig, REPO / "configs" / "train.yaml", train_overrides(args, (args.seeds or [0])[0]))
-    require_real_graph(base, "bench.train_pubmedqa")
+    require_real_graph(base, "gralc.experiments.pubmedqa")
     t0 = time.perf_counter()
     pipeline = Pipeline(base.pipeline)
     all_b, test_b = pubmedqa_benchmarks(args.data, "all,test", base.data.max_docs)

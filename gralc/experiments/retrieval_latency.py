@@ -5,7 +5,7 @@ real embeddings cluster (structureless random vectors are IVF's worst case). Pri
 markdown table with p50/p95 latency in ms (one query per call, the ChunkIndex.search path
 including tie-break and Chunk lookup) and recall@10 against the exact flat index.
 
-    .venv/bin/python bench/retrieval_latency.py [--sizes 10000 100000] [--queries 200]
+    .venv/bin/python -m gralc.experiments.retrieval_latency [--sizes 10000 100000] [--queries 200]
 """
 
 from __future__ import annotations

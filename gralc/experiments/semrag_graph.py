@@ -13,10 +13,10 @@
 4. ``concepts``: what MeSH links in the COVID-QA questions: how many link none, and the most
    frequent concepts with the share of articles that mention them (why the graph narrows little).
 
-    python -m bench.semrag_graph --parts covidqa pmc cost --out results/semrag
+    python -m gralc.experiments.semrag_graph --parts covidqa pmc cost --out results/semrag
 
 Every number is printed as a table and written to ``OUT/semrag.json`` with the run metadata.
-Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`bench.real_data`; ``--set
+Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`gralc.data.real_knowledge`; ``--set
 pipeline.knowledge.vocabulary=...`` replaces it).
 """
 
@@ -30,13 +30,18 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from bench.real_data import SHARED_DATA, knowledge_overrides, names_vocabulary, require_real_graph
 from gralc.config import load_config
+from gralc.data.real_knowledge import (
+    REPO,
+    SHARED_DATA,
+    knowledge_overrides,
+    names_vocabulary,
+    require_real_graph,
+)
 from gralc.encoding.precision import native_bf16
 from gralc.evaluation.config import EvalConfig
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
 
-REPO = Path(__file__).resolve().parents[1]
 SHARED = SHARED_DATA
 GRAPH_ROWS = ["semantic", "semantic_graph_local", "semantic_graph_global", "semantic_hybrid"]
 ROWS = {
@@ -45,7 +50,7 @@ ROWS = {
 }
 METRICS = ["ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr", "cross_section_recall@5"]
-logger = logging.getLogger("bench.semrag_graph")
+logger = logging.getLogger("gralc.experiments.semrag_graph")
 
 
 def run_eval(part: str, out: Path, extra: list[str]) -> dict:
@@ -66,7 +71,7 @@ def run_eval(part: str, out: Path, extra: list[str]) -> dict:
     cfg = load_config(EvalConfig, REPO / "configs" / "eval.yaml", [
         *data, *mesh, f"methods=[{','.join(ROWS[part])}]", f"paths.output_dir={out / part}",
         "paths.force=true", "progress=false", "resume=true", *extra])
-    require_real_graph(cfg, f"bench.semrag_graph {part}")
+    require_real_graph(cfg, f"gralc.experiments.semrag_graph {part}")
     results, _ = evaluate(cfg)
     return {r.method: {**r.metrics, **{k: v for k, v in r.chunk_stats.items()},
                        **{f"t_{k}": v for k, v in r.timings.items()}} for r in results}

@@ -1,15 +1,15 @@
 """One training recipe under several seeds, as parallel ``train.py`` jobs: each seed's five
-fold models of the COVID-QA cross-validation (what ``bench.covidqa_cv --train`` trains in
+fold models of the COVID-QA cross-validation (what ``gralc.experiments.crossval --train`` trains in
 turn, with its overrides) and, with ``--final-seeds``, its model on all 49 articles (what
-``bench.covidqa_final`` trains), for each recipe: ``run`` (the model of record's run,
+``gralc.experiments.final_model`` trains), for each recipe: ``run`` (the model of record's run,
 checkpoint chosen by evidence MRR on its dev split) and ``refit`` (the same on the dev
 articles too, last epoch). The soup of record averages the two. Layout, read by
-``bench.average_folds`` and ``bench.late_interaction_cv``::
+``gralc.experiments.average_folds`` and ``gralc.experiments.inference_cv``::
 
     OUT/seed{S}/{run,refit}/VARIANT/fold{K}/    OUT/seed{S}/{run,refit}/final/
 
-    python -m bench.seed_folds --seeds 1 2 --jobs 1 --out results/seeds           # CPU, in turn
-    python -m bench.seed_folds --seeds 1 2 --final-seeds 0 1 2 --device cuda --jobs 16 --threads 1 \\
+    python -m gralc.experiments.seed_folds --seeds 1 2 --jobs 1 --out results/seeds           # CPU, in turn
+    python -m gralc.experiments.seed_folds --seeds 1 2 --final-seeds 0 1 2 --device cuda --jobs 16 --threads 1 \\
         --out results/seeds                                                       # one GPU
 
 A job whose folder holds a ``result.json`` is kept, a stopped one goes on from its
@@ -18,7 +18,7 @@ refused before anything runs; each job appends its log beside its folder (``fold
 status and wall seconds with the git hash (one entry per invocation). ``--deadline S`` starts no job after S seconds and
 stops the ones still running then (a device lease's end); they are reported, not kept.
 Every job links with the full MeSH 2024 graph of the shared data folder, as
-``bench.covidqa_cv`` (``--set pipeline.knowledge.vocabulary=...`` replaces it); jobs on the
+``gralc.experiments.crossval`` (``--set pipeline.knowledge.vocabulary=...`` replaces it); jobs on the
 built-in demo list are refused before any runs.
 """
 
@@ -33,9 +33,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.covidqa_cv import DEFAULT_DATA, REPO, VARIANTS, fold_overrides
-from bench.real_data import require_real_graph, with_real_knowledge
 from gralc.config import load_config
+from gralc.data.real_knowledge import require_real_graph, with_real_knowledge
+from gralc.experiments.crossval import DEFAULT_DATA, REPO, VARIANTS, fold_overrides
 from gralc.runinfo import run_metadata, write_json_atomic
 
 #: the soup of record's two ingredients (docs/training.md)
@@ -47,7 +47,7 @@ RECIPES = {
 
 def job_overrides(args: argparse.Namespace, seed: int, recipe: str, fold: int | None,
                   run_dir: Path) -> list[str]:
-    """``train.py`` overrides of one job: ``bench.covidqa_cv``'s for a fold (folds of record,
+    """``train.py`` overrides of one job: ``gralc.experiments.crossval``'s for a fold (folds of record,
     fold seed 0), on every article for ``fold=None``; on ``--device``, seeded ``seed``."""
     # parallel jobs: one cache each (a shared one serialises their feature builds on its lock)
     cache = run_dir.parent / f"{run_dir.name}.cache" if args.jobs > 1 else Path(args.cache_dir)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         from gralc.training.config import TrainConfig
 
         require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml", todo[0][2]),
-                           "bench.seed_folds")
+                           "gralc.experiments.seed_folds")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     stop_at = time.monotonic() + (args.deadline if args.deadline else float("inf"))
     t0 = time.monotonic()

@@ -8,10 +8,10 @@ its rows are scored on the held-out fold's questions against the pooled corpus. 
 ± std over folds for every row, seconds per training epoch and the gap to the best untrained
 row; ``--variants`` adds ablations (each learned part switched off).
 
-    python -m bench.covidqa_cv                               # untrained rows, ~6 min
-    python -m bench.covidqa_cv --train --epochs 3 --out results/covidqa_cv
-    python -m bench.covidqa_cv --train --variants full no_kg fixed_boundaries
-    python -m bench.covidqa_cv --train --epochs 2 --variants lexical lexical_small
+    python -m gralc.experiments.crossval                               # untrained rows, ~6 min
+    python -m gralc.experiments.crossval --train --epochs 3 --out results/covidqa_cv
+    python -m gralc.experiments.crossval --train --variants full no_kg fixed_boundaries
+    python -m gralc.experiments.crossval --train --epochs 2 --variants lexical lexical_small
 
 Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values;
 ``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows for the first
@@ -22,7 +22,7 @@ evidence (``model.sentence_evidence=W``, :mod:`gralc.model.sentence_evidence`): 
 weight chosen per fold by evidence MRR on that fold's dev split (its training folds' dev
 articles, searched against the training folds' articles only).
 
-    python -m bench.covidqa_cv --train --reuse --epochs 2 --variants lora_lexical_small \
+    python -m gralc.experiments.crossval --train --reuse --epochs 2 --variants lora_lexical_small \
         --rows multilevel_hybrid --sentence-evidence 0 0.2 0.3 0.5 --out results/cv_fix
 
 ``--wise T ...`` scores each fold's model (first variant, with its dev-chosen sentence
@@ -32,13 +32,13 @@ a ``VARIANT+wise=T:gralc_graph`` row per T and ``+wise=cv`` with T chosen on the
 ``--extend-from DIR`` continues each fold's run of an earlier ``--out DIR`` up to ``--epochs``
 (copied first: DIR stays as it was; the earlier epochs still compete for the checkpoint):
 
-    python -m bench.covidqa_cv --train --epochs 4 --extend-from results/cv_fix \
+    python -m gralc.experiments.crossval --train --epochs 4 --extend-from results/cv_fix \
         --variants lora_lexical_small --rows multilevel_hybrid bm25 \
         --sentence-evidence 0 0.2 0.3 0.5 --set callbacks.checkpoint.monitor=val/ev_mrr \
         --out results/cv_ep4
 
 Knowledge: the untrained rows' pipeline and every training run link with the full MeSH 2024
-graph of the shared data folder (:func:`bench.real_data.knowledge_overrides`: thesaurus, tree,
+graph of the shared data folder (:func:`gralc.data.real_knowledge.knowledge_overrides`: thesaurus, tree,
 pharmacological actions, HSDN); ``--set pipeline.knowledge.vocabulary=...`` replaces it (then
 the other knowledge files are the ``--set`` ones too). A run on the built-in demo list is
 refused.
@@ -57,15 +57,17 @@ from typing import Any
 
 import torch
 
-from bench.real_data import (
+from gralc.config import load_config
+from gralc.data.benchmarks import squad_benchmark
+from gralc.data.folds import article_folds, cv_side
+from gralc.data.real_knowledge import (
+    REPO,
+    SHARED_DATA,
     pipeline_part,
     real_pipeline_config,
     require_real_graph,
     with_real_knowledge,
 )
-from gralc.config import load_config
-from gralc.data.benchmarks import squad_benchmark
-from gralc.data.folds import article_folds, cv_side
 from gralc.encoding.precision import native_bf16
 from gralc.evaluation.evidence import PieceCounter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
@@ -76,67 +78,18 @@ from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
 from gralc.training.run import copy_run, train
 
-logger = logging.getLogger("bench.covidqa_cv")
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared/data/covidqa/covidqa_dev.json"
+logger = logging.getLogger("gralc.experiments.crossval")
+DEFAULT_DATA = SHARED_DATA / "covidqa/covidqa_dev.json"
 #: the issue's rows, plus the best untrained rows of the README table
 ROWS = ["naive", "naive_hybrid", "naive_bm25", "bm25", "late", "structure_aware",
         "structure_aware_hybrid", "dp_sentences_hybrid", "multilevel_hybrid"]
 METRICS = ["ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr"]
-#: training variants: name -> overrides (each switches one learned part off)
-VARIANTS = {
-    "full": [],
-    "no_kg": ["model.use_kg=false"],
-    "fixed_boundaries": ["model.learn_alpha=false", "model.learn_gamma=false", "model.learn_tau=false"],
-    "no_hybrid_beta": ["model.use_hybrid=false"],
-    "lora": ["lora.enabled=true"],
-    # not an ablation: smaller chunks for a budget-scored task (chosen inside training folds
-    # only if it wins there; here reported beside the others)
-    "small_chunks": ["pipeline.chunking.boundary.min_tokens=32", "pipeline.chunking.boundary.max_tokens=256"],
-    # the learned lexical term: BM25 over the same chunks mixed in by a learned weight
-    "lexical": ["model.use_lexical=true"],
-    "lexical_small": ["model.use_lexical=true", "pipeline.chunking.boundary.min_tokens=32",
-                      "pipeline.chunking.boundary.max_tokens=256"],
-    # boundaries learned from evidence too (the boundary loss of optim.evidence_cut_weight)
-    "evidence_cuts": ["model.use_lexical=true", "optim.evidence_cut_weight=1.0"],
-    # LoRA on the encoder (trained on evidence windows, lora.windows_per_doc) with the lexical term
-    "lora_lexical": ["lora.enabled=true", "model.use_lexical=true"],
-    "lora_lexical_small": ["lora.enabled=true", "model.use_lexical=true",
-                           "pipeline.chunking.boundary.min_tokens=32",
-                           "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, wider adapters: rank 16 on every attention and feed-forward Linear
-    "lora_lexical_small_wide": ["lora.enabled=true", "model.use_lexical=true",
-                                "lora.r=16", "lora.alpha=32",
-                                "lora.target_modules=[query,key,value,dense]",
-                                "pipeline.chunking.boundary.min_tokens=32",
-                                "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, boundaries also trained to keep evidence inside one chunk (evidence-cut loss)
-    "lora_lexical_small_cuts": ["lora.enabled=true", "model.use_lexical=true",
-                                "optim.evidence_cut_weight=1.0",
-                                "pipeline.chunking.boundary.min_tokens=32",
-                                "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, trained with sentence evidence in the chunk scores (model.sentence_evidence)
-    "lora_lexical_small_sent": ["lora.enabled=true", "model.use_lexical=true",
-                                "model.sentence_evidence=0.3",
-                                "pipeline.chunking.boundary.min_tokens=32",
-                                "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, plus an InfoNCE on the chunks' cosine alone (optim.dense_weight)
-    "lora_lexical_small_dense": ["lora.enabled=true", "model.use_lexical=true",
-                                 "optim.dense_weight=1.0",
-                                 "pipeline.chunking.boundary.min_tokens=32",
-                                 "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, trained with late interaction in the score (ColBERT-style MaxSim, weight 0.6)
-    "lora_lexical_small_late": ["lora.enabled=true", "model.use_lexical=true",
-                                "optim.late_interaction=0.6",
-                                "pipeline.chunking.boundary.min_tokens=32",
-                                "pipeline.chunking.boundary.max_tokens=256"],
-    # the same, the lexical term's BM25 in training with the training corpus's term statistics
-    "lora_lexical_small_corpus": ["lora.enabled=true", "model.use_lexical=true",
-                                  "optim.lexical_stats=corpus",
-                                  "pipeline.chunking.boundary.min_tokens=32",
-                                  "pipeline.chunking.boundary.max_tokens=256"],
-}
+#: training variants: the files of configs/experiment/cv/ (each switches one learned part off
+#: or on; ``--variants NAME`` trains ``experiment=cv/NAME``), as train.py overrides
+VARIANT_DIR = REPO / "configs" / "experiment" / "cv"
+VARIANTS: dict[str, list[str]] = {f.stem: [f"experiment=cv/{f.stem}"]
+                                  for f in sorted(VARIANT_DIR.glob("*.yaml"))}
 
 
 #: learned parts switched off in an already trained model (``--ablate``), without retraining
@@ -188,7 +141,7 @@ def covidqa_setup(data: str, cache_dir: str, knowledge: list[str] | tuple[str, .
     """``(bench, pipeline, prepared documents, run settings)`` for the COVID-QA rows: the
     SQuAD-format ``data``, eval.py's pipeline defaults (as the README's COVID-QA table, CPU,
     encodings cached under ``cache_dir``) linked with the full MeSH 2024 graph
-    (:func:`bench.real_data.knowledge_overrides`; ``knowledge``: PipelineConfig
+    (:func:`gralc.data.real_knowledge.knowledge_overrides`; ``knowledge``: PipelineConfig
     ``knowledge.*`` overrides applied after it, a demo-list pipeline is refused), the
     metrics' cut-offs and word-piece counter."""
     cfg = real_pipeline_config([f"encoder.cache_dir={cache_dir}/encodings", "encoder.device=cpu",
@@ -260,19 +213,10 @@ def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, be
 def interpolated_checkpoint(initial: str, trained: str, t: float, out: Path) -> str:
     """A checkpoint whose every floating weight is ``(1 - t) * initial + t * trained`` (weight-
     space interpolation between the untrained and the trained model, WiSE-FT; LoRA adapters
-    and scalars alike), the rest as in ``trained``; written to ``out`` (atomically)."""
-    from gralc.safe_load import load_torch
-    from gralc.training.soup import average_state_dicts, check_one_initialisation
+    and scalars alike): :func:`gralc.training.soup.soup` with weights ``(1 - t, t)``."""
+    from gralc.training.soup import soup
 
-    a = load_torch(initial, what="training checkpoint (.ckpt)")
-    b = load_torch(trained, what="training checkpoint (.ckpt)")
-    check_one_initialisation([initial, trained], [a, b])  # one seed, one architecture
-    b["state_dict"] = average_state_dicts([a["state_dict"], b["state_dict"]], [1 - t, t])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    torch.save(b, tmp)
-    tmp.replace(out)
-    return str(out)
+    return str(soup([initial, trained], out, weights=[1 - t, t]))
 
 
 def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, prepared,
@@ -331,7 +275,7 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
     overrides = [*fold_overrides(args.data, (args.folds, fold, args.seed), run_dir, args.cache_dir,
                                  args.epochs, args.threads, variant), *args.set, *resume]
     cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
-    require_real_graph(cfg, "bench.covidqa_cv --train")
+    require_real_graph(cfg, "gralc.experiments.crossval --train")
     timer = EpochTimer()
     result = train(cfg, callbacks=[timer])
     return result["best_checkpoint"], timer.seconds
@@ -381,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
     for variant in args.variants if args.train else []:  # refused before any minute is spent
         require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml",
-                                       [*VARIANTS[variant], *args.set]), "bench.covidqa_cv --train")
+                                       [*VARIANTS[variant], *args.set]), "gralc.experiments.crossval --train")
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
     t0 = time.perf_counter()

@@ -1,15 +1,15 @@
 """Weight averaging along training, by cross-validation: each fold's model is the average of
 two checkpoints of that fold (e.g. the selected end of epoch 2 of one run and the end of
 epoch 3 of its continuation), every floating weight ``(1 - t) * a + t * b``, LoRA adapters and
-learned scalars alike (:func:`bench.covidqa_cv.interpolated_checkpoint`; checkpoint averaging,
+learned scalars alike (:func:`gralc.experiments.crossval.interpolated_checkpoint`; checkpoint averaging,
 as stochastic weight averaging does along one trajectory). The folds are written as a
-``bench.covidqa_cv`` variant folder (``checkpoints/best-avg.ckpt`` plus the fold's
-``initial.ckpt`` and ``config.yaml`` from ``--a``), so ``bench.late_interaction_cv`` scores
+``gralc.experiments.crossval`` variant folder (``checkpoints/best-avg.ckpt`` plus the fold's
+``initial.ckpt`` and ``config.yaml`` from ``--a``), so ``gralc.experiments.inference_cv`` scores
 them with the protocol's dev choices::
 
-    python -m bench.average_folds --a results/cv_late/lora_lexical_small_late \
+    python -m gralc.experiments.average_folds --a results/cv_late/lora_lexical_small_late \
         --b results/cv_late_ep3/lora_lexical_small_late --out results/cv_avg/lora_lexical_small_late
-    python -m bench.late_interaction_cv --run results/cv_avg/lora_lexical_small_late --sentence-evidence 0.3
+    python -m gralc.experiments.inference_cv --run results/cv_avg/lora_lexical_small_late --sentence-evidence 0.3
 
 A soup of three runs of one recipe: average two (t = 0.5), then move that a third of the way
 to the third run's selected models (``--b-checkpoint selected --t 0.3333333333333333``).
@@ -21,8 +21,8 @@ import argparse
 import shutil
 from pathlib import Path
 
-from bench.covidqa_cv import interpolated_checkpoint
-from bench.late_interaction_cv import selected_checkpoint
+from gralc.experiments.crossval import interpolated_checkpoint
+from gralc.experiments.inference_cv import selected_checkpoint
 from gralc.safe_load import load_torch
 from gralc.training.soup import check_one_initialisation
 
@@ -38,7 +38,7 @@ def check_fold(a: Path, b: Path, out: Path, b_checkpoint: str) -> None:
     (another seed) or whose ``out`` already holds files."""
     for need in (a / "initial.ckpt", second_checkpoint(b, b_checkpoint)):
         if not need.is_file():
-            raise SystemExit(f"{need}: missing; --a and --b must be bench.covidqa_cv variant folders "
+            raise SystemExit(f"{need}: missing; --a and --b must be gralc.experiments.crossval variant folders "
                              "holding the folds asked for")
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out}: already holds files; choose a new --out")
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--b", required=True, help="variant folder holding the second checkpoint of each fold")
     ap.add_argument("--b-checkpoint", default="last.ckpt",
                     help="file name under each --b fold's checkpoints/, or 'selected': the model "
-                         "bench.covidqa_cv selected in that fold (best trained epoch or initial.ckpt)")
+                         "gralc.experiments.crossval selected in that fold (best trained epoch or initial.ckpt)")
     ap.add_argument("--t", type=float, default=0.5, help="weight of the --b checkpoint")
     ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", required=True)
