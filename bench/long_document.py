@@ -37,12 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT.parent / "shared/data/covidqa/covidqa_dev.json"
 RESULTS = ROOT / "docs/results/memory_per_strategy.json"
-#: ``gralc.index``'s default strategy (``--strategy`` left out)
-DEFAULT_STRATEGY = "structure_aware"
 GIB = 2**30
-#: an article this small (or smaller) measures a strategy's fixed cost: the process, the
-#: model, the encoder's batch (``--mb 0.02``)
-BASELINE_MB = 0.02
 
 
 def article(mb: float, source: Path) -> str:
@@ -116,6 +111,7 @@ def _key(row: dict) -> tuple:
 def write_results(rows: list[dict], meta: dict, path: Path = RESULTS) -> None:
     """Merge ``rows`` into ``path`` (a rerun replaces its label/strategy/size row) and
     regenerate the Markdown table next to it."""
+    from gralc.experiments.tables import render
     from gralc.runinfo import write_json_atomic
 
     saved = json.loads(path.read_text()) if path.exists() else {"runs": [], "invocations": []}
@@ -127,56 +123,7 @@ def write_results(rows: list[dict], meta: dict, path: Path = RESULTS) -> None:
     used = {r.get("invocation") for r in saved["runs"]}
     saved["invocations"] = [m for m in saved["invocations"] if m["id"] in used]
     write_json_atomic(path, saved)
-    path.with_suffix(".md").write_text(markdown(saved))
-
-
-def markdown(saved: dict) -> str:
-    """The per-strategy table of a results file."""
-    labels = sorted({r["label"] for r in saved["runs"]}, key=lambda x: (x != "before", x))
-    cells: dict[tuple, dict] = {(r["strategy"], r["mb"], r["label"]): r for r in saved["runs"]}
-    pairs = sorted({(r["mb"], r["strategy"]) for r in saved["runs"]})
-    baseline = {(r["strategy"], r["label"]): r["peak_rss_gib"] for r in saved["runs"]
-                if r["mb"] <= BASELINE_MB and r["returncode"] == 0}
-    head = ["article", "strategy", "word-pieces", "token vectors (fp32)"]
-    head += [f"peak RSS {lb}" for lb in labels] + [f"wall {lb}" for lb in labels]
-    lines = [
-        "# Peak memory of `gralc.index` on one long plain-text article, per strategy", "",
-        "Written by `python -m bench.long_document --write` (see its docstring); one fresh",
-        "`python -m gralc.index ARTICLE --strategy S` process per cell, peak resident memory",
-        "(`ru_maxrss` of that process), wall time with the other processes of a shared",
-        f"machine running. `{DEFAULT_STRATEGY}` is `gralc.index`'s default strategy.", "",
-    ]
-    for inv in saved.get("invocations", []):
-        lines.append(f"- `{inv['command']}`: {inv['label']} = {inv['code']}; git "
-                     f"{inv['git_hash']}; {inv['cpu_model']} x{inv['cpu_count']}; {inv['created']}")
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for mb, strategy in pairs:
-        some = next(cells[(strategy, mb, lb)] for lb in labels if (strategy, mb, lb) in cells)
-        name = f"{strategy} (default)" if strategy == DEFAULT_STRATEGY else strategy
-        vec = some.get("token_vectors_gib")
-        row = [f"{mb:g} MB", name, str(some.get("word_pieces") or "?"),
-               f"{vec:.2f} GiB" if vec else "?"]
-        for lb in labels:
-            r = cells.get((strategy, mb, lb))
-            if r is None:
-                row.append("-")
-            elif r.get("killed_above_gib"):
-                row.append(f"> {r['killed_above_gib']:g} GiB (killed)")
-            elif r["returncode"] != 0:
-                row.append(f"failed ({r['returncode']})")
-            else:
-                base = baseline.get((strategy, lb))
-                ratio = (f" (+{(r['peak_rss_gib'] - base) / vec:.1f}x)"
-                         if vec and base is not None and mb > BASELINE_MB else "")
-                row.append(f"{r['peak_rss_gib']:.2f} GiB{ratio}")
-        for lb in labels:
-            r = cells.get((strategy, mb, lb))
-            row.append(f"{r['wall_s']:.0f} s" if r and r["returncode"] == 0 else "-")
-        lines.append("| " + " | ".join(row) + " |")
-    lines += ["", f"(+x): peak RSS above the same strategy's on a {BASELINE_MB:g} MB article (the "
-              "process, model and encoder batch), over the size of the token vectors alone; "
-              "-: not measured.", ""]
-    return "\n".join(lines)
+    path.with_suffix(".md").write_text(render("memory_per_strategy", saved))
 
 
 def main(argv: list[str] | None = None) -> int:
