@@ -1,6 +1,8 @@
 """GraLC's layers import only downward (README "Repository layout"): a test that walks every
 module's imports (module level, function level and TYPE_CHECKING alike) and fails on an
-upward import or an import between peers of the top library layer."""
+upward import, an import between peers of the top library layer, or an import cycle among
+gralc modules. A package's ``__main__`` (``python -m gralc.<package>``) is part of its
+package's layer: a command line that needs more lives at the top (``gralc/<verb>.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gralc"
 
 #: package or module under gralc -> layer (higher imports lower, never the reverse)
 LAYERS: dict[str, float] = {
-    **dict.fromkeys(("safe_load", "runinfo"), -2),  # loaders of untrusted files, run metadata
+    # loaders of untrusted files, run metadata; the error boundary every command line shares
+    # (it imports nothing of gralc, so `python -m gralc.documents` may use it too)
+    **dict.fromkeys(("safe_load", "runinfo", "cli"), -2),
     **dict.fromkeys(("artefacts", "config", "record_store"), -1),
     **dict.fromkeys(("documents", "knowledge", "encoding"), 0),
     "chunking": 1,
@@ -23,17 +27,18 @@ LAYERS: dict[str, float] = {
     "retrieval": 3,
     "data": 4,
     **dict.fromkeys(("training", "evaluation", "inference"), 5),
-    **dict.fromkeys(("cli", "index", "search", "export", "shard_index", "sweep", "demo", "graph"), 6),
+    **dict.fromkeys(("chunk", "index", "search", "export", "shard_index", "sweep", "demo", "graph"), 6),
     "experiments": 7,  # research drivers on top of everything (the product never imports them)
 }
 CLI = 6
 
 
-def _modules() -> list[tuple[str, Path]]:
-    out = []
+def _modules() -> dict[str, Path]:
+    """Module name -> file, for every module under :data:`PACKAGE`."""
+    out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        out.append((".".join(p for p in parts if p != "__init__"), path))
+        out[".".join(p for p in parts if p != "__init__")] = path
     return out
 
 
@@ -41,19 +46,24 @@ def _layer(module: str) -> tuple[str, float]:
     parts = module.split(".")
     if len(parts) == 1:
         return "gralc", -1
-    if parts[-1] == "__main__":
-        return parts[1], CLI  # python -m gralc.<package>: a command line
     top = parts[1]
     if top not in LAYERS:
         pytest.fail(f"gralc.{top} has no layer: add it to LAYERS in {__file__}")
     return top, LAYERS[top]
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+def _imports(path: Path, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """``(line, module)`` of every gralc module ``path`` imports, anywhere in the file;
+    ``from gralc.a import b`` names ``gralc.a.b`` when that is a module, else ``gralc.a``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            found.extend((node.lineno, s) for s in subs if s in modules)
+            if not all(s in modules for s in subs):
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.ImportFrom):
+            pytest.fail(f"{path}:{node.lineno}: a relative import; GraLC imports absolutely")
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
     return [(n, m) for n, m in found if m == "gralc" or m.startswith("gralc.")]
@@ -61,9 +71,10 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def upward_imports() -> list[str]:
     bad = []
-    for module, path in _modules():
+    modules = _modules()
+    for module, path in modules.items():
         top, layer = _layer(module)
-        for line, target in _imports(path):
+        for line, target in _imports(path, modules):
             if target == "gralc":
                 continue
             ttop, tlayer = _layer(target)
@@ -75,14 +86,121 @@ def upward_imports() -> list[str]:
     return bad
 
 
+def import_cycles() -> list[str]:
+    """Every cycle of the gralc module import graph (one per strongly connected component,
+    written ``a:LINE -> b:LINE -> a``: the line of each import on the way round). A package's
+    ``__init__`` is a node where it is named (``from gralc.knowledge import EntityLinker``),
+    not for every import of one of its modules."""
+    modules = _modules()
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in modules.items():
+        edges = graph.setdefault(module, {})
+        for line, target in _imports(path, modules):
+            if target in modules and target != module:
+                edges.setdefault(target, line)
+    # Tarjan's strongly connected components, iteratively
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    cycles = []
+    for component in sorted(components):
+        members = set(component)
+        # shortest way back to the first member (breadth-first inside the component)
+        start = component[0]
+        previous: dict[str, str] = {}
+        frontier = [start]
+        while start not in previous:
+            nxt = []
+            for node in frontier:
+                for child in sorted(graph[node]):
+                    if child in members and child not in previous:
+                        previous[child] = node
+                        nxt.append(child)
+            frontier = nxt
+        path = [start]
+        while len(path) == 1 or path[-1] != start:
+            path.append(previous[path[-1]])
+        path.reverse()  # start -> ... -> start
+        steps = [f"{a}:{graph[a][b]}" for a, b in zip(path, path[1:])]
+        cycles.append(" -> ".join([*steps, start]))
+    return cycles
+
+
 def test_every_import_points_down():
     assert upward_imports() == []
 
 
+def test_no_import_cycle():
+    assert import_cycles() == []
+
+
+def _fake_package(tmp_path, monkeypatch, files: dict[str, str]) -> None:
+    fake = tmp_path / "gralc"
+    for name, text in files.items():
+        (fake / name).parent.mkdir(parents=True, exist_ok=True)
+        (fake / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+
+
 def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     """The walker sees function-level imports (the kind that hid the old package cycle)."""
-    fake = tmp_path / "gralc"
-    (fake / "model").mkdir(parents=True)
-    (fake / "model" / "x.py").write_text("def f():\n    from gralc.training.run import train\n")
-    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    _fake_package(tmp_path, monkeypatch, {"model/x.py": "def f():\n    from gralc.training.run import train\n"})
     assert upward_imports() == ["gralc.model.x:2 imports gralc.training.run (layer 5 from layer 2)"]
+
+
+def test_a_package_main_is_in_its_package_layer(tmp_path, monkeypatch):
+    """``python -m gralc.chunking`` is no licence to import the pipeline from layer 1."""
+    _fake_package(tmp_path, monkeypatch, {
+        "chunking/__main__.py": "from gralc.chunking import base\nfrom gralc.pipeline import P\n",
+        "chunking/base.py": "",
+        "documents/__main__.py": "from gralc.cli import run\n",
+    })  # fmt: skip
+    assert upward_imports() == [
+        "gralc.chunking.__main__:2 imports gralc.pipeline (layer 1.5 from layer 1)"
+    ]
+
+
+def test_the_check_catches_a_cycle(tmp_path, monkeypatch):
+    """Function-level and TYPE_CHECKING imports close a cycle too; ``from gralc.a import b``
+    of a module ``b`` is an edge to ``b``."""
+    _fake_package(tmp_path, monkeypatch, {
+        "data/a.py": "def f():\n    from gralc.data import b\n",
+        "data/b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                     "    from gralc.data.a import f\n",
+        "data/c.py": "from gralc.data.a import f\n",
+    })  # fmt: skip
+    assert import_cycles() == ["gralc.data.a:2 -> gralc.data.b:4 -> gralc.data.a"]

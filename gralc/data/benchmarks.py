@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gralc.data.benchmark import Benchmark
+from gralc.data.folds import cv_side as side_of
 from gralc.documents.model import Document
 from gralc.documents.question import Question
 
@@ -49,26 +51,6 @@ class DataConfig:
     cv_folds: int = 0
     cv_fold: int = 0
     cv_seed: int = 0
-
-
-@dataclass
-class Benchmark:
-    """Documents and questions of one benchmark instance (one condition)."""
-
-    name: str
-    documents: list[Document]
-    questions: list[Question]
-    #: loader counts reported beside the metrics (e.g. ``n_unmapped_answers``)
-    stats: dict[str, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        ids = {d.id for d in self.documents}
-        missing = sorted({q.gold_doc_id for q in self.questions} - ids)
-        if missing:
-            raise ValueError(
-                f"benchmark {self.name!r}: {len(missing)} questions name gold documents that "
-                f"are not in the corpus, e.g. {missing[:3]}"
-            )
 
 
 def demo_benchmark() -> Benchmark:
@@ -246,8 +228,6 @@ def load_benchmarks(cfg: DataConfig, linker=None, cv_side: str | None = None) ->
                              f"for data.cv_folds={cfg.cv_folds}")
     benches = _load(cfg, linker)
     if cfg.cv_folds > 1:
-        from gralc.data.folds import cv_side as side_of
-
         benches = [side_of(b, cfg.cv_folds, cfg.cv_fold, cfg.cv_seed, cv_side) for b in benches]
     return benches
 

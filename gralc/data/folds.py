@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from gralc.data.benchmarks import Benchmark
+from gralc.data.benchmark import Benchmark
 
 
 def article_folds(doc_ids: Iterable[str], n: int, seed: int = 0) -> dict[str, int]:

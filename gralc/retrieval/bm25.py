@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from gralc.retrieval.ranking import rank_chunks
 logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 VOCAB_FILE = "vocab.tokenizer.json"
+_NON_WORD = re.compile(r"\W+")
 
 
 @dataclass
@@ -54,7 +56,7 @@ class BM25Config:
     ``field``: what of a chunk is indexed: ``text``, or ``concepts``, its linked concept ids
     (``Chunk.entity_ids``, each once; :mod:`gralc.retrieval.concept_match`), so BM25's IDF
     weighs a shared rare concept above a shared common one; queries are then concept-id
-    strings (:func:`~gralc.retrieval.concept_match.concept_terms`)."""
+    strings (:func:`concept_terms`)."""
 
     k1: float = 1.5
     b: float = 0.75
@@ -76,6 +78,19 @@ class BM25Config:
 def _stemmer(name: str | None):
     """A Snowball stemmer, or None (``stemmer: null``: terms as they are, e.g. concept ids)."""
     return None if name is None else Stemmer.Stemmer(name)
+
+
+def concept_terms(ids: Iterable[str]) -> str:
+    """A concept-id set as one BM25 text (what a ``field="concepts"`` index holds per chunk and
+    is asked with; :mod:`gralc.retrieval.concept_match`): each id once (first occurrence order), every non-word
+    character made ``_`` so the tokenizer keeps an id (``D000086382``, ``C0011849``,
+    ``builtin:x``) as one term; lower case, which the tokenizer applies anyway."""
+    out = []
+    for i in dict.fromkeys(ids):
+        term = _NON_WORD.sub("_", str(i)).strip("_").lower()
+        if term:
+            out.append(f"cid_{term}")  # a prefix, so no id can collide with a stopword
+    return " ".join(out)
 
 
 class BM25Index:
@@ -117,8 +132,6 @@ class BM25Index:
         if not chunks:
             raise ValueError("BM25Index.index needs at least one chunk")
         if self.config.field == "concepts":
-            from gralc.retrieval.concept_match import concept_terms
-
             self._index_texts([concept_terms(c.entity_ids) for c in chunks])
         else:
             self._index_texts([c.text for c in chunks])

@@ -19,13 +19,12 @@ candidate stage of a search adds the concept match's best chunks
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gralc.retrieval.bm25 import BM25Config, BM25Index, bm25_matrix
+from gralc.retrieval.bm25 import BM25Config, BM25Index, bm25_matrix, concept_terms
 
 if TYPE_CHECKING:
     from gralc.chunking.chunk import Chunk
@@ -34,21 +33,6 @@ if TYPE_CHECKING:
 #: BM25 over concept ids (Lucene BM25, k1 1.2 as for short fields; a chunk's concepts once
 #: each; ids neither stemmed nor stopword-filtered)
 CONCEPT_BM25 = BM25Config(k1=1.2, b=0.75, stemmer=None, stopwords=None, field="concepts")
-
-_NON_WORD = re.compile(r"\W+")
-
-
-def concept_terms(ids: Iterable[str]) -> str:
-    """A concept-id set as one BM25 text: each id once (first occurrence order), every non-word
-    character made ``_`` so the tokenizer keeps an id (``D000086382``, ``C0011849``,
-    ``builtin:x``) as one term; lower case, which the tokenizer applies anyway."""
-    out = []
-    for i in dict.fromkeys(ids):
-        term = _NON_WORD.sub("_", str(i)).strip("_").lower()
-        if term:
-            out.append(f"cid_{term}")  # a prefix, so no id can collide with a stopword
-    return " ".join(out)
-
 
 def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
     """The concept match's index over ``chunks`` (their ``entity_ids``)."""

@@ -47,7 +47,7 @@ from gralc.data.benchmarks import Benchmark, load_benchmarks
 from gralc.model.doc_features import DocFeatures, build_features
 from gralc.model.query_features import QueryEncoder
 from gralc.training.config import TrainConfig, has_dev_split
-from gralc.training.features import load_features, save_features
+from gralc.training.features import TrainingData, load_features, save_features
 from gralc.training.pairs import (
     PAIR_SOURCES,
     Positives,
@@ -72,15 +72,6 @@ class TrainBatch:
 class ValBatch:
     examples: list[TrainingExample]
     docs: list[DocFeatures]
-
-
-@dataclass
-class TrainingData:
-    features: dict[str, DocFeatures]
-    train: list[TrainingExample]
-    dev: list[TrainingExample]
-    train_doc_ids: list[str]
-    corpus_doc_ids: list[str]
 
 
 def epoch_draw(n: int, k: int, rng: random.Random) -> list[int]:

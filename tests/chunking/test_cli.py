@@ -1,4 +1,4 @@
-"""``python -m gralc.chunking``: run in-process on a demo article and a PubMedQA-format file."""
+"""``python -m gralc.chunk``: run in-process on a demo article and a PubMedQA-format file."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from gralc.chunk import main
 from gralc.chunking import registered
-from gralc.chunking.__main__ import main
 from gralc.data.demo import demo_articles
 from gralc.documents.jats import parse_jats
 

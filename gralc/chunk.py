@@ -1,9 +1,9 @@
 """Command line: chunk one document with any registered strategy and show the chunks.
 
-python -m gralc.chunking article.nxml --strategy structure_aware --decoder dp
-python -m gralc.chunking ori_pqal.json --pmid 21645374 --strategy late --format jsonl
-python -m gralc.chunking --strategy list
-python -m gralc.chunking article.nxml chunking.boundary.max_tokens=512 --strategy structure_aware
+python -m gralc.chunk article.nxml --strategy structure_aware --decoder dp
+python -m gralc.chunk ori_pqal.json --pmid 21645374 --strategy late --format jsonl
+python -m gralc.chunk --strategy list
+python -m gralc.chunk article.nxml chunking.boundary.max_tokens=512 --strategy structure_aware
 
 Input: one JATS file, or ONE entry of a PubMedQA ``ori_pqal.json`` (``--pmid``; default the
 first). Mentions come from the pipeline's entity linker (``--vocabulary``, default the bundled
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gralc.chunking", description=__doc__.split("\n")[0]
+        prog="python -m gralc.chunk", description=__doc__.split("\n")[0]
     )
     parser.add_argument("file", type=Path, nargs="?", help="JATS .nxml file or ori_pqal.json")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
