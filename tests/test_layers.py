@@ -1,4 +1,4 @@
-"""GraLC's layers import only downward (README "Repository layout"): a test that walks every
+"""GraLC's layers import only downward (docs/architecture.md): a test that walks every
 module's imports (module level, function level and TYPE_CHECKING alike) and fails on an
 upward import, an import between peers of the top library layer, or an import cycle among
 gralc modules. A package's ``__main__`` (``python -m gralc.<package>``) is part of its

@@ -1,5 +1,5 @@
 """The experiment configs load and validate, and ``covidqa_trained`` is the configuration
-the cross-validation chose: every setting of the bench variant that won the held-out folds
+the cross-validation chose: every setting of the variant that won the held-out folds
 (``configs/experiment/cv/lora_lexical_small_late.yaml``)."""
 
 from __future__ import annotations
