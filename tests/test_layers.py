@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gralc"
 
 #: package or module under gralc -> layer (higher imports lower, never the reverse)
 LAYERS: dict[str, float] = {
+    "atomic": -3,  # the one atomic writer of files and folders (runinfo re-exports one)
     **dict.fromkeys(("safe_load", "runinfo"), -2),  # loaders of untrusted files, run metadata
     **dict.fromkeys(("artefacts", "config", "record_store"), -1),
     **dict.fromkeys(("documents", "knowledge", "encoding"), 0),
