@@ -392,6 +392,7 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
                 project=w.project,
                 entity=w.entity,
                 offline=w.offline,
+                name=w.name,
                 save_dir=str(out),
                 config=to_dict(cfg),
                 id=wandb_run_id(out),
@@ -528,8 +529,8 @@ def train(
 
     ``model``: a prebuilt model (tests inject one); ``callbacks``: extra Lightning callbacks.
     """
-    cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
+    cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     from gralc.encoding.encoder import resolve_device
 
     resolve_device(cfg.pipeline.encoder.device)  # checked even when cached features need no encoder
