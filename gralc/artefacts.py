@@ -47,6 +47,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from gralc.atomic import write_text_atomic
+
 logger = logging.getLogger(__name__)
 
 MARKER = ".gralc-artefact.json"
@@ -114,15 +116,14 @@ def listed_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]] | N
 
 
 def _write_marker(folder: Path, kind: str, files: bool = True) -> None:
-    import gralc
-    from gralc.runinfo import git_hash
+    from gralc.runinfo import provenance
 
-    doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "kind": kind, "gralc_version": gralc.__version__,
-                           "git_hash": git_hash(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "kind": kind, **provenance(),
+                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if files:
         doc["files"] = {rel: {"size": (folder / rel).stat().st_size, "sha256": file_sha256(folder / rel)}
                         for rel in _files(folder)}
-    (folder / MARKER).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_text_atomic(folder / MARKER, json.dumps(doc, indent=1))
 
 
 _verified: dict[Path, tuple] = {}

@@ -10,7 +10,7 @@ raises :class:`ConfigError` naming the key, where it came from, and the valid ke
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +22,36 @@ T = TypeVar("T")
 
 class ConfigError(ValueError):
     """A configuration problem, with the key and the fix in the message."""
+
+
+@dataclass
+class PathsConfig:
+    """Where a run (``train.py``, ``eval.py``) writes. ``output_dir``: this run's folder
+    (training: checkpoints, logs, resolved config, ``outputs/train`` unless set; evaluation:
+    None means ``results/<run id>``). One run per folder: a folder holding another run or
+    other files is refused before any work unless the run continues it (training's
+    ``resume``, evaluation's ``resume``); ``force`` moves that content aside to
+    ``<output_dir>.replaced-<time>`` instead (never deletes it); see
+    :func:`gralc.training.run.check_run_dir` and :mod:`gralc.artefacts`. ``cache_dir``:
+    token embeddings and training features, reused across runs (evaluation: None means no
+    cache; training needs one)."""
+
+    output_dir: str | None = None
+    cache_dir: str | None = "data/cache"
+    force: bool = False
+
+
+@dataclass
+class WandbConfig:
+    """Weights & Biases logging, off by default and offline unless ``offline=false``
+    (CSV logs and result files are always written); ``name``: the W&B run name (None: W&B
+    picks one)."""
+
+    enabled: bool = False
+    project: str = "gralc"
+    entity: str | None = None
+    offline: bool = True
+    name: str | None = None
 
 
 #: Override keys that moved (old dotted key -> new one): still accepted, with a warning.

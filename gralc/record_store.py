@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from gralc.atomic import atomic_path
 
 FORMAT = "gralc-records"
 VERSION = 1
@@ -113,25 +112,12 @@ def save_records(tree: Any, path: str | Path, types: Iterable[type] = ()) -> Pat
     path = Path(path)
     enc = _Encoder(_by_name(types))
     root = enc(tree)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    with atomic_path(path, folder=True) as tmp:  # an earlier folder is moved aside, then removed
         save_file(enc.tensors, str(tmp / TENSORS))
         (tmp / RECORDS).write_text(
             json.dumps({"format": FORMAT, "version": VERSION, "root": root}, ensure_ascii=False),
             encoding="utf-8",
         )
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-            path.rename(old)
-        tmp.rename(path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 

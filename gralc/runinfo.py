@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import random
@@ -14,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from gralc.atomic import write_json_atomic  # noqa: F401  (its long-standing home for callers)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +45,17 @@ def git_hash() -> str:
         return "unknown"
 
 
+def provenance() -> dict[str, str]:
+    """The one record of which code wrote a file: ``{"gralc_version", "git_hash"}``
+    (:func:`git_hash`: ``unknown`` outside a git checkout). Run metadata, artefact manifests
+    and index ``meta.json`` files all carry it under these keys. (Index folders written before
+    this record carried ``git_hash: null`` outside a checkout and no ``+dirty``; nothing
+    reads the value back, so they load unchanged.)"""
+    import gralc
+
+    return {"gralc_version": gralc.__version__, "git_hash": git_hash()}
+
+
 def blas_kernel() -> str:
     """Which OpenBLAS core type this process runs with (benchmarks print it)."""
     return os.environ.get("OPENBLAS_CORETYPE", "default (auto-detected)")
@@ -62,11 +74,8 @@ def cpu_model() -> str:
 
 def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Git hash, versions, host facts and time, for a file saved next to every result."""
-    import gralc
-
     meta = {
-        "gralc_version": gralc.__version__,
-        "git_hash": git_hash(),
+        **provenance(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "platform": platform.platform(),
@@ -78,15 +87,6 @@ def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     }
     meta.update(extra or {})
     return meta
-
-
-def write_json_atomic(path: str | Path, payload: Any) -> None:
-    """Write JSON through a temporary file and rename, so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str))
-    os.replace(tmp, path)
 
 
 def expand_run_dir(path: str) -> str:

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gralc"
 
 #: package or module under gralc -> layer (higher imports lower, never the reverse)
 LAYERS: dict[str, float] = {
+    "atomic": -3,  # the one atomic writer of files and folders (runinfo re-exports one)
     # loaders of untrusted files, run metadata; the error boundary every command line shares
     # (it imports nothing of gralc, so `python -m gralc.documents` may use it too)
     **dict.fromkeys(("safe_load", "runinfo", "cli"), -2),

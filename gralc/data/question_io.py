@@ -16,12 +16,11 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from gralc.atomic import atomic_write
 from gralc.documents.question import Question, clean_question_text
 from gralc.documents.textio import decode_utf8, load_json, replace_surrogates_in, surrogate_warning
 
@@ -37,16 +36,9 @@ _ID_FIELDS = ("id", "gold_doc_id")  # a string, or a number written as one
 def write_jsonl(questions: Iterable[Question], path: str | Path) -> Path:
     """Write ``questions`` to ``path`` (parent folders created), atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for q in questions:
-                f.write(json.dumps(asdict(q), ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:
+        for q in questions:
+            f.write(json.dumps(asdict(q), ensure_ascii=False) + "\n")
     return path
 
 

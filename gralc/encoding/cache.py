@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from gralc.atomic import atomic_path
 from gralc.encoding.types import TokenEmbeddings
 
 
@@ -74,11 +74,5 @@ class EmbeddingCache:
             "offsets": torch.from_numpy(np.ascontiguousarray(te.offsets, dtype=np.int64)),
             "windows": torch.tensor(te.windows, dtype=torch.int64).reshape(-1, 2),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        os.close(fd)
-        try:
-            save_file(tensors, tmp, metadata={"model_id": te.model_id})
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path) as tmp:
+            save_file(tensors, str(tmp), metadata={"model_id": te.model_id})

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gralc.atomic import atomic_path
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.encoding.models import LORA_MARKER, resolve_model
 from gralc.encoding.windows import blend_windows, plan_windows
@@ -264,19 +265,9 @@ class LoraEncoder(nn.Module):
         folder that ``DocumentEncoder(EncoderConfig(model=folder))`` loads; this module is left
         unchanged. Written beside ``folder`` first, then renamed (replacing ``folder``)."""
         folder = Path(folder)
-        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
         merged = copy.deepcopy(self.peft).merge_and_unload()
-        merged.save_pretrained(str(tmp))
-        self.encoder.tokenizer.save_pretrained(str(tmp))
         base_dir = Path(resolve_model(self.encoder.config.model))
         sentence_cfg = base_dir / "sentence_bert_config.json"
-        if sentence_cfg.is_file():  # the base model card's query length (256 for MiniLM)
-            shutil.copy(sentence_cfg, tmp / sentence_cfg.name)
-        else:
-            (tmp / sentence_cfg.name).write_text(
-                json.dumps({"max_seq_length": self.encoder.query_max_length})
-            )
         marker = {
             "base_model": self.encoder.model_id,
             "adapter_sha256": self.digest(),
@@ -284,10 +275,16 @@ class LoraEncoder(nn.Module):
             "alpha": self.alpha,
             "target_modules": self.target_modules,
         }
-        (tmp / LORA_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.replace(folder)
+        with atomic_path(folder, folder=True) as tmp:
+            merged.save_pretrained(str(tmp))
+            self.encoder.tokenizer.save_pretrained(str(tmp))
+            if sentence_cfg.is_file():  # the base model card's query length (256 for MiniLM)
+                shutil.copy(sentence_cfg, tmp / sentence_cfg.name)
+            else:
+                (tmp / sentence_cfg.name).write_text(
+                    json.dumps({"max_seq_length": self.encoder.query_max_length})
+                )
+            (tmp / LORA_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
         return folder
 
 

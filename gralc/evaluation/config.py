@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gralc.config import PathsConfig, WandbConfig
 from gralc.data.benchmarks import DataConfig
 from gralc.evaluation.generation import GenerationConfig
 from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
@@ -13,27 +14,6 @@ from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.fusion import FusionConfig
 from gralc.retrieval.graph_search import GraphConfig
-
-
-@dataclass
-class PathsConfig:
-    """``output_dir``: where this run's files go (None: ``results/<date>_<time>``); it must be
-    new, empty or an earlier evaluation run (``force``: move other content aside);
-    ``cache_dir``: token-embedding cache shared by runs (None: no cache)."""
-
-    output_dir: str | None = None
-    cache_dir: str | None = "data/cache"
-    #: output_dir holds files that are not an evaluation run: move them aside and write there
-    force: bool = False
-
-
-@dataclass
-class WandbConfig:
-    enabled: bool = False
-    project: str = "gralc"
-    entity: str | None = None
-    offline: bool = True
-    name: str | None = None
 
 
 @dataclass

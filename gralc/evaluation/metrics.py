@@ -18,6 +18,10 @@ Conventions (the PubMedQA* protocol of the paper):
 * IMRaD types are the canonical lower-case labels of
   :data:`gralc.documents.model.SECTION_TYPES`; raw section titles raise ``ValueError``.
 
+The ranking metrics themselves (:func:`reciprocal_rank`, :func:`mrr`, :func:`recall_at_k`,
+:func:`ndcg_at_k`) live in :mod:`gralc.retrieval.rank_metrics`, below training, whose
+validation MRR uses them too; they are re-exported here.
+
 Report keys: ``mrr``, ``recall@k``, ``ndcg@10``, ``seccov_pairs@k``, ``seccov_doc@k``,
 ``seccov_doc_frac@k``, ``cross_section_recall@k`` (see :func:`query_metrics`).
 """
@@ -31,6 +35,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gralc.documents.model import SECTION_TYPES
+from gralc.retrieval.rank_metrics import (  # noqa: F401  (the ranking metrics, re-exported)
+    check_k,
+    gold_set,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from gralc.retrieval.ranking import rank_chunks  # noqa: F401  (the one tie-break rule)
 
 ChunkLike = Any  # Chunk | dict | (Chunk | dict, score)
@@ -44,19 +56,6 @@ def _get(item: ChunkLike, name: str) -> Any:
     if isinstance(item, Mapping):
         return item[name]
     return getattr(item, name)
-
-
-def _gold_set(gold: str | Iterable[str]) -> set[str]:
-    """Gold ids as a set; a single string is ONE id (never iterated character by character)."""
-    golds = {gold} if isinstance(gold, str) else set(gold)
-    if not golds:
-        raise ValueError("no gold ids given: a query needs at least one relevant id")
-    return golds
-
-
-def _check_k(k: int) -> None:
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
 
 
 def doc_ids_of(ranked_chunks: Sequence[ChunkLike]) -> list[str]:
@@ -76,63 +75,6 @@ def rank_docs(chunk_scores: Iterable[tuple[ChunkLike, float]]) -> list[tuple[str
     return sorted(sorted(best.items(), reverse=True), key=lambda p: -p[1])
 
 
-# ----- ranking metrics (document-level relevance, chunk positions) -------------------------
-def reciprocal_rank(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str]) -> float:
-    """1 / (1-based position of the first retrieved chunk whose doc is gold); 0 if none is."""
-    golds = _gold_set(gold_doc_ids)
-    for pos, d in enumerate(ranked_doc_ids, start=1):
-        if d in golds:
-            return 1.0 / pos
-    return 0.0
-
-
-def mrr(runs: Sequence[Sequence[str]], golds: Sequence[str | Iterable[str]]) -> float:
-    """Mean of :func:`reciprocal_rank` over ALL queries (a query with an empty run counts 0).
-
-    ``runs[i]`` is query i's ranked doc-id list (one entry per retrieved chunk), ``golds[i]``
-    its gold doc id(s). Averaging over every query, not only those the run answered, follows
-    trec_eval / ranx (beir-cellar/beir#102).
-    """
-    if len(runs) != len(golds):
-        raise ValueError(f"{len(runs)} runs but {len(golds)} gold entries: one per query")
-    if not runs:
-        raise ValueError("no queries to average over")
-    return sum(reciprocal_rank(r, g) for r, g in zip(runs, golds)) / len(runs)
-
-
-def recall_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str], k: int) -> float:
-    """|gold documents with at least one chunk in the top-k| / |gold documents|.
-
-    Each gold document counts once, however many of its chunks are in the top-k. With one
-    gold document (PubMedQA*) this is hit@k: 1.0 if any top-k chunk comes from it, else 0.0.
-    Same definition as ranx / trec_eval ``recall@k`` (found / all relevant, not hit-rate).
-    """
-    _check_k(k)
-    golds = _gold_set(gold_doc_ids)
-    return len(golds.intersection(ranked_doc_ids[:k])) / len(golds)
-
-
-def ndcg_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str], k: int = 10) -> float:
-    """Binary nDCG@k with each gold document counted ONCE.
-
-    DCG@k = sum over positions i = 1..k of gain_i / log2(i + 1), where gain_i = 1 if the chunk
-    at i is the FIRST retrieved chunk of a gold document, else 0 (later chunks of an already
-    seen gold document gain 0). IDCG@k = sum_{i=1..min(k, |gold|)} 1 / log2(i + 1), the DCG of
-    a run listing the gold documents first. nDCG@k = DCG@k / IDCG@k, always within [0, 1]
-    (reference pitfall 4: counting every chunk of the gold doc gave values above 1).
-    """
-    _check_k(k)
-    golds = _gold_set(gold_doc_ids)
-    seen: set[str] = set()
-    dcg = 0.0
-    for pos, d in enumerate(ranked_doc_ids[:k], start=1):
-        if d in golds and d not in seen:
-            seen.add(d)
-            dcg += 1.0 / math.log2(pos + 1)
-    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, len(golds)) + 1))
-    return dcg / idcg
-
-
 # ----- chunk-level set metrics (Chunk-Link) ------------------------------------------------
 def chunk_recall_precision_f1(
     retrieved_chunk_ids: Iterable[str], gold_chunk_ids: Iterable[str]
@@ -142,7 +84,7 @@ def chunk_recall_precision_f1(
     recall = |R ∩ G| / |G|, precision = |R ∩ G| / |R| (0 when nothing is retrieved),
     f1 = 2 p r / (p + r) (0 when p + r = 0); R and G are the distinct id sets.
     """
-    retrieved, gold = set(retrieved_chunk_ids), _gold_set(gold_chunk_ids)
+    retrieved, gold = set(retrieved_chunk_ids), gold_set(gold_chunk_ids)
     hit = len(retrieved & gold)
     recall = hit / len(gold)
     precision = hit / len(retrieved) if retrieved else 0.0
@@ -163,7 +105,7 @@ def seccov_pairs_at_k(ranked_chunks: Sequence[ChunkLike], k: int) -> int:
     Chunks without section metadata add nothing (a content-only strategy that stores no
     section scores 0, not 1; reference pitfall 2). Unnormalised; across documents.
     """
-    _check_k(k)
+    check_k(k)
     pairs = {(_get(c, "doc_id"), s) for c in ranked_chunks[:k] if (s := _top_section(c))}
     return len(pairs)
 
@@ -182,7 +124,7 @@ def seccov_doc_at_k(
     chunks names a top-level section that is not in ``gold_doc_section_ids`` (mismatched
     metadata would otherwise be silently undercounted).
     """
-    _check_k(k)
+    check_k(k)
     sections = set(gold_doc_section_ids)
     if not sections:
         raise ValueError(f"document {gold_doc_id!r} has no top-level sections: SecCov undefined")
@@ -220,7 +162,7 @@ def cross_section_recall_at_k(
     canonical labels of :data:`~gralc.documents.model.SECTION_TYPES`, else ``ValueError``.
     The caller averages over questions (CS Recall@k).
     """
-    _check_k(k)
+    check_k(k)
     required = _check_types(required_types, "required types")
     if not required:
         raise ValueError("required_types is empty: a cross-section question needs its types")
@@ -334,7 +276,7 @@ def evaluate_with_ranx(
     ids: dict[str, int] = {}
     qrels, run = TypedList(), TypedList()
     for ranked, gold in zip(runs, golds):
-        qrels.append(np.array([[ids.setdefault(g, len(ids)), 1.0] for g in sorted(_gold_set(gold))]))
+        qrels.append(np.array([[ids.setdefault(g, len(ids)), 1.0] for g in sorted(gold_set(gold))]))
         seen: set[str] = set()
         rows = []
         for pos, d in enumerate(ranked):

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gralc.atomic import atomic_path, atomic_write
 from gralc.knowledge.vocabulary import Concept, Vocabulary
 
 
@@ -87,23 +88,22 @@ class ConceptEmbedder:
         path = Path(path) if path is not None else self.cache_path
         if path is None:
             raise ValueError("no path: pass save(path) or ConceptEmbedder(cache_path=...)")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix not in (".safetensors", ".npz"):
+            raise ValueError(f"{path}: cache must end in .safetensors or .npz")
         ids = sorted(self.cache)
         matrix = torch.stack([self.cache[i] for i in ids]) if ids else torch.empty(0, 0)
-        tmp = path.with_name(path.name + ".tmp" + path.suffix)
         if path.suffix == ".safetensors":
             from safetensors.torch import save_file
 
-            save_file(
-                {"vectors": matrix.contiguous()},
-                str(tmp),
-                metadata={"ids": "\n".join(ids), "k": str(self.k)},
-            )
-        elif path.suffix == ".npz":
-            np.savez(tmp, ids=np.array(ids, dtype=str), vectors=matrix.numpy(), k=self.k)
+            with atomic_path(path) as tmp:
+                save_file(
+                    {"vectors": matrix.contiguous()},
+                    str(tmp),
+                    metadata={"ids": "\n".join(ids), "k": str(self.k)},
+                )
         else:
-            raise ValueError(f"{path}: cache must end in .safetensors or .npz")
-        tmp.replace(path)
+            with atomic_write(path, "wb") as f:  # a file object: numpy adds no ".npz" to it
+                np.savez(f, ids=np.array(ids, dtype=str), vectors=matrix.numpy(), k=self.k)
         return path
 
     def _load(self, path: Path) -> None:

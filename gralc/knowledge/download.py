@@ -2,8 +2,8 @@
 
 Files: ``descYYYY.xml`` (about 300 MB) and ``mtreesYYYY.bin``, from NLM's public server:
 the current year lives in ``MESH_FILES/``, every year in ``YYYY/`` (possibly gzipped).
-Writes are atomic (``*.part`` then rename); files already present are kept. ``base_url`` may
-point to a mirror (``https://...`` or a local ``file://`` copy of NLM's folder layout).
+Writes are atomic (:mod:`gralc.atomic`: a temporary file, then a rename); files already
+present are kept. ``base_url`` may point to a mirror (``https://...`` or a local ``file://`` copy of NLM's folder layout).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from gralc.atomic import atomic_write
 
 MESH_BASE_URL = "https://nlmpubs.nlm.nih.gov/projects/mesh"
 
@@ -40,14 +42,9 @@ def mesh_file_urls(year: int, base_url: str = MESH_BASE_URL) -> dict[str, list[s
 
 
 def _fetch(url: str, dest: Path, timeout: float) -> None:
-    part = dest.with_name(dest.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, part.open("wb") as out:
-            source = gzip.GzipFile(fileobj=response) if url.endswith(".gz") else response
-            shutil.copyfileobj(source, out, length=1 << 20)
-        part.replace(dest)
-    finally:
-        part.unlink(missing_ok=True)
+    with urllib.request.urlopen(url, timeout=timeout) as response, atomic_write(dest, "wb") as out:
+        source = gzip.GzipFile(fileobj=response) if url.endswith(".gz") else response
+        shutil.copyfileobj(source, out, length=1 << 20)
 
 
 def download_mesh(

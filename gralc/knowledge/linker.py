@@ -30,6 +30,7 @@ from pathlib import Path
 
 import ahocorasick
 
+from gralc.atomic import write_text_atomic
 from gralc.knowledge.mention import EntityMention
 from gralc.knowledge.vocabulary import Vocabulary, bulk_load
 
@@ -194,9 +195,7 @@ class EntityLinker:
         payload = {"format": "gralc.linker/1", "config": asdict(self.config),
                    "concept_ids": self.concept_ids, "concept_names": self.concept_names,
                    "keys": self._keys, "entries": self._entries}
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(payload, ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> EntityLinker:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -26,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import gralc
 from gralc.artefacts import verify_artefact, write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.ranking import rank_chunks
+from gralc.runinfo import provenance
 
 if TYPE_CHECKING:
     import faiss
@@ -97,19 +96,6 @@ def read_json(path: Path) -> dict[str, Any]:
 def require(path: Path) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the index directory is incomplete, rebuild it")
-
-
-def provenance() -> dict[str, Any]:
-    """gralc version and the git commit of the source tree (None outside a git checkout)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(gralc.__file__).parent,
-            capture_output=True, text=True, timeout=5,
-        )
-        git_hash = out.stdout.strip() if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        git_hash = None
-    return {"gralc_version": gralc.__version__, "git_hash": git_hash}
 
 
 # ----- the index ---------------------------------------------------------------------------

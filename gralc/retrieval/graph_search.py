@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gralc.atomic import atomic_path
 from gralc.documents.model import Document
 from gralc.knowledge.communities import (
     Community,
@@ -152,11 +153,10 @@ class GraphIndex:
         self.graph.save(folder / "graph.json")
         save_communities(self.communities, folder / "communities.json")
         save_reports(self.reports, folder / "reports.json")
-        tmp = folder / "vectors.tmp.safetensors"
-        save_file({"nodes": np.ascontiguousarray(self.node_vecs, dtype=np.float32),
-                   "reports": np.ascontiguousarray(self.report_vecs, dtype=np.float32)},
-                  str(tmp), metadata={"node_ids": "\n".join(self.node_ids)})
-        tmp.replace(folder / "vectors.safetensors")
+        with atomic_path(folder / "vectors.safetensors") as tmp:
+            save_file({"nodes": np.ascontiguousarray(self.node_vecs, dtype=np.float32),
+                       "reports": np.ascontiguousarray(self.report_vecs, dtype=np.float32)},
+                      str(tmp), metadata={"node_ids": "\n".join(self.node_ids)})
         return folder
 
     @classmethod

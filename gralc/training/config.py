@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from gralc.chunking.boundaries import BoundaryConfig
-from gralc.config import ConfigError, to_dict
+from gralc.config import ConfigError, PathsConfig, WandbConfig, to_dict
 from gralc.data.benchmarks import DataConfig
 from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
@@ -116,14 +116,6 @@ class TrainerConfig:
 
 
 @dataclass
-class WandbConfig:
-    enabled: bool = False
-    project: str = "gralc"
-    offline: bool = True
-    entity: str | None = None
-
-
-@dataclass
 class LoggerConfig:
     """CSV logs are always written; W&B only when ``wandb.enabled`` (offline by default)."""
 
@@ -161,18 +153,10 @@ class CallbacksConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 
 
-@dataclass
-class PathsConfig:
-    """``output_dir``: checkpoints, logs, resolved config; ``cache_dir``: encodings and
-    features (reused across runs). One run per ``output_dir``: a folder that already holds
-    another run's checkpoints or result is refused before any work unless the run continues
-    it (``resume=last`` / ``auto``, or a checkpoint inside it); ``force`` moves that content
-    aside to ``<output_dir>.replaced-<time>`` instead (never deletes it). See
-    :func:`gralc.training.run.check_run_dir`."""
-
-    output_dir: str = "outputs/train"
-    cache_dir: str = "data/cache"
-    force: bool = False
+def training_paths() -> PathsConfig:
+    """The folders of a training run: :class:`~gralc.config.PathsConfig` writing to
+    ``outputs/train`` unless set."""
+    return PathsConfig(output_dir="outputs/train")
 
 
 @dataclass
@@ -308,7 +292,7 @@ class TrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     callbacks: CallbacksConfig = field(default_factory=CallbacksConfig)
-    paths: PathsConfig = field(default_factory=PathsConfig)
+    paths: PathsConfig = field(default_factory=training_paths)
     lora: LoraConfig = field(default_factory=LoraConfig)
     #: validation ranks each dev question's candidates, as a two-stage search does
     search: CandidateConfig = field(default_factory=CandidateConfig)
@@ -326,6 +310,10 @@ def has_dev_split(cfg: TrainConfig) -> bool:
 def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks the schema cannot express; raises ConfigError. (Whether ``lora.target_modules``
     name layers of the encoder is checked when the encoder is loaded, see run.train.)"""
+    for key in ("output_dir", "cache_dir"):
+        if not getattr(cfg.paths, key):
+            raise ConfigError(f"paths.{key} is empty: a training run needs a folder "
+                              f"(default {getattr(training_paths(), key)})")
     defaults = PipelineConfig().chunking
     for name in IGNORED_CHUNKING:
         given, default = to_dict(getattr(cfg.pipeline.chunking, name)), to_dict(getattr(defaults, name))

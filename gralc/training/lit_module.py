@@ -53,6 +53,7 @@ from gralc.model.gralc_model import GraLCModel, span_concepts
 from gralc.retrieval.bm25 import BM25Config, TermStats, bm25_matrix
 from gralc.retrieval.candidates import CandidateConfig, candidate_mask
 from gralc.retrieval.concept_match import concept_matrix
+from gralc.retrieval.rank_metrics import mrr, reciprocal_rank
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
@@ -482,23 +483,17 @@ class GraLCLitModule(pl.LightningModule):
         """MRR of each example's gold document in the chunk ranking of its ``scores`` row."""
         # the one ranking rule; a document's chunk positions order its chunks like chunk ids
         order = rank_matrix(scores, [(d, j) for j, d in enumerate(doc_of)])
-        rr = []
-        for row, e in zip(order.tolist(), examples):
-            first = next((r for r, j in enumerate(row, start=1) if doc_of[j] == e.doc_id), None)
-            rr.append(1.0 / first if first else 0.0)
-        return sum(rr) / len(rr)
+        return mrr([map(doc_of.__getitem__, row) for row in order.tolist()],
+                   [e.doc_id for e in examples])
 
     @staticmethod
     def evidence_reciprocal_rank(
         scores: torch.Tensor, doc_of: list[str], positives: list[list[int]]
     ) -> float:
-        """MRR of the first positive (evidence-holding) chunk in each row's ranking."""
+        """MRR of the first positive (evidence-holding) chunk in each row's ranking (a row
+        without positives counts 0)."""
         order = rank_matrix(scores, [(d, j) for j, d in enumerate(doc_of)])
-        rr = []
-        for row, pos in zip(order.tolist(), positives):
-            hits = set(pos)
-            first = next((r for r, j in enumerate(row, start=1) if j in hits), None)
-            rr.append(1.0 / first if first else 0.0)
+        rr = [reciprocal_rank(row, pos) if pos else 0.0 for row, pos in zip(order.tolist(), positives)]
         return sum(rr) / len(rr)
 
     def retrieval_metrics(self, batch: ValBatch) -> dict[str, float]:

@@ -81,10 +81,11 @@ from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from gralc.artefacts import MARKER, OutputDirError, artefact_kind, check_output_dir, claim_dir
+from gralc.atomic import atomic_path, write_json_atomic, write_text_atomic
 from gralc.config import ConfigError, save_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.model.gralc_model import GraLCModel
-from gralc.runinfo import expand_run_dir, run_metadata, seed_everything, write_json_atomic
+from gralc.runinfo import expand_run_dir, run_metadata, seed_everything
 from gralc.safe_load import load_torch
 from gralc.training.checkpoints import (
     RESUME_KEYS,
@@ -172,22 +173,18 @@ def copy_run(src: str | Path, dst: str | Path) -> Path:
             return {rebase(k): rebase(v) for k, v in value.items()}
         return value
 
-    tmp = dst.with_name(dst.name + ".partial")
-    if tmp.exists():
-        raise FileExistsError(f"copy_run: {tmp} exists (an interrupted copy?); remove it first")
-    tmp.mkdir(parents=True)
-    for name in _RUN_FILES:
-        if (src / name).is_dir():
-            shutil.copytree(src / name, tmp / name)
-        elif (src / name).is_file():
-            shutil.copy2(src / name, tmp / name)
-    state["callbacks"] = {k: rebase(v) for k, v in state["callbacks"].items()}
-    torch.save(state, tmp / "checkpoints" / "last.ckpt")
-    if (tmp / "initial.json").is_file():
-        info = json.loads((tmp / "initial.json").read_text())
-        info["path"] = str(dst / "initial.ckpt")
-        write_json_atomic(tmp / "initial.json", info)
-    tmp.replace(dst)  # the whole run appears at once
+    with atomic_path(dst, folder=True) as tmp:  # the whole run appears at once
+        for name in _RUN_FILES:
+            if (src / name).is_dir():
+                shutil.copytree(src / name, tmp / name)
+            elif (src / name).is_file():
+                shutil.copy2(src / name, tmp / name)
+        state["callbacks"] = {k: rebase(v) for k, v in state["callbacks"].items()}
+        torch.save(state, tmp / "checkpoints" / "last.ckpt")
+        if (tmp / "initial.json").is_file():
+            info = json.loads((tmp / "initial.json").read_text())
+            info["path"] = str(dst / "initial.ckpt")
+            write_json_atomic(tmp / "initial.json", info)
     return dst
 
 
@@ -360,13 +357,6 @@ def wandb_run_id(out: Path) -> str:
     return run_id
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
     out = Path(cfg.paths.output_dir)
     es = cfg.callbacks.early_stopping
@@ -402,6 +392,7 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
                 project=w.project,
                 entity=w.entity,
                 offline=w.offline,
+                name=w.name,
                 save_dir=str(out),
                 config=to_dict(cfg),
                 id=wandb_run_id(out),
@@ -538,8 +529,8 @@ def train(
 
     ``model``: a prebuilt model (tests inject one); ``callbacks``: extra Lightning callbacks.
     """
-    cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     validate(cfg)
+    cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
     from gralc.encoding.encoder import resolve_device
 
     resolve_device(cfg.pipeline.encoder.device)  # checked even when cached features need no encoder

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from gralc.atomic import atomic_path
 from gralc.training.checkpoints import (
     MalformedCheckpointError,
     check_finite,
@@ -122,15 +123,10 @@ def soup(checkpoints: Sequence[str | Path], out: str | Path,
     result["gralc"] = {**base["gralc"], "soup": {"checkpoints": [str(p) for p in paths],
                                                  "weights": w}}
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    torch.save(result, tmp)
-    try:
+    with atomic_path(out) as tmp:
+        torch.save(result, tmp)
         result["gralc"]["learned_values"] = _soup_model(tmp, paths[-1]).learned_values()  # its own
         torch.save(result, tmp)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out
 
 
