@@ -22,7 +22,7 @@ from pathlib import Path
 from gralc.config import load_config
 from gralc.data.real_knowledge import knowledge_overrides
 from gralc.experiments.crossval import DEFAULT_DATA, REPO, fold_overrides
-from gralc.experiments.tables import write_table
+from gralc.experiments.published import publish_result
 from gralc.runinfo import run_metadata
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     saved = run_metadata({"args": vars(args), "seconds_per_batch": results,
                           "ratio_to_record": {k: statistics.fmean(v) / base for k, v in results.items()},
                           "variant": VARIANT, "seconds": time.perf_counter() - t0})
-    print(write_table("graph_cost", saved, Path(args.out)))
+    publish_result("graph_cost", saved, Path(args.out))
     return 0
 
 

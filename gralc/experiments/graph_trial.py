@@ -36,6 +36,7 @@ weight COVID-QA's folds chose), one model, differences paired over articles.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
 import time
@@ -51,6 +52,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searched_rows
 from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup, dev_side
 from gralc.experiments.inference_cv import selected_checkpoint
+from gralc.experiments.published import publish_result
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.candidates import CandidateConfig
@@ -292,10 +294,10 @@ def main(argv: list[str] | None = None) -> int:
                     "generate NAME.md (gralc.experiments.tables)")
     args = ap.parse_args(argv)
     if args.report:
-        from gralc.experiments.tables import read_result, write_table
-
-        saved = read_result(args.report)
-        print(write_table(args.publish, saved) if args.publish else report(saved))
+        saved = json.loads(args.report.read_text())
+        print(report(saved))
+        if args.publish:
+            publish_result(args.publish, saved)
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_grad_enabled(False)

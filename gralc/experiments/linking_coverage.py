@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gralc.data.real_knowledge import SHARED_DATA, knowledge_overrides
-from gralc.experiments.tables import write_table
+from gralc.experiments.published import publish_result
 from gralc.runinfo import run_metadata
 
 VOCABULARIES = ("demo", "full")
@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     report = run_metadata({"args": {k: str(v) for k, v in vars(args).items()},
                            "tokenizer": encoder.model_id, "encoder": asdict(enc_cfg),
                            "results": results, "seconds": time.perf_counter() - t0})
-    print(write_table("linking_coverage", report, args.out))
+    print(markdown(report))
+    publish_result("linking_coverage", report, args.out)
     return 0
 
 

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gralc.data.real_knowledge import REPO
+from gralc.experiments.published import RESULTS
 
-RESULTS = REPO / "docs" / "results"
 HEADLINE_MARKERS = ("<!-- headline:begin -->", "<!-- headline:end -->")
 
 

@@ -24,6 +24,7 @@ bootstrap over held-out articles, and writes everything (per-question values too
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
 import time
@@ -37,6 +38,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
 from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup
 from gralc.experiments.inference_cv import selected_checkpoint
+from gralc.experiments.published import publish_result
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.token_codec import TokenCodecConfig
@@ -168,10 +170,10 @@ def report(saved: dict) -> str:
 
 
 def report_main(path: Path, publish: str | None) -> int:
-    from gralc.experiments.tables import read_result, write_table
-
-    saved = read_result(path)
-    print(write_table(publish, saved) if publish else report(saved))
+    saved = json.loads(path.read_text())
+    print(report(saved))
+    if publish:
+        publish_result(publish, saved)
     return 0
 
 if __name__ == "__main__":
