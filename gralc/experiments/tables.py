@@ -10,8 +10,8 @@ memory tables of README.md and docs/guarantees.md are ``memory_per_strategy.md``
 
     python -m gralc.experiments.tables            # rewrite every table from its JSON
     python -m gralc.experiments.tables --check    # exit 1 naming each table that differs
-    python -m gralc.experiments.tables --headline results/cv_untrained_mesh/cv.json \\
-        results/two_stage_cv/two_stage.json       # (re)build headline.json from run files
+    python -m gralc.experiments.tables --headline docs/results/covidqa_untrained_cv.json \\
+        docs/results/two_stage_cv.json            # (re)build headline.json from run files
 
 ``tests/test_results_tables.py`` runs ``--check``: a table edited by hand, or a result file
 changed without its table, fails the suite.
@@ -213,24 +213,38 @@ def memory_md(saved: dict) -> str:
     return "\n".join(lines)
 
 
+def crossval_md(saved: dict) -> str:
+    """``gralc.experiments.crossval``'s ``cv.json``: per row, mean ± std over the folds."""
+    metrics = list(next(iter(saved["rows"].values()))["mean_std"])
+    a = saved["args"]
+    lines = [f"COVID-QA dev, {a['folds']} folds by article (seed {a['seed']}), each fold's mean over its "
+             f"held-out questions, mean ± std over the folds; `{' '.join(['python -m gralc.experiments.crossval', *saved['argv'][1:]])}`"
+             f"; git {saved.get('git_hash')}.", "",
+             "| row | " + " | ".join(metrics) + " | s / epoch |", "|---|" + "---|" * (len(metrics) + 1)]
+    for name, row in saved["rows"].items():
+        spe = row.get("s_per_epoch")
+        cells = [f"{row['mean_std'][m][0]:.4f} ± {row['mean_std'][m][1]:.4f}" for m in metrics]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {f'{spe:.0f}' if spe else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 HEADLINE_METRICS = ("ev_recall@512wp", "ev_mrr", "wa_ndcg@10")
 
 
 def headline_md(saved: dict) -> str:
     """The README's headline: COVID-QA dev, five folds by article, mean ± std over the held-out
-    folds of BM25, the best untrained row and trained GraLC, each with its command."""
+    folds of BM25, the best untrained row and trained GraLC, and the command behind each."""
     lines = ["| COVID-QA dev, 5 folds by article (633 expert questions) | ev R@512wp | ev MRR | "
              "within-article nDCG@10 |", "|---|---|---|---|"]
     for row in saved["rows"]:
         cells = [f"{row['mean'][m]:.3f} ± {row['std'][m]:.3f}" for m in HEADLINE_METRICS]
         lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
-    lines += ["", "Evidence level: the answer span lies in the chunks retrieved within 512 word-pieces "
-              "(ev R@512wp), the rank of the first chunk holding it (ev MRR), every real-data run "
-              "linked with the full MeSH 2024 graph. Rows and commands:", ""]
-    for row in saved["rows"]:
-        src = saved["sources"][row["source"]]
-        lines.append(f"- {row['label']}: `{row['command']}` (row `{row['row']}` of `{src['file']}`, "
-                     f"git {src['git_hash'][:10]}, {src['created'][:10]})")
+    lines.append("")
+    for key, src in saved["sources"].items():
+        labels = "; ".join(r["label"] for r in saved["rows"] if r["source"] == key)
+        command = next(r["command"] for r in saved["rows"] if r["source"] == key)
+        lines.append(f"- {labels}: {command} (`{src['file']}`, git {src['git_hash'][:10]}, "
+                     f"{src['created'][:10]})")
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +254,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "graph_trial_concepts": graph_trial_md,
     "graph_trial_pmc": graph_trial_md,
     "two_stage_cv": two_stage_md,
+    "covidqa_untrained_cv": crossval_md,
     "linking_coverage": linking_coverage_md,
     "graph_cost": graph_cost_md,
     "linking_speed": linking_speed_md,
@@ -345,20 +360,20 @@ def build_headline(cv_json: Path, two_stage_json: Path) -> dict:
     from gralc.runinfo import run_metadata
 
     cv, ts = read_result(cv_json), read_result(two_stage_json)
-    sources = {k: {"file": str(p), "git_hash": s.get("git_hash", "unknown"), "created": s.get("created", ""),
+    sources = {k: {"file": str(p.resolve().relative_to(REPO)) if p.resolve().is_relative_to(REPO) else str(p), "git_hash": s.get("git_hash", "unknown"), "created": s.get("created", ""),
                    "argv": s.get("argv", [])} for k, p, s in (("cv", cv_json, cv), ("two_stage", two_stage_json, ts))}
     untrained = {n: r for n, r in cv["rows"].items() if ":" not in n}
     best = max((n for n in untrained if n != "bm25"),
                key=lambda n: statistics.fmean(f["ev_recall@512wp"] for f in untrained[n]["folds"]))
     crossval = "python -m gralc.experiments.crossval"
     rows = []
-    for name, label in (("bm25", "BM25 over the same chunks"), (best, f"best untrained row ({best})")):
+    for name, label in (("bm25", "BM25 over the same chunks"), (best, f"{best}, the best untrained row")):
         mean, std = _fold_stats(untrained[name]["folds"])
         rows.append({"label": label, "row": name, "source": "cv", "mean": mean, "std": std,
-                     "command": crossval})
-    two = ("python -m gralc.experiments.two_stage_cv --run RUN/lora_lexical_small_late "
-           f"(RUN: `{crossval} --train --epochs 2 --variants lora_lexical_small_late "
-           "--set callbacks.checkpoint.monitor=val/ev_mrr`)")
+                     "command": f"`{crossval} --rows {' '.join(cv['args']['rows'])}`"})
+    two = (f"`{crossval} --train --epochs 2 --variants lora_lexical_small_late --set "
+           "callbacks.checkpoint.monitor=val/ev_mrr --out RUN`, then `python -m "
+           "gralc.experiments.two_stage_cv --run RUN/lora_lexical_small_late`")
     for name, label in (("exhaustive, float16", "trained GraLC, exact score over every chunk"),
                         ("two-stage, codes", "trained GraLC, two-stage search with token codes (the product)")):
         folds = [{m: statistics.fmean(f[name]["questions"][m]) for m in HEADLINE_METRICS} for f in ts["folds"]]
