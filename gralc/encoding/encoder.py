@@ -171,7 +171,8 @@ class DocumentEncoder:
 
     @property
     def model_id(self) -> str:
-        """Name of the encoder (hub id for the bundled default, else the folder or id given)."""
+        """Name of the encoder (hub id for the bundled default, the name a converted folder
+        records, else the folder or id given: :func:`gralc.encoding.models.model_name`)."""
         return self._model_id
 
     @property
