@@ -2,8 +2,16 @@
 
 Paper Sect. 3.1.3: the whole document goes through the transformer; a document longer than
 the context is encoded in overlapping windows blended by linear distance-weighted averaging
-(``gralc.encoding.windows``). Queries and short texts are embedded as the all-MiniLM-L6-v2
-model card prescribes (mean pooling over the attention mask, then L2 normalisation).
+(``gralc.encoding.windows``). Queries and short texts are embedded as the model card prescribes
+(all-MiniLM-L6-v2: mean pooling over the attention mask, then L2 normalisation).
+
+Each encoder's conventions (:class:`~gralc.encoding.models.EncoderConventions`, e.g. e5's
+``query: `` / ``passage: `` prefixes) are applied here and only here: questions
+(:meth:`DocumentEncoder.encode_queries`, :meth:`~DocumentEncoder.encode_questions`) get the
+query prefix, texts embedded on their own (:meth:`~DocumentEncoder.encode_texts`: chunks,
+concept names, reports) the passage prefix, and every window of a late-chunked document the
+passage prefix's tokens right after its leading special tokens (dropped from the output like
+them, so a document's token vectors and offsets are its own tokens').
 """
 
 from __future__ import annotations
@@ -20,7 +28,12 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from gralc.encoding.cache import EmbeddingCache, cache_key
-from gralc.encoding.models import load_tokenizer_and_model, model_name, sentence_max_length
+from gralc.encoding.models import (
+    encoder_conventions,
+    load_tokenizer_and_model,
+    model_name,
+    sentence_max_length,
+)
 from gralc.encoding.precision import PRECISIONS, resolve_precision
 from gralc.encoding.types import TokenEmbeddings
 from gralc.encoding.windows import WindowBlender, blend_windows, plan_windows
@@ -105,10 +118,16 @@ class DocumentEncoder:
         self.tokenizer, self.model = load_tokenizer_and_model(config.model)
         self.model.to(self.device).eval()
         self._model_id = model_name(config.model)
+        #: query / passage prefixes, pooling, length, normalisation (gralc.encoding.models)
+        self.conventions = encoder_conventions(config.model)
 
         self._prefix_ids, self._suffix_ids = self._special_tokens()
+        self._query_ids = self._prefix_tokens(self.conventions.query_prefix)
+        self._passage_ids = self._prefix_tokens(self.conventions.passage_prefix)
         max_len = min(self.tokenizer.model_max_length, self.model.config.max_position_embeddings)
-        self._max_window = max_len - len(self._prefix_ids) - len(self._suffix_ids)
+        self._context = max_len
+        self._max_window = (max_len - len(self._prefix_ids) - len(self._suffix_ids)
+                            - len(self._passage_ids))
         self.window = config.window if config.window is not None else self._max_window
         if not 0 < self.window <= self._max_window:
             raise ValueError(
@@ -119,7 +138,8 @@ class DocumentEncoder:
             raise ValueError(
                 f"EncoderConfig.overlap={config.overlap} must be in [0, window={self.window})"
             )
-        self.query_max_length = sentence_max_length(config.model) or max_len
+        self.query_max_length = (self.conventions.max_length or sentence_max_length(config.model)
+                                 or max_len)
 
         self.cache = EmbeddingCache(config.cache_dir) if config.cache_dir else None
         self.cache_hits = 0
@@ -134,9 +154,25 @@ class DocumentEncoder:
                 return full[:i], full[i + len(content) :]
         raise ValueError(f"cannot locate the special tokens of the {self._model_id} tokenizer")
 
+    def _prefix_tokens(self, prefix: str) -> list[int]:
+        """The content-token ids ``prefix`` puts before a text: those of ``prefix + text`` are
+        these followed by those of ``text`` (checked: a prefix must tokenise on its own)."""
+        if not prefix:
+            return []
+        ids = self.tokenizer(prefix.rstrip(), add_special_tokens=False)["input_ids"]
+        for probe in ("hello world", "Metformin (500 mg)", "α-synuclein"):
+            alone = self.tokenizer(probe, add_special_tokens=False)["input_ids"]
+            joined = self.tokenizer(prefix + probe, add_special_tokens=False)["input_ids"]
+            if joined != ids + alone:
+                raise ValueError(f"the prefix {prefix!r} of {self._model_id} does not tokenise "
+                                 f"apart from the text that follows it ({probe!r}): end it with a "
+                                 "space, or fix the encoder's conventions")
+        return ids
+
     @property
     def model_id(self) -> str:
-        """Name of the encoder (hub id for the bundled default, else the folder or id given)."""
+        """Name of the encoder (hub id for the bundled default, the name a converted folder
+        records, else the folder or id given: :func:`gralc.encoding.models.model_name`)."""
         return self._model_id
 
     @property
@@ -150,8 +186,28 @@ class DocumentEncoder:
 
     @property
     def special_ids(self) -> tuple[list[int], list[int]]:
-        """Token ids the model puts before and after every window (e.g. [CLS] / [SEP])."""
-        return list(self._prefix_ids), list(self._suffix_ids)
+        """Token ids the encoder puts before and after every window's content: the model's
+        special tokens (e.g. [CLS] / [SEP]), the passage prefix's after the leading ones."""
+        return self._prefix_ids + self._passage_ids, list(self._suffix_ids)
+
+    @property
+    def question_max_length(self) -> int:
+        """Word-pieces a question is read from, special tokens and query prefix included:
+        ``query_max_length`` plus the prefix, at most the model's context."""
+        return min(self.query_max_length + len(self._query_ids), self._context)
+
+    def question_texts(self, texts: list[str]) -> list[str]:
+        """The questions as the encoder reads them: behind the query prefix."""
+        return [self.conventions.query_prefix + t for t in texts]
+
+    def question_token_mask(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(Q, L) bool: the positions of tokenised :meth:`question_texts` (right-padded) that
+        are the questions' own word-pieces: neither special tokens nor the query prefix."""
+        special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
+        keep = ~torch.isin(input_ids, special)
+        start = len(self._prefix_ids)
+        keep[:, start : start + len(self._query_ids)] = False
+        return keep
 
     def _autocast(self):
         if self.precision == "bf16":
@@ -184,10 +240,11 @@ class DocumentEncoder:
             for i in range(0, len(order), self.config.batch_size)
         ]
         pad_id = self.tokenizer.pad_token_id or 0
-        start = len(self._prefix_ids)
+        before, after = self.special_ids
+        start = len(before)
         for batch in tqdm(batches, desc=desc, disable=None if progress else True,
                           mininterval=5, miniters=1):
-            rows = [self._prefix_ids + seqs[i] + self._suffix_ids for i in batch]
+            rows = [before + seqs[i] + after for i in batch]
             width = max(len(r) for r in rows)
             ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -199,9 +256,10 @@ class DocumentEncoder:
                 yield i, hidden[j, start : start + len(seqs[i])].clone()
 
     def _key(self, text: str) -> str:
-        return cache_key(
-            text, self.model_id, self.window, self.config.overlap, self.precision
-        )
+        model = self.model_id  # a passage prefix changes every vector: part of the key
+        if self.conventions.passage_prefix:
+            model += f"|passage_prefix={self.conventions.passage_prefix!r}"
+        return cache_key(text, model, self.window, self.config.overlap, self.precision)
 
     def encode_document(self, text: str) -> TokenEmbeddings:
         """Token vectors (N, d) and char offsets (N, 2) of the whole ``text``."""
@@ -287,32 +345,44 @@ class DocumentEncoder:
                 logger.info("document %d: %d/%d windows encoded", i, done, len(windows))
         return blender.result()
 
+    def finish_pooled(self, means: torch.Tensor) -> torch.Tensor:
+        """Pooled vectors as the conventions want them: L2-normalised (or not)."""
+        return F.normalize(means, p=2, dim=1) if self.conventions.normalize else means
+
     @torch.inference_mode()
     def encode_texts(self, texts: list[str], max_length: int | None = None) -> torch.Tensor:
-        """Sentence embeddings (Q, d), float32 CPU: mean pooling over the attention mask,
-        L2-normalised, truncated to ``max_length`` word-pieces including special tokens
+        """Sentence embeddings (Q, d) of passages (chunks, concept names, reports: behind the
+        passage prefix), float32 CPU: mean pooling over the attention mask, L2-normalised,
+        truncated to ``max_length`` word-pieces including special tokens, the prefix on top
         (default: the model card's ``max_seq_length``, 256 for MiniLM; at most the model's
         context). Chunkers pass a larger ``max_length`` so a whole chunk is embedded."""
         means, _ = self.mean_pool_texts(texts, max_length)
-        return F.normalize(means, p=2, dim=1)
+        return self.finish_pooled(means)
 
     @torch.inference_mode()
     def mean_pool_texts(
         self, texts: list[str], max_length: int | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Un-normalised mean-pooled vectors (Q, d) float32 and the number of positions each
-        mean covers (Q,) int64 (special tokens included, as the model card pools), so that
-        callers can combine texts: the mean over texts A and B pooled together is
-        ``(n_A * m_A + n_B * m_B) / (n_A + n_B)``. ``max_length`` as in ``encode_texts``."""
-        limit = self.max_window + len(self._prefix_ids) + len(self._suffix_ids)
-        max_length = min(max_length or self.query_max_length, limit)
+        """Un-normalised mean-pooled vectors (Q, d) float32 of passages and the number of
+        positions each mean covers (Q,) int64 (special tokens and prefix included, as the model
+        card pools), so that callers can combine texts: the mean over texts A and B pooled
+        together is ``(n_A * m_A + n_B * m_B) / (n_A + n_B)``. ``max_length`` as in
+        ``encode_texts``."""
+        return self._mean_pool(texts, max_length, self.conventions.passage_prefix,
+                               len(self._passage_ids))
+
+    def _mean_pool(self, texts: list[str], max_length: int | None, prefix: str,
+                   n_prefix: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`mean_pool_texts` of ``prefix + text``: ``max_length`` word-pieces of the text
+        and special tokens, plus the ``n_prefix`` tokens of the prefix, at most the context."""
+        max_length = min((max_length or self.query_max_length) + n_prefix, self._context)
         means = torch.zeros(len(texts), self.dim)
         counts = torch.zeros(len(texts), dtype=torch.int64)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for b in range(0, len(order), self.config.batch_size):
             batch = order[b : b + self.config.batch_size]
             enc = self.tokenizer(
-                [texts[i] for i in batch],
+                [prefix + texts[i] for i in batch],
                 padding=True,
                 truncation=True,
                 max_length=max_length,
@@ -324,12 +394,16 @@ class DocumentEncoder:
             counts[batch] = enc["attention_mask"].sum(1)
         return means, counts
 
+    @torch.inference_mode()
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
-        """Query embeddings (Q, d), as ``encode_texts``. A blank question is refused
-        (ValueError naming it); one longer than the encoder reads is embedded from its first
-        ``query_max_length`` word-pieces, with one warning naming the questions and the limit."""
+        """Query embeddings (Q, d), as ``encode_texts`` but behind the query prefix. A blank
+        question is refused (ValueError naming it); one longer than the encoder reads is
+        embedded from its first ``query_max_length`` word-pieces, with one warning naming the
+        questions and the limit."""
         self._check_questions(texts)
-        return self.encode_texts(texts)
+        means, _ = self._mean_pool(texts, None, self.conventions.query_prefix,
+                                   len(self._query_ids))
+        return self.finish_pooled(means)
 
     def _check_questions(self, texts: list[str], warn: bool = True) -> None:
         """A blank question is refused; one longer than the encoder reads is warned of."""
@@ -358,30 +432,30 @@ class DocumentEncoder:
     def encode_questions(self, texts: list[str], warn: bool = True
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(vectors (Q, d), word-piece vectors (Q, L, d), mask (Q, L))`` from one encoder
-        pass per question, unpadded (a question's numbers never depend on its batch): the
-        vector is :meth:`encode_queries`'s (the L2-normalised mean over every position,
-        special tokens included), the word-pieces :meth:`encode_query_tokens`'. A search
-        needing both pays one forward, not two. ``warn``: of questions longer than the
-        encoder reads, as :meth:`encode_queries` does."""
+        pass per question (behind the query prefix), unpadded (a question's numbers never
+        depend on its batch): the vector is :meth:`encode_queries`'s (the L2-normalised mean
+        over every position, special tokens and prefix included), the word-pieces
+        :meth:`encode_query_tokens`' (the question's own: neither special tokens nor prefix).
+        A search needing both pays one forward, not two. ``warn``: of questions longer than
+        the encoder reads, as :meth:`encode_queries` does."""
         self._check_questions(texts, warn)
         if not texts:
             return (torch.zeros(0, self.dim), torch.zeros(0, 0, self.dim),
                     torch.zeros(0, 0, dtype=torch.bool))
-        special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
         pooled: list[torch.Tensor] = []
         parts: list[torch.Tensor] = []
-        for text in texts:
+        for text in self.question_texts(texts):
             ids = torch.tensor([self.tokenizer(text, truncation=True,
-                                               max_length=self.query_max_length)["input_ids"]])
+                                               max_length=self.question_max_length)["input_ids"]])
             hidden = self._forward(ids, torch.ones_like(ids))[0]
             pooled.append(hidden.mean(0))
-            parts.append(hidden[~torch.isin(ids[0], special)])
+            parts.append(hidden[self.question_token_mask(ids)[0]])
         width = max(p.shape[0] for p in parts)
         vectors = torch.zeros(len(parts), width, self.dim)
         mask = torch.zeros(len(parts), width, dtype=torch.bool)
         for i, p in enumerate(parts):
             vectors[i, : p.shape[0]], mask[i, : p.shape[0]] = p, True
-        return F.normalize(torch.stack(pooled), p=2, dim=1), vectors, mask
+        return self.finish_pooled(torch.stack(pooled)), vectors, mask
 
     @staticmethod
     def pool_spans(

@@ -38,7 +38,13 @@ from torch import nn
 
 from gralc.atomic import atomic_path
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
-from gralc.encoding.models import LORA_MARKER, resolve_model
+from gralc.encoding.models import (
+    ENCODER_FORMAT,
+    ENCODER_MARKER,
+    LORA_MARKER,
+    EncoderConventions,
+    resolve_model,
+)
 from gralc.encoding.windows import blend_windows, plan_windows
 
 
@@ -174,10 +180,11 @@ class LoraEncoder(nn.Module):
 
     def encode_windows(self, windows: list[list[int]]) -> list[torch.Tensor]:
         """Content-token vectors (len, d) float32 on CPU of each window of content-token ids,
-        each run on its own with the encoder's special tokens, ``batch_size`` windows per
-        padded pass; differentiable w.r.t. the adapters."""
+        each run on its own with the encoder's special tokens (and passage prefix),
+        ``batch_size`` windows per padded pass; differentiable w.r.t. the adapters."""
         enc = self.encoder
-        # the DocumentEncoder's own special tokens ([CLS] ... [SEP]), so both paths agree
+        # the DocumentEncoder's own special tokens ([CLS] + passage prefix ... [SEP]), so
+        # both paths agree
         prefix, suffix = enc.special_ids
         outputs: list[torch.Tensor] = []
         for b in range(0, len(windows), enc.config.batch_size):
@@ -212,29 +219,29 @@ class LoraEncoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One adapted pass over the questions, with gradient: ``(pooled (Q, d), tokens (Q, L,
         d), mask (Q, L) bool)``, all float32 on CPU. ``pooled``: L2-normalised mean over the
-        attention mask, as ``DocumentEncoder.encode_texts``; ``tokens``: the word-piece vectors
+        attention mask, as ``DocumentEncoder.encode_queries``; ``tokens``: the word-piece vectors
         late interaction reads, special tokens and padding masked out, as
         ``DocumentEncoder.encode_query_tokens`` (padded batches of ``batch_size``: equal to the
-        one-at-a-time inference path up to float rounding). Each question is truncated to
-        ``query_max_length`` word-pieces (or what the encoder reads, if fewer)."""
+        one-at-a-time inference path up to float rounding). Each question is read behind the
+        encoder's query prefix, truncated to ``query_max_length`` word-pieces (or what the
+        encoder reads, if fewer), the prefix on top."""
         enc = self.encoder
-        limit = enc.max_window + sum(map(len, enc.special_ids))
-        special = torch.tensor(sorted(set(enc.tokenizer.all_special_ids)))
+        questions = enc.question_texts(texts)  # behind the encoder's query prefix
         pooled, vectors, masks = [torch.zeros(0, enc.dim)], [], []
-        for b in range(0, len(texts), enc.config.batch_size):
-            batch = enc.tokenizer(texts[b : b + enc.config.batch_size], padding=True,
-                                  truncation=True, max_length=min(enc.query_max_length, limit),
+        for b in range(0, len(questions), enc.config.batch_size):
+            batch = enc.tokenizer(questions[b : b + enc.config.batch_size], padding=True,
+                                  truncation=True, max_length=enc.question_max_length,
                                   return_tensors="pt")
             hidden = self._hidden(batch["input_ids"], batch["attention_mask"]).cpu()
             attention = batch["attention_mask"].unsqueeze(-1).float()
             pooled.append((hidden * attention).sum(1) / attention.sum(1).clamp(min=1e-9))
             vectors.append(hidden)
-            masks.append(batch["attention_mask"].bool() & ~torch.isin(batch["input_ids"], special))
+            masks.append(batch["attention_mask"].bool() & enc.question_token_mask(batch["input_ids"]))
         if not vectors:
             return (torch.zeros(0, enc.dim), torch.zeros(0, 0, enc.dim),
                     torch.zeros(0, 0, dtype=torch.bool))
         width = max(v.shape[1] for v in vectors)
-        return (F.normalize(torch.cat(pooled), p=2, dim=1),
+        return (enc.finish_pooled(torch.cat(pooled)),
                 torch.cat([F.pad(v, (0, 0, 0, width - v.shape[1])) for v in vectors]),
                 torch.cat([F.pad(m, (0, width - m.shape[1])) for m in masks]))
 
@@ -285,6 +292,12 @@ class LoraEncoder(nn.Module):
                     json.dumps({"max_seq_length": self.encoder.query_max_length})
                 )
             (tmp / LORA_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+            if replace(self.encoder.conventions, max_length=None) != EncoderConventions():
+                # prefixes (e5's query: / passage:) go with the merged weights; MiniLM's folder
+                # (no prefixes, its length in sentence_bert_config.json) stays as it was
+                (tmp / ENCODER_MARKER).write_text(json.dumps(
+                    {"format": ENCODER_FORMAT, "conventions": self.encoder.conventions.to_dict()},
+                    indent=2) + "\n")
         return folder
 
 

