@@ -204,3 +204,20 @@ class PieceCounter:
         if key not in self._cache:
             self.prime([chunk])
         return self._cache[key]
+
+
+def budget_counter(encoder: Any) -> PieceCounter:
+    """The word-piece counter of retrieved-text budgets (``ev_recall@Nwp``): always
+    all-MiniLM-L6-v2's tokenizer, so budgets stay one fixed unit when encoders are compared
+    (an encoder with a larger vocabulary would otherwise count fewer pieces for the same text).
+    ``encoder``: the pipeline's encoder, whose tokenizer is reused when it is MiniLM's."""
+    from gralc.encoding.models import DEFAULT_MODEL_ID
+
+    if getattr(encoder, "model_id", None) == DEFAULT_MODEL_ID:
+        return PieceCounter(encoder.tokenizer)
+    from transformers import AutoTokenizer
+
+    from gralc.encoding.models import default_model_path
+
+    return PieceCounter(AutoTokenizer.from_pretrained(default_model_path()))
+

@@ -15,7 +15,7 @@ from gralc.config import to_dict
 from gralc.data.benchmarks import load_benchmarks
 from gralc.data.demo import check_vocabulary
 from gralc.evaluation.config import EvalConfig
-from gralc.evaluation.evidence import PieceCounter
+from gralc.evaluation.evidence import budget_counter
 from gralc.evaluation.methods import (
     DEFAULT_METHODS,
     MethodResult,
@@ -82,7 +82,7 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         pipeline = Pipeline(cfg.pipeline)
         out = claim_dir(out, "eval_results", cfg.paths.force, inputs, *OUT_KEYS)
         settings = RunSettings(tuple(cfg.ks), cfg.candidates, cfg.index, cfg.fusion, cfg.evidence,
-                               PieceCounter(pipeline.encoder.tokenizer), cfg.generation, cfg.graph,
+                               budget_counter(pipeline.encoder), cfg.generation, cfg.graph,
                                cfg.search)
         results: list[MethodResult] = []
         timings: dict[str, float] = {}

@@ -69,7 +69,7 @@ from gralc.data.real_knowledge import (
     with_real_knowledge,
 )
 from gralc.encoding.precision import native_bf16
-from gralc.evaluation.evidence import PieceCounter
+from gralc.evaluation.evidence import budget_counter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
 from gralc.evaluation.trained_rows import evaluate_trained
 from gralc.pipeline import Pipeline
@@ -149,7 +149,7 @@ def covidqa_setup(data: str, cache_dir: str, knowledge: list[str] | tuple[str, .
     bench = squad_benchmark(data)
     pipe = Pipeline(cfg)
     prepared = pipe.prepare(bench.documents, progress=False)
-    return bench, pipe, prepared, RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
+    return bench, pipe, prepared, RunSettings((1, 5, 10, 20), pieces=budget_counter(pipe.encoder))
 
 
 def dev_side(bench, docs, variant: str, extra: list[str]):

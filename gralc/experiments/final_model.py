@@ -68,7 +68,7 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
     weight with the best dev evidence MRR (dev split of training, all articles searched)."""
     if len(args.sentence_evidence) <= 1:
         return (args.sentence_evidence or [None])[0], {}
-    from gralc.evaluation.evidence import PieceCounter
+    from gralc.evaluation.evidence import budget_counter
     from gralc.evaluation.methods import RunSettings
     from gralc.pipeline import Pipeline
     from gralc.retrieval.trained_scorer import TrainedScorer
@@ -77,7 +77,7 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
         f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu",
         *pipeline_part(args.set)], what="gralc.experiments.final_model"))
     prepared = pipe.prepare(bench.documents, progress=False)
-    settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipe.encoder.tokenizer))
+    settings = RunSettings((1, 5, 10, 20), pieces=budget_counter(pipe.encoder))
     dev = dev_side(bench, bench.documents, args.variant, args.set)
     return choose_sentence_evidence(TrainedScorer.load(ckpt), ckpt, dev, prepared, pipe, settings,
                                     args.sentence_evidence)

@@ -244,7 +244,7 @@ def pmc_main(args) -> int:
     """The rows on the PMC template questions with one exported model (``--model``)."""
     from gralc.data.benchmarks import DataConfig, pmc_benchmarks
     from gralc.data.real_knowledge import real_pipeline_config
-    from gralc.evaluation.evidence import PieceCounter
+    from gralc.evaluation.evidence import budget_counter
     from gralc.evaluation.methods import RunSettings
 
     t0 = time.perf_counter()
@@ -254,7 +254,7 @@ def pmc_main(args) -> int:
     scorer = TrainedScorer.load(args.model)
     require_real_graph(scorer.pipeline_config, str(args.model))
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base.config))
-    settings = RunSettings((1, 5, 10, 20), pieces=PieceCounter(base.encoder.tokenizer))
+    settings = RunSettings((1, 5, 10, 20), pieces=budget_counter(base.encoder))
     rows = graph_rows(args, scorer, pipe, test, settings, CandidateConfig(), args.chosen, PMC_METRICS)
     saved = run_metadata({"args": vars(args), "folds": [rows], "fold_info": [
         {"chosen_concept_weight": args.chosen, "learned": scorer.learned_values()}],

@@ -24,7 +24,7 @@ from pathlib import Path
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds
 from gralc.data.real_knowledge import SHARED_DATA, real_pipeline_config
-from gralc.evaluation.evidence import PieceCounter
+from gralc.evaluation.evidence import budget_counter
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.fusion import FusionConfig
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                                              what="gralc.experiments.hybrid_weight"))
     prepared = pipeline.prepare(bench.documents, progress=False)
     grid = settings_grid()
-    base = RunSettings((1, 5, 10, 20), pieces=PieceCounter(pipeline.encoder.tokenizer))
+    base = RunSettings((1, 5, 10, 20), pieces=budget_counter(pipeline.encoder))
     fold = article_folds([q.gold_doc_id for q in bench.questions], args.folds, args.seed)
     q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
     print(f"# Hybrid fusion on {bench.name}: {len(bench.documents)} articles, "

@@ -107,3 +107,23 @@ def test_resolve_evidence_prefers_spans_then_paragraphs():
     assert resolve_evidence(Question("q", "?", "d"), doc) == []
     with pytest.raises(ValueError, match="no evidence"):
         evidence_metrics([], "d", [])
+
+
+def test_budgets_are_counted_in_minilm_word_pieces_whatever_the_encoder():
+    """ev_recall@Nwp counts one fixed unit, all-MiniLM-L6-v2's word-pieces: the same counts
+    for a MiniLM pipeline (its own tokenizer, reused) and for any other encoder."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from gralc.encoding.models import DEFAULT_MODEL_ID, default_model_path
+    from gralc.evaluation.evidence import budget_counter
+
+    minilm = AutoTokenizer.from_pretrained(default_model_path())
+    other = SimpleNamespace(model_id="some/other-encoder", tokenizer=None)  # never asked
+    own = SimpleNamespace(model_id=DEFAULT_MODEL_ID, tokenizer=minilm)
+    chunk = SimpleNamespace(doc_id="d", chunk_id=0, char_start=0, char_end=44,
+                            text="Remdesivir inhibits SARS-CoV-2 RNA polymerase.")
+    assert budget_counter(own).tokenizer is minilm
+    assert budget_counter(other)(chunk) == budget_counter(own)(chunk)
+    assert len(budget_counter(other)(chunk)) > 5
