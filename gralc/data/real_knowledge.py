@@ -90,9 +90,11 @@ def with_real_knowledge(overrides: Sequence[str], shared: str | Path | None = No
 
 
 def pipeline_part(overrides: Sequence[str]) -> list[str]:
-    """The ``pipeline.knowledge.*`` entries of train.py / eval.py ``overrides``, as
+    """The ``pipeline.knowledge.*`` and ``pipeline.encoder.model`` entries of train.py / eval.py
+    ``overrides`` (what the untrained rows share with training), as
     :class:`~gralc.pipeline.PipelineConfig` overrides (prefix removed)."""
-    return [o.removeprefix("pipeline.") for o in overrides if o.startswith("pipeline.knowledge.")]
+    return [o.removeprefix("pipeline.") for o in overrides
+            if o.startswith(("pipeline.knowledge.", "pipeline.encoder.model="))]
 
 
 def require_real_graph(config: Any, what: str) -> None:

@@ -309,8 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="train only these folds (quick runs; the table then covers them only)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--set", nargs="*", default=[],
-                    help="extra train.py key=value overrides (pipeline.knowledge.* ones also "
-                         "set the untrained rows' pipeline)")
+                    help="extra train.py key=value overrides (pipeline.knowledge.* and "
+                         "pipeline.encoder.model ones also set the untrained rows' pipeline)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default="results/covidqa_cv")
     args = ap.parse_args(argv)

@@ -108,6 +108,9 @@ def test_missing_knowledge_files_are_named(tmp_path):
     # ... and a caller naming its own vocabulary keeps its own knowledge files only
     own = ["pipeline.knowledge.vocabulary=data/mesh/desc2024.xml"]
     assert with_real_knowledge(own, tmp_path / "absent") == own
+    # the encoder is shared by the untrained rows and training too; other pipeline keys are not
+    assert pipeline_part(["pipeline.encoder.model=multilingual-e5-small", "pipeline.encoder.device=cpu",
+                          "model.use_kg=false"]) == ["encoder.model=multilingual-e5-small"]
 
 
 def test_the_shared_data_holds_the_full_graph_and_training_gets_it(shared_data):
