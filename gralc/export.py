@@ -19,6 +19,7 @@ from gralc.model.persistence import (  # noqa: F401  (load_* re-exported for scr
     load_model,
     load_trained,
 )
+from gralc.model.scoring_config import ScoringConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,12 +57,8 @@ def _main(argv: list[str]) -> int:
                              "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
     add_debug_flag(parser)
     args = parser.parse_args(argv)
-    settings = {k: v for k, v in (("sentence_evidence", args.sentence_evidence),
-                                  ("evidence_sentences", args.evidence_sentences),
-                                  ("late_interaction", args.late_interaction),
-                                  ("phrase_weight", args.phrase_weight),
-                                  ("concept_weight", args.concept_weight),
-                                  ("cut_unit", args.cut_unit)) if v is not None}
+    settings = ScoringConfig(args.sentence_evidence, args.evidence_sentences, args.late_interaction,
+                             args.phrase_weight, args.concept_weight, cut_unit=args.cut_unit)
     # a user's mistake (OutputDirError included) propagates to gralc.cli.run: one message and
     # exit 2 (--debug: its traceback)
     out = export(args.checkpoint, args.out, force=args.force, settings=settings)

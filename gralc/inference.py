@@ -27,9 +27,8 @@ from gralc.artefacts import model_digest, verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
-from gralc.retrieval.bm25 import BM25Config, BM25Index
+from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.concept_match import concept_index
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
@@ -174,15 +173,13 @@ class Retriever:
             graph_index = finish_index_graph(corpus_graph, linked, pipeline, graph)
         index = ChunkIndex(pipeline.encoder.dim, index_config)
         index.add(chunks)
-        lexical = None
-        if searcher == "hybrid" or (scorer is not None and scorer.lexical):
-            lexical = BM25Index()  # a model with the lexical term scores with BM25 itself
+        lexical = phrase = concepts = None
+        if scorer is not None:  # the BM25 indexes the model's score reads (and a fusion's)
+            made = scorer.indexes(chunks, lexical=searcher == "hybrid")
+            lexical, phrase, concepts = made.lexical, made.phrase, made.concepts
+        elif searcher == "hybrid":
+            lexical = BM25Index()
             lexical.index(chunks)
-        phrase = None
-        if scorer is not None and scorer.phrase:
-            phrase = BM25Index(BM25Config(ngram=2))
-            phrase.index(chunks)
-        concepts = concept_index(chunks) if scorer is not None and scorer.concept else None
         spec = RetrieverSpec(strategy=strategy, model=None if model is None else str(Path(model).resolve()),
                              pipeline=to_dict(pipeline.config), searcher=searcher,
                              fusion=to_dict(fusion or FusionConfig()),

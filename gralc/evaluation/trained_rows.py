@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +23,8 @@ from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
-from gralc.retrieval.bm25 import BM25Config, BM25Index
-from gralc.retrieval.concept_match import concept_index, concept_scores, question_concepts
+from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.concept_match import question_concepts
 from gralc.retrieval.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
@@ -109,27 +109,18 @@ def trained_scores(
     t_chunk = time.perf_counter() - t0
     vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
     t1 = time.perf_counter()
-    q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions])
-    bm25 = BM25Index()
-    bm25.index(chunks)
-    lexical = [bm25.scores(q.text) for q in bench.questions]
-    phrase: list[np.ndarray | None] = [None] * len(bench.questions)
-    if scorer.phrase:  # the term-pair BM25 the model adds (model.phrase_weight)
-        pairs = BM25Index(BM25Config(ngram=2))
-        pairs.index(chunks)
-        phrase = [pairs.scores(q.text) for q in bench.questions]
-    concepts: list[np.ndarray | None] = [None] * len(bench.questions)
-    if scorer.concept:  # the concept match the model adds (model.concept_weight)
-        index = concept_index(chunks)
-        ids = question_concepts(pipeline.linker, [q.text for q in bench.questions])
-        concepts = [concept_scores(index, i) for i in ids]
+    texts = [q.text for q in bench.questions]
+    q_vecs = pipeline.encoder.encode_queries(texts)
+    # the model's lexical inputs, and the chunks' BM25 for the fused rows whatever the model
+    terms = replace(scorer.terms, lexical=True)
+    ids = question_concepts(pipeline.linker, texts) if terms.concepts else None
+    inputs = scorer.score_inputs(texts, scorer.indexes(chunks, lexical=True), ids, terms)
     cosine, graph = [], []
-    for q, qv, lex, ph, cm in zip(bench.questions, q_vecs, lexical, phrase, concepts):
-        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs,
-                                         lex if scorer.lexical else None, phrase=ph, concepts=cm)
+    for i, (q, qv) in enumerate(zip(bench.questions, q_vecs)):
+        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs, inputs=inputs.select(i))
         cosine.append(cos)
         graph.append(score)
-    return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, lexical,
+    return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, list(inputs.lexical),
                          {"chunk_s": t_chunk, "score_s": time.perf_counter() - t1})
 
 
@@ -201,15 +192,8 @@ def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], c
 
     index = ChunkIndex(pipeline.encoder.dim)
     index.add(chunks)
-    bm25 = BM25Index()
-    bm25.index(chunks)
-    phrase = None
-    if scorer.phrase:
-        phrase = BM25Index(BM25Config(ngram=2))
-        phrase.index(chunks)
-    concepts = concept_index(chunks) if scorer.concept else None
-    return TrainedSearch(scorer, pipeline, index, bm25 if scorer.lexical else None, phrase, config,
-                         concepts)
+    made = scorer.indexes(chunks)
+    return TrainedSearch(scorer, pipeline, index, made.lexical, made.phrase, config, made.concepts)
 
 
 def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",

@@ -26,8 +26,8 @@ import torch
 from omegaconf import OmegaConf
 
 from gralc.artefacts import check_output_dir, verify_artefact, write_artefact
-from gralc.chunking.boundaries import BoundaryConfig
 from gralc.model.gralc_model import GraLCModel, ModelConfig
+from gralc.model.scoring_config import BOUNDARY_KEYS, MODEL_KEYS, ScoringConfig
 from gralc.pipeline import PipelineConfig
 from gralc.safe_load import load_torch, path_inside, read_yaml_untrusted
 
@@ -213,37 +213,28 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 
 
 #: ModelConfig keys that only change how a trained model scores (never its weights): an
-#: export may set them (``gralc.export --sentence-evidence``, ``--late-interaction``,
-#: ``--phrase-weight``)
-INFERENCE_SETTINGS = ("sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight",
-                      "concept_weight", "kg_prox_idf")
+#: export may set them (:class:`~gralc.model.scoring_config.ScoringConfig`)
+INFERENCE_SETTINGS = MODEL_KEYS
 #: BoundaryConfig keys (``pipeline.chunking.boundary``) an export may set: where the hard
 #: cuts of the trained boundary scores may fall (``gralc.export --cut-unit``)
-INFERENCE_BOUNDARY_SETTINGS = ("cut_unit",)
+INFERENCE_BOUNDARY_SETTINGS = BOUNDARY_KEYS
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
-           settings: dict[str, Any] | None = None) -> Path:
+           settings: ScoringConfig | dict[str, Any] | None = None) -> Path:
     """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
     (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
-    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). ``settings``:
-    :data:`INFERENCE_SETTINGS` to store instead of the checkpoint's (validated first)."""
+    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). ``settings``: the
+    :class:`~gralc.model.scoring_config.ScoringConfig` (or its fields as a dict) to store
+    instead of the checkpoint's (validated first)."""
     checkpoint = Path(checkpoint)
-    settings = dict(settings or {})
-    allowed = [*INFERENCE_SETTINGS, *INFERENCE_BOUNDARY_SETTINGS]
-    unknown = sorted(set(settings) - set(allowed))
-    if unknown:
-        raise ValueError(f"export settings {unknown}: only {allowed} may be set "
-                         "at export (everything else is what the model was trained with)")
-    boundary = {k: settings.pop(k) for k in INFERENCE_BOUNDARY_SETTINGS if k in settings}
-    ModelConfig(**settings)  # a bad value fails here, before any file is read or written
-    BoundaryConfig(**boundary)
+    scoring = settings if isinstance(settings, ScoringConfig) else ScoringConfig.from_dict(settings)
     check_output_dir(out_dir, "export", force, [checkpoint])
     from omegaconf.errors import OmegaConfBaseException
 
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
         try:
-            _write_export(checkpoint, tmp, settings, boundary)
+            _write_export(checkpoint, tmp, scoring.model_settings(), scoring.boundary_settings())
         except (*_MALFORMED, OmegaConfBaseException) as exc:
             raise _malformed(checkpoint, exc, "pass a .ckpt written by train.py") from None
     return Path(out_dir)

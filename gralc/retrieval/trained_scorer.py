@@ -16,6 +16,7 @@ did.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +28,13 @@ from gralc.chunking.chunk import Chunk
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import doc_features
+from gralc.model.lexical import PHRASE_BM25
 from gralc.model.query_features import QueryEncoder
+from gralc.model.score_inputs import ScoreInputBuilder, ScoreInputs, ScoreTerms
 from gralc.pipeline import Pipeline, PipelineConfig
+from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.chunk_table import ChunkTable
+from gralc.retrieval.concept_match import concept_index
 from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
 
 logger = logging.getLogger(__name__)
@@ -175,39 +180,64 @@ class TrainedScorer:
         return (ents, mask, [c[0] for c in batch]) if with_ids else (ents, mask)
 
     @property
+    def terms(self) -> ScoreTerms:
+        """The lexical inputs the model's score reads (:class:`ScoreTerms`)."""
+        return ScoreTerms.of(self.model.config)
+
+    @property
     def lexical(self) -> bool:
-        """The model scores with its learned lexical term: callers pass BM25 scores."""
-        return self.model.lexical is not None
+        """The model scores with its learned lexical term: its BM25 over the chunks."""
+        return self.terms.lexical
 
     @property
     def phrase(self) -> bool:
-        """The model adds a term-pair BM25 (``model.phrase_weight`` > 0): callers pass the
-        scores of a ``BM25Index(BM25Config(ngram=2))`` over the same chunks."""
-        return self.model.config.phrase_weight > 0
+        """The model adds a term-pair BM25 (``model.phrase_weight`` > 0)."""
+        return self.terms.phrase
 
     @property
     def concept(self) -> bool:
         """The model reads the concept match's index (``model.concept_weight`` > 0: its scores;
-        ``model.kg_prox_idf``: its IDF): callers pass a
-        :func:`~gralc.retrieval.concept_match.concept_index` over the same chunks."""
-        return self.model.config.concept_weight > 0 or self.model.config.kg_prox_idf
+        ``model.kg_prox_idf``: its IDF)."""
+        return self.terms.concepts
+
+    def indexes(self, chunks: list[Chunk], lexical: bool = False) -> ScoreIndexes:
+        """The BM25 indexes of ``chunks`` the model's score reads (``lexical``: the chunks'
+        BM25 also for a model without the lexical term, e.g. for a fusion with it), as
+        ``gralc.index --model`` builds and saves them."""
+        t = self.terms
+        return ScoreIndexes(_index(chunks) if t.lexical or lexical else None,
+                            _index(chunks, PHRASE_BM25) if t.phrase else None,
+                            concept_index(chunks) if t.concepts else None)
+
+    def score_inputs(self, questions: list[str], indexes: ScoreIndexes,
+                     concept_ids: list[list[str]] | None = None, terms: ScoreTerms | None = None
+                     ) -> ScoreInputs:
+        """The lexical inputs of the model's score (:mod:`gralc.model.score_inputs`) of
+        ``questions`` (their linked ``concept_ids`` for the concept match) against the chunks
+        of :meth:`chunk`: ``indexes`` of the same chunks, the sentence units' BM25 of
+        :attr:`table`. ``terms``: which (default :attr:`terms`)."""
+        terms = terms or self.terms
+        units = self.table.finish().units.bm25 if terms.units else None
+        return ScoreInputBuilder(terms, indexes.lexical, units, indexes.phrase,
+                                 indexes.concepts).build(questions, concept_ids)
 
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
                   chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
                   q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
                   phrase: np.ndarray | None = None, concepts: np.ndarray | None = None,
+                  inputs: ScoreInputs | None = None,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
-        :meth:`GraLCModel.score_parts`, the scoring of training and validation; ``lexical``
-        (K,): the question's BM25 over the same chunks, required when :attr:`lexical`. With
-        sentence evidence, every chunk of :meth:`chunk` must be given (the units' overlap
-        pairs index them); the units' BM25 is computed here. With late interaction, likewise
-        (the token rows index them); ``q_tokens``: the question's word-piece vectors
+        :meth:`GraLCModel.score_parts`, the scoring of training and validation. ``inputs``:
+        the question's lexical inputs (one row of :meth:`score_inputs`); or, without them,
+        ``lexical``, ``phrase`` and ``concepts`` (K,) as the model reads them, the units' BM25
+        from :attr:`table`. With sentence evidence or late interaction, every chunk of
+        :meth:`chunk` must be given (the units' overlap pairs and the token rows index them);
+        ``q_tokens``: the question's word-piece vectors
         (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
-        None. ``phrase`` (K,): the question's term-pair BM25 over the same chunks, required
-        when :attr:`phrase`; ``concepts`` (K,) its concept match, required when :attr:`concept`."""
+        None."""
         if self.model.config.kg_prox_idf:
             raise ValueError("model.kg_prox_idf weighs kg_prox by the concept index's IDF: search with "
                              "gralc.retrieval.trained_search.TrainedSearch")
@@ -216,18 +246,17 @@ class TrainedScorer:
                 f"{self.source or 'this model'}: score all {self.n_chunks} chunks of chunk() "
                 f"(got {chunk_vecs.shape[0]}); a search of some chunks is gralc.retrieval.trained_search")
         chunks, unit_rows = self.table.gather(chunk_vecs.numpy(), None, tokens=self.uses_tokens)
-        unit_lex = None
-        if self.uses_units and self.lexical:
-            unit_lex = torch.as_tensor(self.table.unit_lexical(question)[unit_rows], dtype=torch.float32)[None]
+        if inputs is None:
+            row = [None if x is None else np.asarray(x)[None] for x in (lexical, phrase, concepts)]
+            units = self.score_inputs([question], ScoreIndexes(), terms=ScoreTerms(units=self.terms.units))
+            inputs = ScoreInputs(row[0], units.unit_lexical, row[1], row[2])
         if self.uses_tokens and q_tokens is None:
             q_tokens = pipeline.encoder.encode_query_tokens([question])
         hybrid = self.model.hybrid is not None
         q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
-        lex = None if lexical is None else torch.as_tensor(lexical, dtype=torch.float32)[None]
-        pairs = None if phrase is None else torch.as_tensor(phrase, dtype=torch.float32)[None]
-        cm = None if concepts is None else torch.as_tensor(concepts, dtype=torch.float32)[None]
-        score, cos, prox = self.model.score_parts(q_vec[None].float(), q_ent, q_mask, chunks, lex,
-                                                  unit_lex, q_tokens, pairs, concepts=cm)
+        score, cos, prox = self.model.score_parts(
+            q_vec[None].float(), q_ent, q_mask, chunks, q_tokens=q_tokens,
+            **inputs.select(0, None, unit_rows).tensors(dtype=torch.float32))
         return score[0], cos[0], prox[0]
 
     # ----- persistence with an index --------------------------------------------------------
@@ -252,3 +281,20 @@ class TrainedScorer:
         if self.uses_tokens and self.table.tokens is None:
             raise FileNotFoundError(f"{folder}: no token codes, but the model scores with late "
                                     "interaction; rebuild the index with --model")
+
+
+@dataclass
+class ScoreIndexes:
+    """BM25 indexes of one set of chunks a trained model's score reads (None: not read):
+    over their texts (``lexical``), as term pairs (``phrase``), over their concept ids
+    (``concepts``, :func:`~gralc.retrieval.concept_match.concept_index`)."""
+
+    lexical: BM25Index | None = None
+    phrase: BM25Index | None = None
+    concepts: BM25Index | None = None
+
+
+def _index(chunks: list[Chunk], config=None) -> BM25Index:
+    index = BM25Index(config)
+    index.index(chunks)
+    return index

@@ -30,24 +30,25 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gralc.model.score_inputs import ScoreInputs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.candidates import CandidateConfig, top_rows, union_rows, unit_chunk_rows
-from gralc.retrieval.concept_match import concept_idf, concept_scores, question_concepts
+from gralc.retrieval.concept_match import concept_idf, question_concepts
 from gralc.retrieval.faiss_index import ChunkIndex
 from gralc.retrieval.hits import Hit
 from gralc.retrieval.ranking import rank_order
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained_scorer import ScoreIndexes, TrainedScorer
 
 
 @dataclass
 class Questions:
     """One batch of questions as the score reads them: ``vectors`` (Q, d), word-piece
     ``tokens`` (Q, L, d) + ``token_mask`` (Q, L) (late interaction), concept vectors
-    ``entities`` (Q, E, d') + ``entity_mask`` (hybrid score), and per question its BM25 over the
-    chunks (``lexical``), term-pair BM25 (``phrase``), concept match (``concepts``) and BM25
-    over the sentence units (``unit_lexical``), each (K,) / (U,) or None when the model does
-    not use it."""
+    ``entities`` (Q, E, d') + ``entity_mask`` (hybrid score), and their lexical ``inputs``
+    against every chunk (:class:`~gralc.model.score_inputs.ScoreInputs`: BM25 over the chunks,
+    term-pair BM25, concept match (Q, K) and BM25 over the sentence units (Q, U), each None
+    when the model does not use it)."""
 
     texts: list[str]
     vectors: torch.Tensor
@@ -55,10 +56,7 @@ class Questions:
     token_mask: torch.Tensor | None
     entities: torch.Tensor | None
     entity_mask: torch.Tensor | None
-    lexical: list[np.ndarray | None]
-    phrase: list[np.ndarray | None]
-    unit_lexical: list[np.ndarray | None]
-    concepts: list[np.ndarray | None] | None = None
+    inputs: ScoreInputs
 
 
 class TrainedSearch:
@@ -119,13 +117,10 @@ class TrainedSearch:
                 weights[i, : len(q_ids)] = torch.as_tensor(concept_idf(self.concepts, q_ids))
             emask = emask.float() * weights
         t1 = time.perf_counter()
-        lexical = [self.lexical.scores(t) if s.lexical else None for t in texts]
-        phrase = [self.phrase.scores(t) if s.phrase else None for t in texts]
-        units = [self.table.unit_lexical(t) if s.uses_units and s.lexical else None for t in texts]
-        concepts = [concept_scores(self.concepts, ids[i]) if s.concept else None for i in range(len(texts))]
+        inputs = s.score_inputs(texts, ScoreIndexes(self.lexical, self.phrase, self.concepts), ids)
         self.timings["encode_s"] += t1 - t0
         self.timings["bm25_s"] += time.perf_counter() - t1
-        return Questions(texts, vectors, tokens, mask, ents, emask, lexical, phrase, units, concepts)
+        return Questions(texts, vectors, tokens, mask, ents, emask, inputs)
 
     # ----- searching ------------------------------------------------------------------------
     def search_batch(self, questions: Sequence[str], k: int = 10,
@@ -168,17 +163,18 @@ class TrainedSearch:
         if cfg.exhaustive:
             return [np.arange(n, dtype=np.int64)] * len(q.texts)
         dense = self.index.search_rows(q.vectors.numpy(), cfg.dense) if cfg.dense else None
+        x = q.inputs
         out = []
         for i in range(len(q.texts)):
             parts = [None if dense is None else dense[i]]
-            if q.lexical[i] is not None:
-                parts.append(top_rows(q.lexical[i], cfg.lexical, positive=True))
-            if q.phrase[i] is not None:
-                parts.append(top_rows(q.phrase[i], cfg.phrase, positive=True))
-            if q.concepts is not None and q.concepts[i] is not None:
-                parts.append(top_rows(q.concepts[i], cfg.concepts, positive=True))
-            if q.unit_lexical[i] is not None:
-                parts.append(unit_chunk_rows(q.unit_lexical[i], cfg.units,
+            if x.lexical is not None:
+                parts.append(top_rows(x.lexical[i], cfg.lexical, positive=True))
+            if x.phrase is not None:
+                parts.append(top_rows(x.phrase[i], cfg.phrase, positive=True))
+            if x.concepts is not None:
+                parts.append(top_rows(x.concepts[i], cfg.concepts, positive=True))
+            if x.unit_lexical is not None:
+                parts.append(unit_chunk_rows(x.unit_lexical[i], cfg.units,
                                              lambda u: self.table.units.chunks.gather(u)[0]))
             out.append(union_rows(*parts))
         return out
@@ -186,18 +182,11 @@ class TrainedSearch:
     def _parts(self, q: Questions, i: int, rows: np.ndarray, late: torch.Tensor | None):
         s = self.scorer
         chunks, unit_rows = self.table.gather(self.index.vectors, rows)
-        lex = None if q.lexical[i] is None else torch.as_tensor(q.lexical[i][rows], dtype=torch.float32)[None]
-        ulex = None
-        if q.unit_lexical[i] is not None:
-            ulex = torch.as_tensor(q.unit_lexical[i][unit_rows], dtype=torch.float32)[None]
-        pairs = None if q.phrase[i] is None else torch.as_tensor(q.phrase[i][rows], dtype=torch.float32)[None]
         ents = None if q.entities is None else (q.entities[i : i + 1], q.entity_mask[i : i + 1])
-        cm = None
-        if q.concepts is not None and q.concepts[i] is not None:
-            cm = torch.as_tensor(q.concepts[i][rows], dtype=torch.float32)[None]
         score, cos, prox = s.model.score_parts(
-            q.vectors[i : i + 1], *(ents or (None, None)), chunks, lex, ulex, phrase=pairs,
-            late=None if late is None else late[None], concepts=cm)
+            q.vectors[i : i + 1], *(ents or (None, None)), chunks,
+            late=None if late is None else late[None],
+            **q.inputs.select(i, rows, unit_rows).tensors(dtype=torch.float32))
         return score[0], cos[0], prox[0]
 
     @torch.no_grad()
@@ -226,15 +215,16 @@ class TrainedSearch:
         # the exactly scored candidates first, the rest (centroid MaxSim) after them
         key = score.numpy() + np.where(exact, 0.0, -1e6)
         order = rank_order(chunks, key)[:k]
+        x = q.inputs
         hits = []
         for j in order:
             parts = {"cos": float(cos[j]), "kg_prox": float(prox[j])}
-            if q.lexical[i] is not None:
-                parts["bm25"] = float(q.lexical[i][rows[j]])
-            if q.phrase[i] is not None:
-                parts["phrase_bm25"] = float(q.phrase[i][rows[j]])
-            if q.concepts is not None and q.concepts[i] is not None:
-                parts["concept_bm25"] = float(q.concepts[i][rows[j]])
+            if x.lexical is not None:
+                parts["bm25"] = float(x.lexical[i, rows[j]])
+            if x.phrase is not None:
+                parts["phrase_bm25"] = float(x.phrase[i, rows[j]])
+            if x.concepts is not None:
+                parts["concept_bm25"] = float(x.concepts[i, rows[j]])
             if late is not None:
                 parts["maxsim"] = float(late[j])
             hits.append(Hit(chunks[j], float(score[j]), parts))

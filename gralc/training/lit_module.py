@@ -49,10 +49,10 @@ from gralc.chunking.boundaries import BoundaryConfig, semantic_signal
 from gralc.model.chunk_set import ChunkSet
 from gralc.model.doc_features import DocFeatures, adapted_features
 from gralc.model.doc_windows import crop_features, evidence_window, lexical_window
-from gralc.model.gralc_model import GraLCModel, span_concepts
-from gralc.retrieval.bm25 import BM25Config, TermStats, bm25_matrix
+from gralc.model.gralc_model import GraLCModel
+from gralc.model.lexical import TermStats
+from gralc.model.score_inputs import batch_inputs, chunk_texts
 from gralc.retrieval.candidates import CandidateConfig, candidate_mask
-from gralc.retrieval.concept_match import concept_matrix
 from gralc.retrieval.rank_metrics import mrr, reciprocal_rank
 from gralc.retrieval.ranking import rank_matrix
 from gralc.training.config import OptimConfig
@@ -228,8 +228,7 @@ class GraLCLitModule(pl.LightningModule):
     @staticmethod
     def chunk_texts(docs: list[DocFeatures], chunks: ChunkSet) -> list[str]:
         """The text of every chunk of ``chunks``, in chunk order."""
-        return [f.doc.text[slice(*f.char_span(s, e))] for f, spans in zip(docs, chunks.spans)
-                for s, e in spans]
+        return chunk_texts(docs, chunks.spans)
 
     def on_fit_start(self) -> None:
         """With ``optim.lexical_stats=corpus``: term statistics of the training corpus's chunks
@@ -245,37 +244,11 @@ class GraLCLitModule(pl.LightningModule):
         docs = [f.to(self.device) for f in corpus]
         return TermStats.from_texts(self.chunk_texts(docs, self.model(docs, soft=False)))
 
-    def lexical_scores(
-        self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
-        stats: TermStats | None = None,
-    ) -> torch.Tensor | None:
-        """(B, K) BM25 of each question against the texts of ``chunks`` (term statistics from
-        these chunks, or ``stats``), for a model with the lexical term; else None."""
-        if self.model.lexical is None:
-            return None
-        if not all(e.text for e in examples):
-            raise ValueError(
-                "the lexical term scores question texts but a training example has none: "
-                "rebuild the feature cache (delete paths.cache_dir/train_features)"
-            )
-        texts = self.chunk_texts(docs, chunks)
-        return torch.from_numpy(
-            bm25_matrix([e.text for e in examples], texts, stats=stats)
-        ).to(self.device)
-
     @property
     def uses_units(self) -> bool:
         """Chunks are scored with sentence evidence (``model.sentence_evidence`` > 0), in
         training and validation as at inference."""
         return self.model.config.sentence_evidence > 0
-
-    def unit_lexical(self, examples: list[TrainingExample], docs: list[DocFeatures],
-                     chunks: ChunkSet) -> torch.Tensor | None:
-        """(B, U) BM25 of each question against the sentence units of ``chunks`` (their own
-        term statistics, as the units' index at inference), when both are in use; else None."""
-        if chunks.units is None:
-            return None
-        return self.lexical_scores(examples, docs, chunks.units)
 
     # ----- training -------------------------------------------------------------------------
     def batch_loss(self, batch: TrainBatch) -> tuple[torch.Tensor, int]:
@@ -314,11 +287,19 @@ class GraLCLitModule(pl.LightningModule):
         self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
         stats: TermStats | None = None,
     ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-        """``(lexical (B, K), unit lexical (B, U), term-pair (B, K), concept match (B, K))``
-        BM25 the score reads (each None where the model does not use it)."""
-        return (self.lexical_scores(examples, docs, chunks, stats),
-                self.unit_lexical(examples, docs, chunks), self.phrase_scores(examples, docs, chunks),
-                self.concept_scores(examples, docs, chunks))
+        """``(lexical (B, K), unit lexical (B, U), term-pair (B, K), concept match (B, K))``,
+        the raw scores the model's score reads of the examples' questions against ``chunks``
+        (each None where the model does not use it), built by the model's one builder
+        (:func:`~gralc.model.score_inputs.batch_inputs`): term statistics from these chunks
+        (units: from the units), or for the lexical term ``stats``."""
+        if self.model.lexical is not None and not all(e.text for e in examples):
+            raise ValueError(
+                "the lexical term scores question texts but a training example has none: "
+                "rebuild the feature cache (delete paths.cache_dir/train_features)"
+            )
+        inputs = batch_inputs(self.model.config, [e.text for e in examples], docs, chunks,
+                              [e.q_concepts for e in examples], stats)
+        return tuple(inputs.tensors(self.device).values())
 
     def batch_scores(
         self, examples: list[TrainingExample], docs: list[DocFeatures], chunks: ChunkSet,
@@ -329,9 +310,8 @@ class GraLCLitModule(pl.LightningModule):
         its lexical term (``stats``: its BM25 term statistics) and sentence units, MaxSim of the
         questions' adapted word-pieces (``qs.tokens``) against ``chunks``' token vectors at
         ``optim.late_interaction`` (ColBERT-style, gradient through both sides), then
-        ``model.phrase_weight`` times the term-pair BM25 (:meth:`phrase_scores`) and
-        ``model.concept_weight`` times the concept match (:meth:`concept_scores`). ``inputs``:
-        those BM25 scores already computed (:meth:`score_inputs`)."""
+        ``model.phrase_weight`` times the term-pair BM25 and ``model.concept_weight`` times the
+        concept match (all of them :meth:`score_inputs`; ``inputs``: already computed)."""
         q_tokens = None if qs.tokens is None else (qs.tokens.to(self.device),
                                                    qs.token_mask.to(self.device))
         lexical, unit_lexical, phrase, concepts = inputs or self.score_inputs(examples, docs, chunks, stats)
@@ -340,34 +320,6 @@ class GraLCLitModule(pl.LightningModule):
             q_tokens=q_tokens, phrase=phrase, late_interaction=self.optim.late_interaction,
             concepts=concepts)
         return score, cos
-
-    def phrase_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
-                      chunks: ChunkSet) -> torch.Tensor | None:
-        """(B, K) term-pair BM25 (``BM25Config(ngram=2)``) of each question against the texts
-        of ``chunks``, term statistics from these chunks, for a model with
-        ``model.phrase_weight`` > 0; else None."""
-        if self.model.config.phrase_weight <= 0:
-            return None
-        return torch.from_numpy(bm25_matrix(
-            [e.text for e in examples], self.chunk_texts(docs, chunks), BM25Config(ngram=2)
-        )).to(self.device)
-
-    def concept_scores(self, examples: list[TrainingExample], docs: list[DocFeatures],
-                       chunks: ChunkSet) -> torch.Tensor | None:
-        """(B, K) concept match (:func:`~gralc.retrieval.concept_match.concept_matrix`) of
-        each question's linked concepts against each chunk's (the concepts with a mention
-        inside it, as ``Chunk.entity_ids`` of an index), term statistics from these chunks, for
-        a model with ``model.concept_weight`` > 0; else None."""
-        if self.model.config.concept_weight <= 0:
-            return None
-        chunk_ids = []
-        for f, spans in zip(docs, chunks.spans):
-            rows, chunk_of = span_concepts(f.mention_tokens, spans)
-            per = [[] for _ in spans]
-            for r, k in zip(rows.tolist(), chunk_of.tolist()):
-                per[k].append(f.concept_ids[r])
-            chunk_ids.extend(per)
-        return torch.from_numpy(concept_matrix([e.q_concepts for e in examples], chunk_ids)).to(self.device)
 
     def evidence_cut_loss(
         self, examples: list[TrainingExample], docs: list[DocFeatures]

@@ -87,7 +87,7 @@ def test_the_loss_mixes_maxsim_and_trains_both_sides(datamodule, lora):
     chunks = model(views, soft=True, tokens=True, token_grad=True)
     assert chunks.token_vectors.requires_grad
     q, q_ent, q_mask = lit.queries(train)[:3]
-    lexical = lit.lexical_scores(train, views, chunks)
+    lexical = lit.score_inputs(train, views, chunks)[0]
     plain = model.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
     q_tok, q_tok_mask = enc.encode_query_tokens([e.text for e in train])
     q_tok.retain_grad()

@@ -280,7 +280,7 @@ def test_training_scores_the_concepts_an_index_gives_the_chunks(make_cfg, datamo
     feats = [datamodule.data.features[d] for d in doc_ids]
     with torch.no_grad():
         chunks = model(feats, soft=False)
-        got = lit.concept_scores(examples, feats, chunks)
+        got = lit.score_inputs(examples, feats, chunks)[3]
     scorer = TrainedScorer(model, cfg.pipeline)
     pipeline = Pipeline(cfg.pipeline)
     made = scorer.chunk(pipeline, pipeline.prepare([f.doc for f in feats], progress=False))

@@ -511,9 +511,9 @@ def test_corpus_term_stats_give_the_batch_the_corpus_index_scores(datamodule, ma
     questions = [e.text for e in batch.examples]
     rows = [texts.index(t) for t in lit.chunk_texts(batch.docs, chunks)]
     corpus_scores = index.score_matrix(questions)[:, rows]
-    got = lit.lexical_scores(batch.examples, batch.docs, chunks, stats).numpy()
+    got = lit.score_inputs(batch.examples, batch.docs, chunks, stats)[0].numpy()
     assert np.allclose(got, corpus_scores, atol=1e-4)
-    assert not np.allclose(lit.lexical_scores(batch.examples, batch.docs, chunks).numpy(),
+    assert not np.allclose(lit.score_inputs(batch.examples, batch.docs, chunks)[0].numpy(),
                            corpus_scores, atol=1e-2)
     with pytest.raises(ConfigError, match="lexical_stats"):
         validate(make_cfg(tmp_path, "optim.lexical_stats=global"))
@@ -559,7 +559,7 @@ def test_training_scores_chunks_with_sentence_evidence_when_set(datamodule, make
     docs = lit.training_views(batch)[1]
     chunks = model(docs, soft=True, units=True)
     assert chunks.units is not None and chunks.units.n_chunks > chunks.n_chunks
-    assert lit.unit_lexical(batch.examples, docs, chunks).shape == (len(batch.examples), chunks.units.n_chunks)
+    assert lit.score_inputs(batch.examples, docs, chunks)[1].shape == (len(batch.examples), chunks.units.n_chunks)
     model.config = replace(model.config, sentence_evidence=0.0)
     assert not lit.uses_units and not torch.allclose(lit.batch_loss(batch)[0], loss)
     model.config = replace(model.config, sentence_evidence=0.5)
@@ -586,7 +586,7 @@ def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path)
     cached, docs = lit.training_views(batch)
     chunks = model(docs, soft=True)
     q, q_ent, q_mask = lit.queries(examples)[:3]
-    lexical = lit.lexical_scores(examples, docs, chunks, None)
+    lexical = lit.score_inputs(examples, docs, chunks)[0]
     cos = model.score_parts(q, q_ent, q_mask, chunks, lexical)[1] / cfg.optim.temperature
     terms = []
     for i, (e, f) in enumerate(zip(examples, cached)):
