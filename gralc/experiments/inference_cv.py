@@ -66,7 +66,6 @@ from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup, dev_side
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
-from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.ranking import rank_order
 from gralc.retrieval.token_codec import TokenCodecConfig
 from gralc.retrieval.trained_scorer import TrainedScorer
@@ -101,17 +100,14 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
     vecs = torch.from_numpy(np.stack([c.embedding for c in s.chunks]))
     every = scorer.chunk_set(vecs)
     late = maxsim(q_tok, q_mask, every.token_vectors, every.token_chunk, len(s.chunks))
+    scorer.model.config = replace(scorer.model.config, phrase_weight=phrase_weight)
+    texts = [q.text for q in bench.questions]
+    inputs = scorer.score_inputs(texts, scorer.indexes(s.chunks))  # the model's own inputs
     phrase = torch.zeros_like(graph)
     if phrase_weight:
-        pairs = BM25Index(BM25Config(ngram=2))
-        pairs.index(s.chunks)
-        raw = pairs.score_matrix([q.text for q in bench.questions])
-        phrase = phrase_weight * normalise_lexical(torch.as_tensor(raw)).to(graph.dtype)
-        scorer.model.config = replace(scorer.model.config, phrase_weight=phrase_weight)
+        phrase = phrase_weight * normalise_lexical(torch.as_tensor(inputs.phrase)).to(graph.dtype)
     for i in range(min(3, len(bench.questions))):  # the product's score is this mix
-        lex = s.lexical[i] if scorer.lexical else None
-        got = scorer.score_all(pipe, bench.questions[i].text, s.queries[i], vecs, lex,
-                               phrase=raw[i] if phrase_weight else None)[0]
+        got = scorer.score_all(pipe, texts[i], s.queries[i], vecs, inputs=inputs.select(i))[0]
         assert torch.allclose(got, 0.5 * graph[i] + 0.5 * late[i] + phrase[i], atol=1e-5), "mix differs"
     scorer.model.config = replace(scorer.model.config, late_interaction=0.0, phrase_weight=0.0)
     return s.chunks, graph.numpy(), late.numpy(), phrase.numpy()

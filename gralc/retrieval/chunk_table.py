@@ -218,11 +218,6 @@ class ChunkTable:
             out.token_chunk = torch.from_numpy(local)
         return out, unit_rows
 
-    def unit_lexical(self, question: str) -> np.ndarray:
-        """(U,) BM25 of ``question`` against every sentence unit."""
-        self.finish()
-        return self.units.bm25.scores(question)
-
     # ----- persistence ----------------------------------------------------------------------
     def save(self, folder: Path) -> None:
         """Write the table into ``folder`` (an index being written)."""

@@ -223,17 +223,16 @@ class TrainedScorer:
 
     @torch.no_grad()
     def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
-                  chunk_vecs: torch.Tensor, lexical: np.ndarray | None = None,
+                  chunk_vecs: torch.Tensor,
                   q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
-                  phrase: np.ndarray | None = None, concepts: np.ndarray | None = None,
                   inputs: ScoreInputs | None = None,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
         ``chunk_vecs`` (K, d) and this scorer's entity table), with
         :meth:`GraLCModel.score_parts`, the scoring of training and validation. ``inputs``:
-        the question's lexical inputs (one row of :meth:`score_inputs`); or, without them,
-        ``lexical``, ``phrase`` and ``concepts`` (K,) as the model reads them, the units' BM25
-        from :attr:`table`. With sentence evidence or late interaction, every chunk of
+        the question's lexical inputs (one row of :meth:`score_inputs`); without them only
+        the units' BM25 of :attr:`table` (a model with a lexical, phrase or concept term
+        needs them). With sentence evidence or late interaction, every chunk of
         :meth:`chunk` must be given (the units' overlap pairs and the token rows index them);
         ``q_tokens``: the question's word-piece vectors
         (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
@@ -247,9 +246,7 @@ class TrainedScorer:
                 f"(got {chunk_vecs.shape[0]}); a search of some chunks is gralc.retrieval.trained_search")
         chunks, unit_rows = self.table.gather(chunk_vecs.numpy(), None, tokens=self.uses_tokens)
         if inputs is None:
-            row = [None if x is None else np.asarray(x)[None] for x in (lexical, phrase, concepts)]
-            units = self.score_inputs([question], ScoreIndexes(), terms=ScoreTerms(units=self.terms.units))
-            inputs = ScoreInputs(row[0], units.unit_lexical, row[1], row[2])
+            inputs = self.score_inputs([question], ScoreIndexes(), terms=ScoreTerms(units=self.terms.units))
         if self.uses_tokens and q_tokens is None:
             q_tokens = pipeline.encoder.encode_query_tokens([question])
         hybrid = self.model.hybrid is not None

@@ -235,7 +235,9 @@ def test_phrase_weight_adds_the_normalised_term_pair_bm25(make_cfg, datamodule, 
     pairs.index(chunks)
     phrase = pairs.scores(QUESTION)
     assert phrase.max() > 0 and (phrase == 0).any()
-    score = scorer.score_all(pipeline, QUESTION, q, vecs, phrase=phrase)[0]
+    inputs = scorer.score_inputs([QUESTION], scorer.indexes(chunks))  # the model builds its own
+    assert np.array_equal(inputs.phrase[0], phrase)
+    score = scorer.score_all(pipeline, QUESTION, q, vecs, inputs=inputs.select(0))[0]
     own = TrainedScorer(model, cfg.pipeline)
     own.chunk(pipeline, prepared)
     expected = own.score_all(pipeline, QUESTION, q, vecs)[0] + 0.2 * torch.as_tensor(phrase / phrase.max()).float()
