@@ -1,12 +1,18 @@
 """Export a trained GraLC checkpoint for inference (:mod:`gralc.model.persistence`).
 
     python -m gralc.export outputs/train/checkpoints/best-....ckpt --out exports/gralc
+    python -m gralc.export CKPT --out DIR scoring.late_interaction=0.8 scoring.cut_unit=sentence
+
+The export-time scoring is the experiment's ``scoring`` section (recorded in the checkpoint:
+``configs/experiment/covidqa_trained.yaml`` holds the settings of record), each
+``scoring.KEY=value`` (or its flag) replacing one field.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 
 from omegaconf import OmegaConf
 
@@ -32,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Export a GraLC training checkpoint for inference")
     parser.add_argument("checkpoint", help="a .ckpt written by train.py")
+    parser.add_argument("overrides", nargs="*", metavar="scoring.KEY=value",
+                        help="export-time scoring, anywhere on the line (keys: "
+                             f"{', '.join(f.name for f in fields(ScoringConfig))}); default: the "
+                             "experiment's scoring section recorded in the checkpoint, else as trained")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--force", action="store_true",
                         help="--out holds other files: move them aside to OUT.replaced-<time>")
@@ -56,9 +66,8 @@ def _main(argv: list[str]) -> int:
                         help="where the hard cuts of the learned boundary scores may fall "
                              "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
     add_debug_flag(parser)
-    args = parser.parse_args(argv)
-    settings = ScoringConfig(args.sentence_evidence, args.evidence_sentences, args.late_interaction,
-                             args.phrase_weight, args.concept_weight, cut_unit=args.cut_unit)
+    args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
+    settings = ScoringConfig.from_dict(scoring_settings(args))
     # a user's mistake (OutputDirError included) propagates to gralc.cli.run: one message and
     # exit 2 (--debug: its traceback)
     out = export(args.checkpoint, args.out, force=args.force, settings=settings)
@@ -74,6 +83,29 @@ def _main(argv: list[str]) -> int:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
     print(f"exported to {out}")
     return 0
+
+
+def scoring_settings(args: argparse.Namespace) -> dict:
+    """The export-time settings of the command line: ``scoring.KEY=value`` and the flags
+    spelling the same keys (``--late-interaction 0.8`` = ``scoring.late_interaction=0.8``);
+    one key given twice with two values is refused."""
+    import yaml
+
+    flags = {"sentence_evidence": args.sentence_evidence, "evidence_sentences": args.evidence_sentences,
+             "late_interaction": args.late_interaction, "phrase_weight": args.phrase_weight,
+             "concept_weight": args.concept_weight, "cut_unit": args.cut_unit}
+    out = {k: v for k, v in flags.items() if v is not None}
+    for item in args.overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.startswith("scoring."):
+            raise ValueError(f"{item!r}: gralc.export takes scoring.KEY=value "
+                             f"(KEY one of {', '.join(f.name for f in fields(ScoringConfig))})")
+        key = key.removeprefix("scoring.")
+        value = yaml.safe_load(raw) if raw else None
+        if key in out and out[key] != value:
+            raise ValueError(f"scoring.{key} given twice ({out[key]!r} and {value!r}): give it once")
+        out[key] = value
+    return out
 
 
 if __name__ == "__main__":

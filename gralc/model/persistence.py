@@ -224,9 +224,11 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
            settings: ScoringConfig | dict[str, Any] | None = None) -> Path:
     """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
     (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
-    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). ``settings``: the
-    :class:`~gralc.model.scoring_config.ScoringConfig` (or its fields as a dict) to store
-    instead of the checkpoint's (validated first)."""
+    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). The export-time
+    scoring (:class:`~gralc.model.scoring_config.ScoringConfig`) is the experiment's own
+    ``scoring`` section recorded in the checkpoint's train config, each field of ``settings``
+    (a ScoringConfig or its fields as a dict, validated first) replacing it; a field neither
+    sets stays as trained."""
     checkpoint = Path(checkpoint)
     scoring = settings if isinstance(settings, ScoringConfig) else ScoringConfig.from_dict(settings)
     check_output_dir(out_dir, "export", force, [checkpoint])
@@ -234,17 +236,19 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
 
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
         try:
-            _write_export(checkpoint, tmp, scoring.model_settings(), scoring.boundary_settings())
+            _write_export(checkpoint, tmp, scoring)
         except (*_MALFORMED, OmegaConfBaseException) as exc:
             raise _malformed(checkpoint, exc, "pass a .ckpt written by train.py") from None
     return Path(out_dir)
 
 
-def _write_export(checkpoint: Path, out: Path, settings: dict[str, Any],
-                  boundary: dict[str, Any] | None = None) -> None:
+def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
     from safetensors.torch import save_file
 
     info, state, adapters = _read_checkpoint(checkpoint)
+    recorded = ScoringConfig.from_dict(info["train_config"].get("scoring"))  # the experiment's
+    scoring = ScoringConfig.from_dict({**recorded.settings(), **explicit.settings()})
+    settings, boundary = scoring.model_settings(), scoring.boundary_settings()
     info = {**info, "model_config": {**info["model_config"], **settings}}
     if boundary:
         pipe = copy.deepcopy(info["train_config"]["pipeline"])

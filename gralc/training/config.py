@@ -10,6 +10,7 @@ from gralc.config import ConfigError, PathsConfig, WandbConfig, to_dict
 from gralc.data.benchmarks import DataConfig
 from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
+from gralc.model.scoring_config import ScoringConfig
 from gralc.pipeline import PipelineConfig
 from gralc.retrieval.candidates import CandidateConfig
 
@@ -296,6 +297,9 @@ class TrainConfig:
     lora: LoraConfig = field(default_factory=LoraConfig)
     #: validation ranks each dev question's candidates, as a two-stage search does
     search: CandidateConfig = field(default_factory=CandidateConfig)
+    #: export-time scoring of the experiment (training ignores it): recorded in every
+    #: checkpoint, applied by ``gralc.export`` unless its ``scoring.KEY=value`` replace it
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
     resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
 
 

@@ -38,3 +38,11 @@ def test_every_cross_validation_variant_is_a_config_that_validates(name):
     """The variants gralc.experiments.crossval trains are the files of configs/experiment/cv/."""
     assert VARIANTS[name] == [f"experiment=cv/{name}"]
     validate(_experiment(f"cv/{name}"))
+
+
+def test_the_model_of_record_carries_its_export_settings():
+    """The export of record is the experiment file's own ``scoring`` section (no recipe in a
+    comment): W = 0.3, M = 0.8, g = 0.05, cuts at sentence starts."""
+    scoring = _experiment("covidqa_trained").scoring
+    assert scoring.settings() == {"sentence_evidence": 0.3, "late_interaction": 0.8,
+                                  "phrase_weight": 0.05, "cut_unit": "sentence"}
