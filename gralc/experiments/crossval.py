@@ -281,6 +281,16 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
     return result["best_checkpoint"], timer.seconds
 
 
+def fold_run_arguments(ap: argparse.ArgumentParser, run_help: str) -> None:
+    """The arguments of a driver that scores the fold models of a crossval run: ``--run`` (the
+    variant folder), ``--data``, ``--folds``, ``--seed`` and ``--train-folds`` (the folds scored)."""
+    ap.add_argument("--run", help=run_help)
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="SQuAD-format JSON (whole articles)")

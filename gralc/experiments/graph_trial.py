@@ -50,7 +50,7 @@ from gralc.data.folds import cv_side
 from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searched_rows
-from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup, dev_side
+from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
 from gralc.experiments.published import publish_result
 from gralc.pipeline import Pipeline, with_runtime
@@ -268,11 +268,7 @@ def pmc_main(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", help="a gralc.experiments.crossval variant folder (fold0, ...) trained with full MeSH")
-    ap.add_argument("--data", default=str(DEFAULT_DATA))
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...) trained with full MeSH")
     ap.add_argument("--variant", default="lora_lexical_small_late",
                     help="the run's gralc.experiments.crossval variant (its dev split)")
     ap.add_argument("--concept-weights", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4])

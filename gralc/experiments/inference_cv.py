@@ -62,7 +62,7 @@ from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import trained_scores
-from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup, dev_side
+from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
@@ -280,16 +280,12 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", help="a gralc.experiments.crossval variant folder (fold0, ...)")
+    fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--pool", nargs="+", metavar="RUN",
                     help="only print one table over these runs' late_interaction.json")
     ap.add_argument("--seed-mean", nargs="+", metavar="RUN",
                     help="only print the mean over seeds of these runs' late_interaction.json "
                          "(one recipe under several seeds, same folds) and the seed-averaged gains")
-    ap.add_argument("--data", default=str(DEFAULT_DATA))
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--sentence-evidence", type=float, default=0.3)
     ap.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8])
     ap.add_argument("--phrase-weight", type=float, default=0.0, metavar="G",

@@ -36,7 +36,7 @@ from gralc.data.folds import cv_side
 from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
-from gralc.experiments.crossval import DEFAULT_DATA, covidqa_setup
+from gralc.experiments.crossval import covidqa_setup, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
 from gralc.experiments.published import publish_result
 from gralc.pipeline import Pipeline, with_runtime
@@ -91,11 +91,7 @@ def fold_rows(scorer: TrainedScorer, test, base_pipe: Pipeline, settings, search
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", help="a gralc.experiments.crossval variant folder (fold0, ...)")
-    ap.add_argument("--data", default=str(DEFAULT_DATA))
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--sentence-evidence", type=float, default=0.3)
     ap.add_argument("--late-interaction", type=float, default=0.8)
     ap.add_argument("--phrase-weight", type=float, default=0.05)
