@@ -51,6 +51,17 @@ def _searchable(cfg, datamodule, codec: TokenCodecConfig):
     return scorer, pipeline, chunks, index, bm25, pairs, concept_index(chunks)
 
 
+def _inputs(scorer, text, lexical, phrase, concepts):
+    """One question's score inputs assembled here from the indexes (an oracle independent of
+    the model's own builder): BM25, term-pair BM25 and concept match as given, the sentence
+    units' BM25 from the scorer's table."""
+    from gralc.model.score_inputs import ScoreInputs, ScoreTerms
+    from gralc.retrieval.trained_scorer import ScoreIndexes
+
+    units = scorer.score_inputs([text], ScoreIndexes(), terms=ScoreTerms(units=scorer.terms.units))
+    return ScoreInputs(lexical[None], units.unit_lexical, phrase[None], concepts[None])
+
+
 @pytest.fixture(scope="module")
 def exact(make_cfg, datamodule, tmp_path_factory):
     cfg = make_cfg(tmp_path_factory.mktemp("ts"), "model.use_lexical=true")
@@ -71,8 +82,8 @@ def test_every_candidate_gets_its_exhaustive_score(exact):
     assert sum(concept_scores(concepts, i).max() > 0 for i in ids) >= 2, "the concept match is untested"
     for i, text in enumerate(QUESTIONS):
         cm = concept_scores(concepts, ids[i])
-        full = scorer.score_all(pipeline, text, q.vectors[i], vecs, bm25.scores(text),
-                                phrase=pairs.scores(text), concepts=cm)[0]
+        full = scorer.score_all(pipeline, text, q.vectors[i], vecs,
+                                inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
         got = search.search_encoded(q, len(chunks))[i]
         assert 3 <= len(got) == len(rows[i]) < len(chunks)  # a search, not an exhaustive pass
         pos = {(c.doc_id, c.chunk_id): j for j, c in enumerate(chunks)}
@@ -97,8 +108,8 @@ def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
     vecs = torch.from_numpy(np.asarray(index.vectors))
     text = QUESTIONS[0]
     cm = concept_scores(concepts, question_concepts(pipeline.linker, [text])[0])
-    full = scorer.score_all(pipeline, text, search.encode([text]).vectors[0], vecs, bm25.scores(text),
-                            phrase=pairs.scores(text), concepts=cm)[0]
+    full = scorer.score_all(pipeline, text, search.encode([text]).vectors[0], vecs,
+                            inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
     hits = search.search(text, len(chunks))
     assert len(hits) == len(chunks)
     assert np.allclose([h.score for h in hits], np.sort(full.numpy())[::-1], atol=1e-5)
