@@ -73,3 +73,20 @@ def datamodule(make_cfg, tmp_path_factory) -> GraLCDataModule:
     dm = GraLCDataModule(make_cfg(tmp_path_factory.mktemp("dm")))
     dm.setup("fit")
     return dm
+
+
+@pytest.fixture(scope="session")
+def train_once(make_cfg, datamodule):
+    """``train_once(output_dir, *overrides) -> last checkpoint path``: one epoch of the small
+    config (no early stopping), the model seeded by the config's seed."""
+    from gralc.model.gralc_model import GraLCModel
+    from gralc.training.run import train
+
+    def run(out: Path, *overrides: str) -> str:
+        cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false", *overrides)
+        torch.manual_seed(cfg.seed)
+        model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                           datamodule.concept_dim)
+        return train(cfg, model=model)["last_checkpoint"]
+
+    return run

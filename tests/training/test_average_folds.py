@@ -12,26 +12,15 @@ import torch
 
 from gralc.experiments.average_folds import main
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.model.gralc_model import GraLCModel
 from gralc.safe_load import load_torch
-from gralc.training.run import train
-
-
-def _run(make_cfg, out: Path, datamodule, *overrides: str) -> Path:
-    cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false", *overrides)
-    torch.manual_seed(cfg.seed)
-    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
-                       datamodule.concept_dim)
-    return Path(train(cfg, model=model)["last_checkpoint"])
 
 
 @pytest.fixture(scope="module")
-def runs(make_cfg, datamodule, tmp_path_factory):
+def runs(train_once, tmp_path_factory):
     """Two runs of one initialisation (other learning rates) and one of another seed."""
     base = tmp_path_factory.mktemp("average_folds")
-    return (_run(make_cfg, base / "a", datamodule),
-            _run(make_cfg, base / "b", datamodule, "optim.lr=0.01"),
-            _run(make_cfg, base / "c", datamodule, "seed=1"))
+    return tuple(Path(train_once(base / name, *extra)) for name, extra in
+                 (("a", ()), ("b", ("optim.lr=0.01",)), ("c", ("seed=1",))))
 
 
 def _fold(root: Path, name: str, ckpt: Path, as_name: str, fold: int = 0) -> Path:

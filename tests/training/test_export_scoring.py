@@ -8,23 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from omegaconf import OmegaConf
 
 from gralc.export import main as export_main
-from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import INFERENCE_YAML
-from gralc.training.run import train
 
 
 @pytest.fixture(scope="module")
-def checkpoint(make_cfg, datamodule, tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("scoring_run")
-    cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false",
-                   "scoring.phrase_weight=0.05", "scoring.cut_unit=sentence", "scoring.sentence_evidence=0.3")
-    torch.manual_seed(cfg.seed)
-    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim, datamodule.concept_dim)
-    return train(cfg, model=model)["last_checkpoint"]
+def checkpoint(train_once, tmp_path_factory) -> str:
+    return train_once(tmp_path_factory.mktemp("scoring_run"), "scoring.phrase_weight=0.05",
+                      "scoring.cut_unit=sentence", "scoring.sentence_evidence=0.3")
 
 
 def _exported(folder: Path):

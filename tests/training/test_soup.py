@@ -9,28 +9,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import export, load_model
 from gralc.safe_load import load_torch
-from gralc.training.run import train
 from gralc.training.soup import main, soup
 
 
-def _run(make_cfg, out: Path, datamodule, *overrides: str) -> str:
-    cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false", *overrides)
-    torch.manual_seed(cfg.seed)
-    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
-                       datamodule.concept_dim)
-    return train(cfg, model=model)["last_checkpoint"]
-
-
 @pytest.fixture(scope="module")
-def runs(make_cfg, datamodule, tmp_path_factory):
+def runs(train_once, tmp_path_factory):
     """Two runs of one initialisation (other learning rates) and one of another seed."""
     base = tmp_path_factory.mktemp("soup")
-    return (_run(make_cfg, base / "a", datamodule),
-            _run(make_cfg, base / "b", datamodule, "optim.lr=0.01"),
-            _run(make_cfg, base / "c", datamodule, "seed=1"))
+    return (train_once(base / "a"), train_once(base / "b", "optim.lr=0.01"), train_once(base / "c", "seed=1"))
 
 
 def test_a_soup_is_the_weighted_mean_and_exports_like_any_checkpoint(runs, tmp_path):
