@@ -52,7 +52,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searched_rows
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.experiments.published import publish_result
+from gralc.experiments.published import publish_result, report_arguments
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.bm25 import BM25Config, BM25Index
 from gralc.retrieval.candidates import CandidateConfig
@@ -285,9 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                          "boundaries, every part off); concepts: the full graph and the concept match")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", help="folder for graph_trial.json")
-    ap.add_argument("--report", type=Path, metavar="JSON", help="only print the tables of a graph_trial.json")
-    ap.add_argument("--publish", metavar="NAME", help="with --report: copy it to docs/results/NAME.json and "
-                    "generate NAME.md (gralc.experiments.tables)")
+    report_arguments(ap, "graph_trial.json")
     args = ap.parse_args(argv)
     if args.report:
         saved = json.loads(args.report.read_text())

@@ -11,6 +11,14 @@ from gralc.data.real_knowledge import REPO
 RESULTS = REPO / "docs" / "results"
 
 
+def report_arguments(ap, what: str) -> None:
+    """``--report JSON`` (only print the tables of an earlier run's ``what``) and ``--publish
+    NAME`` (with it: copy it to docs/results/NAME.json, rendered by gralc.experiments.tables)."""
+    ap.add_argument("--report", type=Path, metavar="JSON", help=f"only print the tables of a {what}")
+    ap.add_argument("--publish", metavar="NAME", help="with --report: copy it to docs/results/NAME.json "
+                    "(its table: python -m gralc.experiments.tables)")
+
+
 def publish_result(name: str, saved: dict, folder: Path = RESULTS) -> Path:
     """Write ``folder/name.json`` (atomically) and say how its table is generated."""
     from gralc.runinfo import write_json_atomic

@@ -38,7 +38,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
 from gralc.experiments.crossval import covidqa_setup, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.experiments.published import publish_result
+from gralc.experiments.published import publish_result, report_arguments
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.token_codec import TokenCodecConfig
@@ -102,9 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="token codec settings (gralc.retrieval.token_codec.TokenCodecConfig)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", help="folder for two_stage.json")
-    ap.add_argument("--report", type=Path, metavar="JSON", help="only print the tables of a two_stage.json")
-    ap.add_argument("--publish", metavar="NAME", help="with --report: copy it to docs/results/NAME.json and "
-                    "generate NAME.md (gralc.experiments.tables)")
+    report_arguments(ap, "two_stage.json")
     args = ap.parse_args(argv)
     if args.report:
         return report_main(args.report, args.publish)
