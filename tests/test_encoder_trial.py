@@ -67,11 +67,11 @@ def _two_stage(path, folds: list[int], value: float, articles=("a0", "a0", "a1")
     return str(path)
 
 
-def test_trained_runs_are_paired_on_the_folds_both_ran(tmp_path):
+def test_trained_runs_are_paired_on_the_folds_every_run_covers(tmp_path):
     ref = _two_stage(tmp_path / "a.json", [0, 1, 2], 0.0)
     other = _two_stage(tmp_path / "b.json", [0], 1.0)
     out = trained_runs([f"A={ref}", f"B={other}"], [], 500)
-    assert out["encoders"]["B"]["folds"] == [0]
+    assert out["encoders"]["B"]["folds"] == out["encoders"]["A"]["folds"] == [0]
     assert out["encoders"]["B"]["rows"]["exhaustive, float16"]["bytes_per_chunk"] == 4800
     assert out["gains"]["B"]["two-stage, codes"]["ev_mrr"]["gain"] == pytest.approx(1 / 3)
     bad = _two_stage(tmp_path / "c.json", [0], 1.0, articles=("a0", "a1", "a1"))
@@ -94,3 +94,10 @@ def test_the_cost_of_an_encoder_is_measured_on_it_and_the_report_renders():
              "argv": ["x", "--out", "o"]}
     md = report(saved)
     assert "| naive | all-MiniLM-L6-v2 | 0.542 |" in md and "1.00x" in md
+
+
+def test_trained_runs_without_a_common_fold_are_refused(tmp_path):
+    a = _two_stage(tmp_path / "a.json", [1, 2], 0.0)
+    b = _two_stage(tmp_path / "b.json", [0], 1.0)
+    with pytest.raises(SystemExit, match="share no fold"):
+        trained_runs([f"A={a}", f"B={b}"], [], 10)

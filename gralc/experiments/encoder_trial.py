@@ -17,15 +17,16 @@ token vectors grows with it) and the vector width.
 
 ``--trained NAME=two_stage.json`` (runs of :mod:`gralc.experiments.two_stage_cv`, one per
 encoder, the model of record's recipe trained by ``gralc.experiments.crossval --train``) adds
-the trained rows: each encoder's trained model against the first's, paired on the folds both
-ran, with the real index's bytes per chunk; ``--training NAME=cv.json`` adds each training
+the trained rows: each encoder's trained model against the first's, paired on the folds every
+run covers, with the real index's bytes per chunk; ``--training NAME=cv.json`` adds each training
 run's seconds per epoch.
 
     python -m gralc.experiments.encoder_trial \\
         --encoders all-MiniLM-L6-v2 multilingual-e5-small multilingual-e5-small-enpt \\
         --out results/encoder_trial
     python -m gralc.experiments.encoder_trial --report results/encoder_trial/encoder_trial.json \\
-        --publish encoder_trial
+        --trained all-MiniLM-L6-v2=docs/results/two_stage_cv.json \\
+        multilingual-e5-small=results/two_stage_e5/two_stage.json --publish encoder_trial
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -146,7 +148,7 @@ def untrained_gains(rows: dict[str, dict[str, dict]], encoders: list[str], resam
 
 def trained_runs(specs: list[str], training: list[str], resamples: int) -> dict | None:
     """The ``--trained`` two_stage_cv runs (and ``--training`` cv.json seconds per epoch) of each
-    encoder, compared with the first on the folds both ran."""
+    encoder, summarised and compared with the first on the folds every run covers."""
     from gralc.safe_load import read_json_untrusted
 
     if not specs:
@@ -166,8 +168,12 @@ def trained_runs(specs: list[str], training: list[str], resamples: int) -> dict 
     out: dict[str, Any] = {"encoders": {}, "gains": {}}
     for name, run in runs.items():
         if "rows" not in run:
-            raise ValueError(f"--training {name}=...: give its --trained {name}=two_stage.json too")
-        common = [k for k in run["folds"] if k in ref["folds"]]
+            raise SystemExit(f"--training {name}=...: give its --trained {name}=two_stage.json too")
+    common = sorted(set.intersection(*(set(run["folds"]) for run in runs.values())))
+    if not common:
+        folds = ", ".join(f"{n}: {r['folds']}" for n, r in runs.items())
+        raise SystemExit(f"--trained: the runs share no fold ({folds})")
+    for name, run in runs.items():
         summary = {}
         for row in TRAINED_ROWS:
             per_fold = [run["rows"][run["folds"].index(k)][row] for k in common]
@@ -205,12 +211,37 @@ def parse_pair(spec: str, flag: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
+def summary_table(saved: dict) -> str:
+    """One row per encoder (the README's copy): the best dense untrained row and the best
+    untrained row by ev R@512wp (mean over folds), the trained model where measured (its folds),
+    and the encoding time against the first encoder."""
+    dense = [r for r in saved["args"]["rows"] if r in DENSE_ROWS]
+    trained = (saved.get("trained") or {}).get("encoders", {})
+    lines = ["| encoder | best dense untrained row, ev R@512wp / ev MRR | best untrained row, ev R@512wp / "
+             "ev MRR | trained GraLC (exact), ev R@512wp / ev MRR | encoding time |", "|---|---|---|---|---|"]
+    for enc in saved["encoders"]:
+        rows = saved["rows"][enc]
+
+        def cell(names: list[str], rows=rows) -> str:
+            mean = {n: {m: statistics.fmean(fold_means(rows[n], m)) for m in BAR_METRICS} for n in names}
+            best = max(names, key=lambda n: mean[n]["ev_recall@512wp"])
+            return f"{mean[best]['ev_recall@512wp']:.3f} / {mean[best]['ev_mrr']:.3f} ({best})"
+
+        t = trained.get(enc)
+        tcell = (f"{t['rows']['exhaustive, float16']['ev_recall@512wp']:.3f} / "
+                 f"{t['rows']['exhaustive, float16']['ev_mrr']:.3f} (fold{'s' if len(t['folds']) > 1 else ''} "
+                 f"{', '.join(map(str, t['folds']))})") if t else "not trained"
+        lines.append(f"| {enc} | {cell(dense) if dense else ''} | {cell(list(rows))} | {tcell} | "
+                     f"{saved['cost'][enc]['ratio_to_first']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
 def report(saved: dict) -> str:
     """Markdown: the untrained rows per encoder (mean over folds) with the paired gain over the
     first encoder, the cost table and, when present, the trained rows."""
     encoders = saved["encoders"]
     ref = encoders[0]
-    lines = [f"COVID-QA dev, {saved['n_questions']} questions with evidence, {saved['args']['folds']} "
+    lines = [summary_table(saved), f"COVID-QA dev, {saved['n_questions']} questions with evidence, {saved['args']['folds']} "
              "folds by article, full MeSH 2024; budgets in all-MiniLM-L6-v2 word-pieces for every "
              f"encoder. Gain: over {ref} on the same questions, 95 % paired bootstrap interval over "
              "held-out articles (10,000 resamples).\n",
@@ -238,7 +269,7 @@ def report(saved: dict) -> str:
     if trained:
         tref = next(iter(trained["encoders"]))
         lines += ["", f"Trained: the model of record's recipe (lora_lexical_small_late, its export "
-                  f"scoring) trained per fold on each encoder; gain over {tref} on the folds both ran, "
+                  f"scoring) trained per fold on each encoder; gain over {tref} on the folds every run covers, "
                   "paired bootstrap over held-out articles.\n",
                   "| row | encoder | folds | ev R@512wp | ev MRR | gain ev R@512wp [95 % CI] | "
                   "gain ev MRR [95 % CI] | index bytes/chunk | ms/question | s/epoch |",
@@ -253,6 +284,9 @@ def report(saved: dict) -> str:
                              f"{r['ev_mrr']:.3f} | " + " | ".join(gains) +
                              f" | {r['bytes_per_chunk']:,.0f} | {r['ms_per_question']:.0f} | {spe} |")
     lines.append("\nCommand: `" + " ".join(["python -m gralc.experiments.encoder_trial", *saved["argv"][1:]]) + "`")
+    if saved.get("trained_argv"):
+        lines.append("; trained rows: `" + " ".join(["python -m gralc.experiments.encoder_trial",
+                                                      *saved["trained_argv"][1:]]) + "`")
     return "\n".join(lines) + "\n"
 
 
@@ -277,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report:
         saved = read_json_untrusted(args.report)
+        if args.trained:  # trained runs finish later than the untrained rows: added to the report
+            saved["trained"] = trained_runs(args.trained, args.training, args.resamples)
+            saved["trained_argv"] = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
         print(report(saved))
         if args.publish:
             publish_result(args.publish, saved)
