@@ -13,7 +13,8 @@ articles, stratified by fold (:mod:`gralc.evaluation.significance`).
 Cost, measured in this run: whole-document encoding speed (cache off, the same articles, the
 encoders interleaved ``--repeats`` times; seconds per 1,000 MiniLM word-pieces of text and
 the ratio to the first encoder), the encoder's own tokens per MiniLM word-piece (an index of
-token vectors grows with it) and the vector width.
+token vectors grows with it) and the vector width; with ``--train-batches N``, seconds per
+training batch of the model of record's recipe per encoder (:func:`training_cost`).
 
 ``--trained NAME=two_stage.json`` (runs of :mod:`gralc.experiments.two_stage_cv`, one per
 encoder, the model of record's recipe trained by ``gralc.experiments.crossval --train``) adds
@@ -135,6 +136,21 @@ def encoding_cost(encoders: list[str], texts: list[str], repeats: int) -> dict[s
                    "dim": models[name].dim, "precision": str(models[name].precision),
                    "texts": len(texts), "minilm_pieces": minilm, "threads": torch.get_num_threads()}
             for name, s in seconds.items()}
+
+
+def training_cost(encoders: list[str], batches: int, repeats: int, cache_dir: str, data: str) -> dict[str, dict]:
+    """Per encoder: seconds per training batch of the model of record's recipe (the COVID-QA
+    fold-0 training side, the full MeSH 2024 graph; :func:`gralc.experiments.graph_cost.timed`:
+    a warm-up run builds the features, then ``repeats`` timed runs of ``batches`` batches), and
+    the ratio to the first encoder, measured in one run."""
+    from gralc.data.real_knowledge import knowledge_overrides
+    from gralc.experiments.graph_cost import timed
+
+    seconds = {enc: timed([*knowledge_overrides(), f"pipeline.encoder.model={enc}"], batches, cache_dir,
+                          data, repeats) for enc in encoders}
+    first = statistics.fmean(seconds[encoders[0]])
+    return {enc: {"s_per_batch": s, "ratio_to_first": statistics.fmean(s) / first, "batches": batches}
+            for enc, s in seconds.items()}
 
 
 def untrained_gains(rows: dict[str, dict[str, dict]], encoders: list[str], resamples: int) -> dict:
@@ -265,6 +281,14 @@ def report(saved: dict) -> str:
     for enc, c in cost.items():
         lines.append(f"| {enc} | {c['precision']} | {c['s_per_1k_minilm_pieces']:.3f} | "
                      f"{c['ratio_to_first']:.2f}x | {c['own_tokens_per_minilm_piece']:.2f} | {c['dim']} |")
+    train = saved.get("training_cost")
+    if train:
+        lines += ["", "Training cost, measured in one run: seconds per training batch of the model of "
+                  f"record's recipe (COVID-QA fold 0's training side, full MeSH 2024, "
+                  f"{next(iter(train.values()))['batches']} batches per timed run).\n",
+                  "| encoder | s per batch | time vs first |", "|---|---|---|"]
+        for enc, t in train.items():
+            lines.append(f"| {enc} | {statistics.fmean(t['s_per_batch']):.2f} | {t['ratio_to_first']:.2f}x |")
     trained = saved.get("trained")
     if trained:
         tref = next(iter(trained["encoders"]))
@@ -284,9 +308,9 @@ def report(saved: dict) -> str:
                              f"{r['ev_mrr']:.3f} | " + " | ".join(gains) +
                              f" | {r['bytes_per_chunk']:,.0f} | {r['ms_per_question']:.0f} | {spe} |")
     lines.append("\nCommand: `" + " ".join(["python -m gralc.experiments.encoder_trial", *saved["argv"][1:]]) + "`")
-    if saved.get("trained_argv"):
-        lines.append("; trained rows: `" + " ".join(["python -m gralc.experiments.encoder_trial",
-                                                      *saved["trained_argv"][1:]]) + "`")
+    for added in saved.get("added", []):
+        lines.append("; added to it (git " + str(added.get("git_hash"))[:10] + "): `" + " ".join(
+            ["python -m gralc.experiments.encoder_trial", *added["argv"][1:]]) + "`")
     return "\n".join(lines) + "\n"
 
 
@@ -301,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed-articles", type=int, default=6, help="articles encoded for the cost")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument("--train-batches", type=int, default=0,
+                    help="also time this many training batches of the record's recipe per encoder")
     ap.add_argument("--trained", nargs="*", default=[], metavar="ENCODER=two_stage.json")
     ap.add_argument("--training", nargs="*", default=[], metavar="ENCODER=cv.json")
     ap.add_argument("--cache-dir", default="data/cache")
@@ -311,9 +337,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report:
         saved = read_json_untrusted(args.report)
-        if args.trained:  # trained runs finish later than the untrained rows: added to the report
-            saved["trained"] = trained_runs(args.trained, args.training, args.resamples)
-            saved["trained_argv"] = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
+        if args.trained or args.train_batches:  # measured later than the untrained rows: added
+            if args.trained:
+                saved["trained"] = trained_runs(args.trained, args.training, args.resamples)
+            if args.train_batches:
+                saved["training_cost"] = training_cost(saved["encoders"], args.train_batches,
+                                                       args.repeats, args.cache_dir, args.data)
+            added = run_metadata({"argv": [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]})
+            saved.setdefault("added", []).append(added)
         print(report(saved))
         if args.publish:
             publish_result(args.publish, saved)
@@ -329,10 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         rows[enc], bench = untrained_rows(enc, args.rows, args)
     texts = [d.text for d in bench.documents[: args.speed_articles]]
     cost = encoding_cost(args.encoders, texts, args.repeats)
+    train_cost = (training_cost(args.encoders, args.train_batches, args.repeats, args.cache_dir, args.data)
+                  if args.train_batches else None)
     saved = run_metadata({"args": vars(args), "encoders": args.encoders, "rows": rows,
                           "n_questions": len(rows[args.encoders[0]][args.rows[0]]["ids"]),
                           "gains": untrained_gains(rows, args.encoders, args.resamples),
-                          "cost": cost, "trained": trained, "seconds": time.perf_counter() - t0})
+                          "cost": cost, "training_cost": train_cost, "trained": trained, "seconds": time.perf_counter() - t0})
     write_json_atomic(Path(args.out) / "encoder_trial.json", saved)
     print(report(saved))
     return 0
