@@ -10,6 +10,7 @@ becomes the config default (``fusion.lexical_weight``).
 
     python -m gralc.experiments.hybrid_weight                                  # COVID-QA dev, naive chunks
     python -m gralc.experiments.hybrid_weight --strategies fixed late structure_aware --out results/hybrid
+    python -m gralc.experiments.hybrid_weight --set encoder.model=multilingual-e5-small   # another encoder
 """
 
 from __future__ import annotations
@@ -56,13 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default="data/cache")
+    ap.add_argument("--set", nargs="*", default=[], metavar="key=value",
+                    help="pipeline overrides, e.g. encoder.model=multilingual-e5-small")
     ap.add_argument("--out", default=None, help="write curve.json here (atomically)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     seed_everything(args.seed)
     bench = squad_benchmark(args.data)
     # real data: linked with the full MeSH 2024 (the rows here do not read the mentions)
-    pipeline = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}"],
+    pipeline = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}", *args.set],
                                              what="gralc.experiments.hybrid_weight"))
     prepared = pipeline.prepare(bench.documents, progress=False)
     grid = settings_grid()
