@@ -275,7 +275,7 @@ def report(saved: dict) -> str:
     lines += ["", f"Encoding cost, measured in one run: whole-document late-chunking encoding of "
               f"{first['texts']} articles ({first['minilm_pieces']:,} MiniLM word-pieces), cache off, "
               f"encoders interleaved, fastest of {len(first['seconds_all'])} passes, {first['threads']} "
-              f"threads, precision as chosen from the CPU's flags.\n",
+              f"threads, each encoder at its `encoder.precision`.\n",
               "| encoder | precision | s per 1k MiniLM pieces | time vs first | own tokens per MiniLM piece | dim |",
               "|---|---|---|---|---|---|"]
     for enc, c in cost.items():

