@@ -101,3 +101,25 @@ def test_trained_runs_without_a_common_fold_are_refused(tmp_path):
     b = _two_stage(tmp_path / "b.json", [0], 1.0)
     with pytest.raises(SystemExit, match="share no fold"):
         trained_runs([f"A={a}", f"B={b}"], [], 10)
+
+
+def test_pubmedqa_runs_are_read_per_encoder_and_shown_on_common_strategies(tmp_path):
+    from gralc.experiments.encoder_trial import pubmedqa_runs
+
+    def run(path, rows):
+        path.write_text(json.dumps({"n_test": 500, "run_metadata": {"git_hash": "x"}, "rows": {
+            r: {"test/mrr": {"mean": v}, "test/recall@1": {"mean": v - 0.1}} for r, v in rows.items()}}))
+        return str(path)
+
+    out = pubmedqa_runs([f"A={run(tmp_path / 'a.json', {'naive': 0.97, 'semantic': 0.98})}",
+                         f"B={run(tmp_path / 'b.json', {'naive': 0.99})}"])
+    assert out["B"]["rows"]["naive"] == {"mrr": 0.99, "recall@1": pytest.approx(0.89)}
+    qs = _questions(8)
+    rec = per_question(_per_query([1, 0, 1, 0, 1, 1, 0, 1]), qs, {"a0": 0, "a1": 0, "a2": 1, "a3": 1})
+    cost = {"A": {"texts": 1, "minilm_pieces": 10, "seconds_all": [1.0], "threads": 1, "precision": "fp32",
+                  "s_per_1k_minilm_pieces": 1.0, "ratio_to_first": 1.0, "own_tokens_per_minilm_piece": 1.0,
+                  "dim": 384}}
+    md = report({"encoders": ["A"], "n_questions": 7, "args": {"folds": 2, "rows": ["naive"]},
+                 "rows": {"A": {"naive": rec}}, "gains": {}, "cost": cost, "pubmedqa": out,
+                 "argv": ["x"]})
+    assert "| naive | 0.9700 / 0.870 | 0.9900 / 0.890 |" in md and "| semantic |" not in md

@@ -22,6 +22,9 @@ the trained rows: each encoder's trained model against the first's, paired on th
 run covers, with the real index's bytes per chunk; ``--training NAME=cv.json`` adds each training
 run's seconds per epoch.
 
+``--pubmedqa NAME=results.json`` adds PubMedQA*'s fixed strategies per encoder (runs of
+``gralc.experiments.pubmedqa --seeds``).
+
     python -m gralc.experiments.encoder_trial \\
         --encoders all-MiniLM-L6-v2 multilingual-e5-small multilingual-e5-small-enpt \\
         --out results/encoder_trial
@@ -221,6 +224,25 @@ def trained_runs(specs: list[str], training: list[str], resamples: int) -> dict 
     return out
 
 
+def pubmedqa_runs(specs: list[str]) -> dict | None:
+    """``--pubmedqa ENCODER=results.json`` (``gralc.experiments.pubmedqa --seeds`` runs, the fixed
+    strategies only): per encoder, each strategy's test MRR and R@1 (500 official test
+    questions, relevance: a chunk of the gold abstract)."""
+    from gralc.safe_load import read_json_untrusted
+
+    if not specs:
+        return None
+    out = {}
+    for spec in specs:
+        name, path = parse_pair(spec, "--pubmedqa")
+        saved = read_json_untrusted(path)
+        meta = saved.get("run_metadata", {})
+        out[name] = {"path": str(path), "git_hash": meta.get("git_hash"), "n_test": saved["n_test"],
+                     "rows": {row: {"mrr": r["test/mrr"]["mean"], "recall@1": r["test/recall@1"]["mean"]}
+                              for row, r in saved["rows"].items()}}
+    return out
+
+
 def parse_pair(spec: str, flag: str) -> tuple[str, Path]:
     name, sep, path = spec.partition("=")
     if not sep or not name or not path:
@@ -310,6 +332,16 @@ def report(saved: dict) -> str:
                 lines.append(f"| {row} | {enc} | {','.join(map(str, t['folds']))} | {r['ev_recall@512wp']:.3f} | "
                              f"{r['ev_mrr']:.3f} | " + " | ".join(gains) +
                              f" | {r['bytes_per_chunk']:,.0f} | {r['ms_per_question']:.0f} | {spe} |")
+    pubmed = saved.get("pubmedqa")
+    if pubmed:
+        rows = [r for r in next(iter(pubmed.values()))["rows"] if all(r in p["rows"] for p in pubmed.values())]
+        lines += ["", f"PubMedQA* ({next(iter(pubmed.values()))['n_test']} official test questions over 1,000 "
+                  "abstracts, relevance: a chunk of the gold abstract), the fixed strategies, test MRR / R@1 "
+                  "(`python -m gralc.experiments.pubmedqa --seeds --set pipeline.encoder.model=ENCODER`):\n",
+                  "| strategy | " + " | ".join(pubmed) + " |", "|---|" + "---|" * len(pubmed)]
+        for row in rows:
+            lines.append(f"| {row} | " + " | ".join(f"{p['rows'][row]['mrr']:.4f} / {p['rows'][row]['recall@1']:.3f}"
+                                                   for p in pubmed.values()) + " |")
     lines.append("\nCommand: `" + " ".join(["python -m gralc.experiments.encoder_trial", *saved["argv"][1:]]) + "`")
     for added in saved.get("added", []):
         lines.append("; added to it (git " + str(added.get("git_hash"))[:10] + "): `" + " ".join(
@@ -332,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time this many training batches of the record's recipe per encoder")
     ap.add_argument("--trained", nargs="*", default=[], metavar="ENCODER=two_stage.json")
     ap.add_argument("--training", nargs="*", default=[], metavar="ENCODER=cv.json")
+    ap.add_argument("--pubmedqa", nargs="*", default=[], metavar="ENCODER=results.json",
+                    help="gralc.experiments.pubmedqa --seeds runs (fixed strategies), one per encoder")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", help="folder for encoder_trial.json")
     report_arguments(ap, "encoder_trial.json")
@@ -340,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report:
         saved = read_json_untrusted(args.report)
-        if args.trained or args.train_batches:  # measured later than the untrained rows: added
+        if args.trained or args.train_batches or args.pubmedqa:  # measured later: added
+            if args.pubmedqa:
+                saved["pubmedqa"] = pubmedqa_runs(args.pubmedqa)
             if args.trained:
                 saved["trained"] = trained_runs(args.trained, args.training, args.resamples)
             if args.train_batches:
@@ -355,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         ap.error("--out is required (or --report)")
     trained = trained_runs(args.trained, args.training, args.resamples)  # bad files refused first
+    pubmedqa = pubmedqa_runs(args.pubmedqa)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     seed_everything(args.seed)
     t0 = time.perf_counter()
@@ -368,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     saved = run_metadata({"args": vars(args), "encoders": args.encoders, "rows": rows,
                           "n_questions": len(rows[args.encoders[0]][args.rows[0]]["ids"]),
                           "gains": untrained_gains(rows, args.encoders, args.resamples),
-                          "cost": cost, "training_cost": train_cost, "trained": trained, "seconds": time.perf_counter() - t0})
+                          "cost": cost, "training_cost": train_cost, "trained": trained, "pubmedqa": pubmedqa, "seconds": time.perf_counter() - t0})
     write_json_atomic(Path(args.out) / "encoder_trial.json", saved)
     print(report(saved))
     return 0
