@@ -380,10 +380,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.trained:
                 saved["trained"] = trained_runs(args.trained, args.training, args.resamples)
             if args.train_batches:
-                saved["training_cost"] = training_cost(saved["encoders"], args.train_batches,
+                timed_encoders = [e for e in saved["encoders"] if e in args.encoders]
+                saved["training_cost"] = training_cost(timed_encoders, args.train_batches,
                                                        args.repeats, args.cache_dir, args.data)
             added = run_metadata({"argv": [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]})
             saved.setdefault("added", []).append(added)
+            if args.out:  # the report with its additions, for a later --report
+                write_json_atomic(Path(args.out) / "encoder_trial.json", saved)
         print(report(saved))
         if args.publish:
             publish_result(args.publish, saved)
