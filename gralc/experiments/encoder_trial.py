@@ -321,8 +321,8 @@ def report(saved: dict) -> str:
                   f"scoring) trained per fold on each encoder; gain over {tref} on the folds every run covers, "
                   "paired bootstrap over held-out articles.\n",
                   "| row | encoder | folds | ev R@512wp | ev MRR | gain ev R@512wp [95 % CI] | "
-                  "gain ev MRR [95 % CI] | index bytes/chunk | ms/question | s/epoch |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "gain ev MRR [95 % CI] | index bytes/chunk | s/epoch |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for row in TRAINED_ROWS:
             for enc, t in trained["encoders"].items():
                 r = t["rows"][row]
@@ -331,7 +331,10 @@ def report(saved: dict) -> str:
                 spe = f"{t['s_per_epoch']:.0f}" if t.get("s_per_epoch") else ""
                 lines.append(f"| {row} | {enc} | {','.join(map(str, t['folds']))} | {r['ev_recall@512wp']:.3f} | "
                              f"{r['ev_mrr']:.3f} | " + " | ".join(gains) +
-                             f" | {r['bytes_per_chunk']:,.0f} | {r['ms_per_question']:.0f} | {spe} |")
+                             f" | {r['bytes_per_chunk']:,.0f} | {spe} |")
+        lines.append("\nRun files: " + "; ".join(f"{enc} `{t['path']}` (git {str(t['git_hash'])[:10]})"
+                                                 for enc, t in trained["encoders"].items())
+                     + ". Search times are not compared here: the runs did not share one machine state.")
     pubmed = saved.get("pubmedqa")
     if pubmed:
         rows = [r for r in next(iter(pubmed.values()))["rows"] if all(r in p["rows"] for p in pubmed.values())]
@@ -342,10 +345,11 @@ def report(saved: dict) -> str:
         for row in rows:
             lines.append(f"| {row} | " + " | ".join(f"{p['rows'][row]['mrr']:.4f} / {p['rows'][row]['recall@1']:.3f}"
                                                    for p in pubmed.values()) + " |")
-    lines.append("\nCommand: `" + " ".join(["python -m gralc.experiments.encoder_trial", *saved["argv"][1:]]) + "`")
+    lines.append("\nCommands:\n\n- `" + " ".join(["python -m gralc.experiments.encoder_trial", *saved["argv"][1:]])
+                 + f"` (git {str(saved.get('git_hash'))[:10]})")
     for added in saved.get("added", []):
-        lines.append("; added to it (git " + str(added.get("git_hash"))[:10] + "): `" + " ".join(
-            ["python -m gralc.experiments.encoder_trial", *added["argv"][1:]]) + "`")
+        lines.append("- added to it: `" + " ".join(["python -m gralc.experiments.encoder_trial", *added["argv"][1:]])
+                     + f"` (git {str(added.get('git_hash'))[:10]})")
     return "\n".join(lines) + "\n"
 
 
