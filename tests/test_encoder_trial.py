@@ -123,3 +123,17 @@ def test_pubmedqa_runs_are_read_per_encoder_and_shown_on_common_strategies(tmp_p
                  "rows": {"A": {"naive": rec}}, "gains": {}, "cost": cost, "pubmedqa": out,
                  "argv": ["x"]})
     assert "| naive | 0.9700 / 0.870 | 0.9900 / 0.890 |" in md and "| semantic |" not in md
+
+
+def test_a_run_file_of_the_wrong_kind_is_one_message_and_exit_2(tmp_path, capsys):
+    from gralc.experiments.encoder_trial import main
+
+    wrong = tmp_path / "cv.json"
+    wrong.write_text(json.dumps({"rows": {}}))
+    report = tmp_path / "r.json"
+    report.write_text("{}")
+    with pytest.raises(SystemExit) as e:
+        main(["--report", str(report), "--trained", f"A={wrong}"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert str(wrong) in err and "args, folds" in err and "two_stage_cv" in err

@@ -171,30 +171,30 @@ def untrained_gains(rows: dict[str, dict[str, dict]], encoders: list[str], resam
 def trained_runs(specs: list[str], training: list[str], resamples: int) -> dict | None:
     """The ``--trained`` two_stage_cv runs (and ``--training`` cv.json seconds per epoch) of each
     encoder, summarised and compared with the first on the folds every run covers."""
-    from gralc.safe_load import read_json_untrusted
 
     if not specs:
         return None
     runs = {}
     for spec in specs:
         name, path = parse_pair(spec, "--trained")
-        saved = read_json_untrusted(path)
+        saved = read_run(path, "--trained", ("args", "folds"), "gralc.experiments.two_stage_cv (two_stage.json)")
         runs[name] = {"path": str(path), "git_hash": saved.get("git_hash"),
                       "folds": list(saved["args"]["train_folds"]), "rows": saved["folds"]}
     for spec in training:
         name, path = parse_pair(spec, "--training")
-        epochs = [r.get("s_per_epoch") for r in read_json_untrusted(path)["rows"].values() if r.get("s_per_epoch")]
+        rows = read_run(path, "--training", ("rows",), "gralc.experiments.crossval --train (cv.json)")["rows"]
+        epochs = [r.get("s_per_epoch") for r in rows.values() if r.get("s_per_epoch")]
         runs.setdefault(name, {})["s_per_epoch"] = epochs[0] if epochs else None
     names = list(runs)
     ref = runs[names[0]]
     out: dict[str, Any] = {"encoders": {}, "gains": {}}
     for name, run in runs.items():
         if "rows" not in run:
-            raise SystemExit(f"--training {name}=...: give its --trained {name}=two_stage.json too")
+            raise BadRunFile(f"--training {name}=...: give its --trained {name}=two_stage.json too")
     common = sorted(set.intersection(*(set(run["folds"]) for run in runs.values())))
     if not common:
         folds = ", ".join(f"{n}: {r['folds']}" for n, r in runs.items())
-        raise SystemExit(f"--trained: the runs share no fold ({folds})")
+        raise BadRunFile(f"--trained: the runs share no fold ({folds})")
     for name, run in runs.items():
         summary = {}
         for row in TRAINED_ROWS:
@@ -228,14 +228,13 @@ def pubmedqa_runs(specs: list[str]) -> dict | None:
     """``--pubmedqa ENCODER=results.json`` (``gralc.experiments.pubmedqa --seeds`` runs, the fixed
     strategies only): per encoder, each strategy's test MRR and R@1 (500 official test
     questions, relevance: a chunk of the gold abstract)."""
-    from gralc.safe_load import read_json_untrusted
 
     if not specs:
         return None
     out = {}
     for spec in specs:
         name, path = parse_pair(spec, "--pubmedqa")
-        saved = read_json_untrusted(path)
+        saved = read_run(path, "--pubmedqa", ("rows", "n_test"), "gralc.experiments.pubmedqa (results.json)")
         meta = saved.get("run_metadata", {})
         out[name] = {"path": str(path), "git_hash": meta.get("git_hash"), "n_test": saved["n_test"],
                      "rows": {row: {"mrr": r["test/mrr"]["mean"], "recall@1": r["test/recall@1"]["mean"]}
@@ -243,12 +242,35 @@ def pubmedqa_runs(specs: list[str]) -> dict | None:
     return out
 
 
+class BadRunFile(SystemExit):
+    """A ``--trained`` / ``--training`` / ``--pubmedqa`` argument or file that cannot be used
+    (the message names it and the fix; the command exits 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def read_run(path: Path, flag: str, needs: tuple[str, ...], writer: str) -> dict:
+    """A run file of ``flag``, read as untrusted, with the top-level keys ``needs``."""
+    from gralc.safe_load import read_json_untrusted
+
+    saved = read_json_untrusted(path)
+    missing = [k for k in needs if not isinstance(saved, dict) or k not in saved]
+    if missing:
+        raise BadRunFile(f"{flag} {path}: no {', '.join(missing)} in it; give the file {writer} writes")
+    return saved
+
+
 def parse_pair(spec: str, flag: str) -> tuple[str, Path]:
     name, sep, path = spec.partition("=")
     if not sep or not name or not path:
-        raise SystemExit(f"{flag} {spec!r}: give ENCODER=PATH, e.g. {flag} multilingual-e5-small=results/x.json")
+        raise BadRunFile(f"{flag} {spec!r}: give ENCODER=PATH, e.g. {flag} multilingual-e5-small=results/x.json")
     if not Path(path).is_file():
-        raise SystemExit(f"{flag} {spec!r}: no file at {path}")
+        raise BadRunFile(f"{flag} {spec!r}: no file at {path}")
     return name, Path(path)
 
 
@@ -374,6 +396,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="folder for encoder_trial.json")
     report_arguments(ap, "encoder_trial.json")
     args = ap.parse_args(argv)
+    try:
+        return run(args, argv)
+    except BadRunFile as e:  # one message naming the argument or file and the fix, exit 2
+        ap.error(e.message)
+
+
+def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     from gralc.safe_load import read_json_untrusted
 
     if args.report:
@@ -396,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             publish_result(args.publish, saved)
         return 0
     if not args.out:
-        ap.error("--out is required (or --report)")
+        raise BadRunFile("--out is required (or --report)")
     trained = trained_runs(args.trained, args.training, args.resamples)  # bad files refused first
     pubmedqa = pubmedqa_runs(args.pubmedqa)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
