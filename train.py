@@ -1,37 +1,12 @@
-"""Train GraLC's learnable parts contrastively.
+"""Train GraLC's learnable parts: ``python train.py [key=value ...]`` = ``gralc train``.
 
-    python train.py [key=value ...]
-    python train.py paths.output_dir=outputs/run1 trainer.max_epochs=3
-    python train.py data=pubmedqa data.path=/path/to/ori_pqal.json
-    python train.py resume=last paths.output_dir=outputs/run1     # continue a killed run
-    python train.py paths.output_dir=outputs/run1 paths.force=true  # move the old run1 aside
-
-A folder that already holds another run's checkpoints or result.json is refused before any
-work (exit code 2) unless the run continues it (resume=last / auto); paths.force=true moves
-its content aside to <folder>.replaced-<time>, never deleting it.
-
-Config schema: gralc/training/config.py; defaults: configs/train.yaml.
+A thin entry point kept where the design names it (:mod:`gralc.train` is the command; its
+``--help`` lists every setting). Works from any folder: the configs ship in the package.
 """
 
-from __future__ import annotations
-
-import json
-import logging
 import sys
 
-from gralc.cli import run
-from gralc.config import load_config
-from gralc.training.config import TrainConfig
-from gralc.training.run import train
-
-
-def main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    cfg = load_config(TrainConfig, "configs/train.yaml", argv)
-    result = train(cfg)
-    print(json.dumps(result, indent=2))
-    return 0
-
+from gralc.train import main
 
 if __name__ == "__main__":
-    sys.exit(run(main))
+    sys.exit(main())

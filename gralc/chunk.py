@@ -1,37 +1,40 @@
-"""Command line: chunk one document with any registered strategy and show the chunks.
+"""``gralc chunk FILE [--strategy NAME | --model EXPORT] [key=value ...]``: chunk one document.
 
-python -m gralc.chunk article.nxml --strategy structure_aware --decoder dp
-python -m gralc.chunk ori_pqal.json --pmid 21645374 --strategy late --format jsonl
-python -m gralc.chunk --strategy list
-python -m gralc.chunk article.nxml chunking.boundary.max_tokens=512 --strategy structure_aware
+    gralc chunk --list
+    gralc chunk article.nxml --strategy structure_aware --decoder dp
+    gralc chunk notes.md chunking.boundary.max_tokens=512 --format jsonl
+    gralc chunk ori_pqal.json --pmid 21645374 --strategy late
+    gralc chunk article.nxml --model exports/gralc --plot boundaries.png
 
-Input: one JATS file, or ONE entry of a PubMedQA ``ori_pqal.json`` (``--pmid``; default the
-first). Mentions come from the pipeline's entity linker (``--vocabulary``, default the bundled
-demo vocabulary). ``table`` prints every chunk and the ASCM quality metrics (SCS, EPR, ERL);
-``jsonl`` prints ``Chunk.to_dict()`` per line (no embeddings). Bad input exits with code 2.
+Input: one article (``.nxml``/``.xml`` JATS, ``.txt``/``.md`` plain text), or ONE entry of a
+PubMedQA ``ori_pqal.json`` (``--pmid``; default the first). ``--model``: the chunks a trained
+model makes (an export, checkpoint or run folder; it runs with its own settings). Mentions
+come from the pipeline's entity linker (``knowledge.vocabulary=PATH``, default the bundled
+demo vocabulary); the encoder is ``encoder.model=``. ``table`` prints every chunk and the
+ASCM quality metrics (SCS, EPR, ERL); ``jsonl`` prints ``Chunk.to_dict()`` per line (no
+embeddings); ``--plot FILE.png`` draws the boundary scores along the document with the cuts.
+Bad input exits with code 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gralc.chunking import registered
-from gralc.chunking.base import PreparedDocument
-from gralc.chunking.boundaries import recommendation_evidence_pairs
-from gralc.chunking.chunk import Chunk
-from gralc.chunking.quality import (
-    entity_preservation_rate,
-    recommendation_evidence_linking_rate,
-    semantic_coherence,
-)
-from gralc.cli import pipeline_overrides
-from gralc.documents.model import Document
+from gralc.cli import CommandParser, Settings, configure_output, pipeline_overrides, run
+
+if TYPE_CHECKING:
+    from gralc.chunking.base import PreparedDocument
+    from gralc.chunking.chunk import Chunk
+    from gralc.documents.model import Document
+
+RENAMED = {"--vocabulary": "knowledge.vocabulary=PATH",
+           "--strategy list": "--list"}
 
 
 class UsageError(ValueError):
@@ -40,6 +43,8 @@ class UsageError(ValueError):
 
 def strategy_descriptions() -> dict[str, str]:
     """Registered strategy name -> first sentence of its class docstring."""
+    from gralc.chunking import registered
+
     out = {}
     for name, cls in sorted(registered().items()):
         para = (cls.__doc__ or "").strip().split("\n\n")[0]
@@ -49,6 +54,9 @@ def strategy_descriptions() -> dict[str, str]:
 
 
 def check_strategy(name: str) -> None:
+    """A :class:`UsageError` listing the strategies unless ``name`` is one."""
+    from gralc.chunking import registered
+
     if name not in registered():
         raise UsageError(
             f"unknown strategy {name!r}; available: {', '.join(sorted(registered()))} (or 'list')"
@@ -56,16 +64,18 @@ def check_strategy(name: str) -> None:
 
 
 def load_document(path: Path, pmid: str | None = None) -> Document:
-    """A JATS file, or one entry of a PubMedQA JSON (``pmid``, default the first entry)."""
-    from gralc.documents.jats import parse_jats
+    """An article file (JATS ``.nxml``/``.xml``, ``.txt``/``.md``), or one entry of a PubMedQA
+    JSON (``pmid``, default the first entry)."""
+    from gralc.documents.corpus import parse_document
     from gralc.documents.pubmedqa import convert_record
 
     if not path.is_file():
-        raise UsageError(f"input file not found: {path}; pass a JATS .nxml file or ori_pqal.json")
+        raise UsageError(f"input file not found: {path}; pass an article (.nxml, .xml, .txt, .md) "
+                         "or ori_pqal.json")
     if path.suffix.lower() != ".json":
         if pmid is not None:
             raise UsageError(f"--pmid applies to a PubMedQA JSON file, not to {path}")
-        return parse_jats(path)
+        return parse_document(path)
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not data:
         raise UsageError(f"{path}: expected a PubMedQA object PMID -> entry (ori_pqal.json)")
@@ -87,34 +97,52 @@ def load_document(path: Path, pmid: str | None = None) -> Document:
 
 
 @lru_cache(maxsize=2)
-def load_pipeline(vocabulary: str | None, model: str, overrides: tuple[str, ...] = ()):
+def load_pipeline(overrides: tuple[str, ...] = ()):
     """A :class:`~gralc.pipeline.Pipeline` (encoder + linker), cached per process;
     ``overrides``: ``key=value`` pipeline settings (typed loader, as every CLI)."""
     from gralc.config import load_config
-    from gralc.encoding.encoder import EncoderConfig
-    from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
+    from gralc.pipeline import Pipeline, PipelineConfig
 
-    base = PipelineConfig(
-        encoder=EncoderConfig(model=model), knowledge=KnowledgeConfig(vocabulary=vocabulary)
-    )
-    return Pipeline(load_config(PipelineConfig, None, overrides, base=base) if overrides else base)
+    return Pipeline(load_config(PipelineConfig, None, overrides))
 
 
 def chunk_document(
-    pipeline, doc: Document, strategy: str, decoder: str
+    pipeline, doc: Document, strategy: str, decoder: str | None = None
 ) -> tuple[PreparedDocument, list[Chunk]]:
-    """Prepare (encode + link) ``doc`` and chunk it; ``decoder`` is the structure-aware one."""
+    """Prepare (encode + link) ``doc`` and chunk it; ``decoder``: the structure-aware one
+    (None: the pipeline's ``chunking.boundary.decoder``)."""
     from gralc.pipeline import build_chunker
 
     cfg = pipeline.config.chunking
-    cfg = dataclasses.replace(cfg, boundary=dataclasses.replace(cfg.boundary, decoder=decoder))
+    if decoder is not None:
+        cfg = dataclasses.replace(cfg, boundary=dataclasses.replace(cfg.boundary, decoder=decoder))
     prepared = pipeline.prepare([doc], progress=False)[0]
     return prepared, build_chunker(strategy, pipeline.encoder, cfg).chunk(prepared)
+
+
+def chunk_with_model(model: str, doc: Document, overrides: tuple[str, ...] = ()
+                     ) -> tuple[object, PreparedDocument, list[Chunk]]:
+    """``(pipeline, prepared document, chunks)`` of a trained model (an export, checkpoint or
+    run folder) run with its own settings (``overrides``: runtime keys only)."""
+    from gralc.inference import trained_model
+    from gralc.pipeline import Pipeline
+
+    scorer, config = trained_model(model, None, overrides)
+    pipeline = Pipeline(config)
+    prepared = pipeline.prepare([doc], progress=False)[0]
+    return pipeline, prepared, scorer.chunk(pipeline, [prepared])
 
 
 def quality(pipeline, prepared: PreparedDocument, chunks: list[Chunk]) -> dict[str, float | None]:
     """ASCM metrics of the chunking. Multi-level indexes are measured on their finest level
     (``sentences``); sentence vectors for SCS are ``encoder.encode_texts`` of each sentence."""
+    from gralc.chunking.boundaries import recommendation_evidence_pairs
+    from gralc.chunking.quality import (
+        entity_preservation_rate,
+        recommendation_evidence_linking_rate,
+        semantic_coherence,
+    )
+
     doc = prepared.doc
     finest = [c for c in chunks if c.level in ("chunk", "sentences")]
     sents = [s for s in doc.sentences if s.end > s.start]
@@ -156,48 +184,75 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
         console.print(f"{name}: {'n/a' if value is None else f'{value:.3f}'}")
 
 
+def settings() -> list[Settings]:
+    """The ``key=value`` settings ``gralc chunk`` takes (for ``--help``)."""
+    from gralc.pipeline import PipelineConfig
+
+    return [Settings("pipeline (with --model: runtime keys only)", PipelineConfig,
+                     optional_prefix="pipeline.")]
+
+
+def parser() -> CommandParser:
+    """The command line of ``gralc chunk``."""
+    p = CommandParser("gralc chunk", description="Chunk one document with a strategy or a "
+                      "trained model and show the chunks.", settings=settings, renamed=RENAMED)
+    p.add_argument("file", type=Path, nargs="?",
+                   help="an article (.nxml, .xml, .txt, .md) or ori_pqal.json")
+    p.add_argument("--strategy", default="structure_aware",
+                   help="a chunking strategy (default structure_aware; --list lists them)")
+    p.add_argument("--model", help="a trained GraLC export, checkpoint or run folder: its chunks "
+                                    "(instead of --strategy)")
+    p.add_argument("--list", action="store_true", help="list the strategies and stop")
+    p.add_argument("--decoder", choices=("peak", "dp"), default=None,
+                   help="structure-aware boundary decoder (chunking.boundary.decoder; default peak)")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the boundary scores and cuts into a PNG")
+    p.add_argument("--pmid", default=None, help="PubMedQA entry (default: the first)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
     message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    from gralc.cli import run
-
     return run(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m gralc.chunk", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("file", type=Path, nargs="?", help="JATS .nxml file or ori_pqal.json")
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="pipeline settings, e.g. chunking.boundary.max_tokens=512")
-    parser.add_argument("--strategy", required=True, help="registered strategy name, or 'list'")
-    parser.add_argument("--decoder", choices=("peak", "dp"), default="peak")
-    parser.add_argument("--format", choices=("table", "jsonl"), default="table")
-    parser.add_argument("--vocabulary", default=None, help="MeSH/UMLS vocabulary (default: demo)")
-    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder id or folder")
-    parser.add_argument("--pmid", default=None, help="PubMedQA entry (default: the first)")
-    args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
-    if args.strategy == "list":
+    p = parser()
+    args = p.parse(argv)
+    configure_output(args.verbose)
+    if args.list or args.strategy == "list":
         for name, text in strategy_descriptions().items():
             print(f"{name}\t{text}")
         return 0
-    check_strategy(args.strategy)
+    overrides = pipeline_overrides(args.settings)
+    if args.model and "--strategy" in argv:
+        raise UsageError("--model chunks with the trained model: drop --strategy")
+    if not args.model:
+        check_strategy(args.strategy)
     if args.file is None:
-        raise UsageError("no input file given: pass a JATS .nxml file or ori_pqal.json")
-    if args.vocabulary is not None and not Path(args.vocabulary).exists():
-        raise UsageError(f"vocabulary not found: {args.vocabulary}")
+        raise UsageError("no input file given: pass an article (.nxml, .xml, .txt, .md) or ori_pqal.json")
     doc = load_document(args.file, args.pmid)
-    if not any(o.split("=")[0].endswith("knowledge.vocabulary") for o in args.overrides):
-        from gralc.data.demo import check_vocabulary
+    if args.model:
+        if args.decoder:
+            raise UsageError("--decoder: a trained model decodes its own boundary scores; drop it")
+        pipeline, prepared, chunks = chunk_with_model(args.model, doc, tuple(overrides))
+    else:
+        if not any(o.split("=")[0].endswith("knowledge.vocabulary") for o in overrides):
+            from gralc.data.demo import check_vocabulary
 
-        check_vocabulary(args.vocabulary, args.file)
-    pipeline = load_pipeline(args.vocabulary, args.model, tuple(pipeline_overrides(args.overrides)))
-    prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
+            check_vocabulary(None, args.file)
+        pipeline = load_pipeline(tuple(overrides))
+        prepared, chunks = chunk_document(pipeline, doc, args.strategy, args.decoder)
     if args.format == "jsonl":
         print_jsonl(chunks)
     else:
         print_table(doc, chunks, quality(pipeline, prepared, chunks))
+    if args.plot:
+        from gralc.chunking.plots import plot_boundaries
+
+        print(f"boundary scores drawn: {plot_boundaries(prepared, chunks, args.plot)}",
+              file=sys.stderr if args.format == "jsonl" else sys.stdout)
     return 0
 
 

@@ -1,8 +1,8 @@
 """Typed configuration: dataclass schemas + OmegaConf YAML + ``key=value`` overrides.
 
-``load_config(Schema, "configs/train.yaml", ["trainer.max_epochs=3", "data=pubmedqa"])``
+``load_config(Schema, CONFIG_DIR / "train.yaml", ["trainer.max_epochs=3", "data=pubmedqa"])``
 merges, in order: the schema's defaults, the YAML file, config-group selections
-(``data=pubmedqa`` loads ``configs/data/pubmedqa.yaml`` into ``data``) and dotted overrides.
+(``data=pubmedqa`` loads ``gralc/configs/data/pubmedqa.yaml`` into ``data``) and dotted overrides.
 Every value is validated against the schema at load: an unknown key or a wrongly typed value
 raises :class:`ConfigError` naming the key, where it came from, and the valid keys.
 """
@@ -18,6 +18,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
 T = TypeVar("T")
+
+#: the YAML configs shipped inside the package (``train.yaml``, ``eval.yaml`` and the groups
+#: ``data/``, ``model/``, ``experiment/``, ``sweep/``), so every entry point works from any folder
+#: and from a wheel install
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
 class ConfigError(ValueError):
@@ -63,6 +68,8 @@ RENAMED = {
     "model.gamma_init": "pipeline.chunking.boundary.gamma",
     "model.tau_init": "pipeline.chunking.boundary.tau",
     "model.temperature": "model.cut_temperature",
+    # train.py's W&B settings are spelled as eval.py's since GraLC 0.2
+    **{f"logger.wandb.{k}": f"wandb.{k}" for k in ("enabled", "project", "entity", "offline", "name")},
 }
 
 
@@ -141,15 +148,25 @@ def _group_file(schema_obj: Any, config_dir: str | Path | None, key: str,
     if not folder.is_dir():
         return None
     names = sorted(f.stem for f in folder.glob("*.yaml"))
+    shown = _shown(folder)
     if Path(value).is_absolute() or value.startswith(("~", ".")) or "\\" in value:
         node = getattr(schema_obj, key, None)
         hint = (f"; a file or folder goes in {key}.path={value}" if hasattr(node, "path") else "")
-        raise ConfigError(f"{key}={value}: {key}= takes the name of a config in {folder} "
+        raise ConfigError(f"{key}={value}: {key}= takes the name of a config in {shown} "
                           f"(available: {', '.join(names)}), not a path{hint}")
     group_file = folder / f"{value}.yaml"
     if not group_file.is_file():
-        raise ConfigError(f"{key}={value}: no config {group_file}; available: {', '.join(names)}")
+        raise ConfigError(f"{key}={value}: no config {shown / group_file.name}; available: "
+                          f"{', '.join(names)}")
     return group_file
+
+
+def _shown(path: Path) -> Path:
+    """``path`` as a user should read it: ``gralc/configs/...`` for the shipped configs."""
+    try:
+        return Path("gralc/configs") / Path(path).resolve().relative_to(CONFIG_DIR)
+    except ValueError:
+        return Path(path)
 
 
 def load_config(
@@ -243,3 +260,8 @@ def config_conflicts(saved: Any, given: Any, ignore: tuple[str, ...] = ()) -> li
         for k in sorted(set(a) | set(b))
         if a.get(k) != b.get(k) and not k.startswith(ignore)
     ]
+
+
+def to_yaml(cfg: Any) -> str:
+    """The resolved config as YAML text (``gralc train --print-config``)."""
+    return OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg)))

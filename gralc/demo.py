@@ -1,4 +1,4 @@
-"""``make demo``: the main job on the bundled demo corpus.
+"""``gralc demo`` (``make demo``): the main job on the bundled demo corpus.
 
 Parses every demo article (section tree, IMRaD verdict, structure-graph statistics), trains
 the learnable parts (~1 min; the paper's hand-set values beside the learned ones and the
@@ -8,29 +8,27 @@ trained model and ends with the evaluation tables. A few minutes on a 2-core CPU
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from gralc.data.demo import demo_articles
-from gralc.documents.__main__ import inspect as inspect_document
-from gralc.documents.imrad import is_imrad
-from gralc.documents.jats import parse_jats
-from gralc.documents.structure_graph import graph_stats
-from gralc.model.gralc_model import GraLCModel
-from gralc.runinfo import seed_everything
-from gralc.training.config import TrainConfig
-from gralc.training.datamodule import GraLCDataModule
-from gralc.training.lit_module import GraLCLitModule
-from gralc.training.run import train
+if TYPE_CHECKING:
+    from gralc.training.config import TrainConfig
 
 console = Console(width=120)
 
 
 def documents_stage() -> None:
+    """Stage 1: the demo articles parsed, one shown as `gralc inspect` shows it."""
+    from gralc.data.demo import demo_articles
+    from gralc.documents.__main__ import inspect as inspect_document
+    from gralc.documents.imrad import is_imrad
+    from gralc.documents.jats import parse_jats
+    from gralc.documents.structure_graph import graph_stats
+
     docs = [parse_jats(p) for p in demo_articles()]
     console.rule("[bold]1. Documents: the demo corpus parsed into section trees and structure graphs")
     console.print(inspect_document(docs[0]), markup=False, highlight=False)
@@ -53,6 +51,8 @@ def demo_config(
 ) -> TrainConfig:
     """The demo's training run: ``TrainConfig`` defaults (what ``configs/train.yaml`` holds),
     6 epochs on one CPU thread, no early stopping."""
+    from gralc.training.config import TrainConfig
+
     cfg = TrainConfig()
     cfg.paths.output_dir, cfg.paths.cache_dir = output_dir, cache_dir
     cfg.pipeline.encoder.cache_dir = f"{cache_dir}/encodings"
@@ -67,6 +67,12 @@ def demo_config(
 def train_model(cfg: TrainConfig | None = None, console: Console | None = None) -> dict:
     """Train on the demo corpus, print initial vs learned values; returns train()'s result
     plus ``val_mrr_initial``."""
+    from gralc.model.gralc_model import GraLCModel
+    from gralc.runinfo import seed_everything
+    from gralc.training.datamodule import GraLCDataModule
+    from gralc.training.lit_module import GraLCLitModule
+    from gralc.training.run import train
+
     cfg = cfg or demo_config()
     console = console or Console(width=120)
     console.rule(
@@ -94,7 +100,7 @@ def train_model(cfg: TrainConfig | None = None, console: Console | None = None) 
     table.add_row("val MRR", f"{mrr0:.3f}", f"{best:.3f}" if best is not None else "-")
     console.print(table)
     console.print(
-        f"checkpoints: {cfg.paths.output_dir}/checkpoints (export: python -m gralc.export "
+        f"checkpoints: {cfg.paths.output_dir}/checkpoints (export: gralc export "
         f"{result['best_checkpoint']} --out DIR)"
     )
     return {**result, "val_mrr_initial": mrr0}
@@ -107,18 +113,19 @@ def train_stage() -> str | None:
 
 
 def evaluate_stage(checkpoint: str | None = None) -> None:
-    from gralc.config import load_config
+    """Stage 3: every method and the trained model on the demo questions (eval's defaults)."""
+    from gralc.config import CONFIG_DIR, load_config
     from gralc.evaluation.config import EvalConfig
     from gralc.evaluation.run import evaluate, print_tables
 
-    console.rule("[bold]3. Evaluation: every method on the demo questions (eval.py defaults)")
+    console.rule("[bold]3. Evaluation: every method on the demo questions (gralc eval defaults)")
     overrides = ["paths.output_dir=results/demo", "progress=false"]
     if checkpoint:
         overrides.append(f"models=[{checkpoint}]")
-    cfg = load_config(EvalConfig, "configs/eval.yaml", overrides)
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", overrides)
     results, out = evaluate(cfg)
     print_tables(results)
-    console.print(f"results, tables and plots: {out}/ (reproduce: python eval.py {' '.join(overrides)})",
+    console.print(f"results, tables and plots: {out}/ (reproduce: gralc eval {' '.join(overrides)})",
                   markup=False, highlight=False)
 
 
@@ -126,20 +133,32 @@ STAGES = ("documents", "train", "evaluate")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stages", nargs="*", default=list(STAGES), choices=STAGES)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    import os
+    """``gralc demo [--stages documents,train,evaluate]`` inside the error boundary."""
+    from gralc.cli import run
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("WANDB_MODE", "offline")
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    from gralc.cli import CommandParser
+
+    parser = CommandParser("gralc demo", description=__doc__.split("\n\n")[1].replace("\n", " "),
+                           takes_settings=False)
+    parser.add_argument("--stages", default=",".join(STAGES),
+                        help=f"comma-separated stages to run (default {','.join(STAGES)}); the "
+                             "demo writes outputs/demo_train and results/demo")
+    args = parser.parse(argv)
+    stages = [s for s in args.stages.split(",") if s]
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        parser.error(f"--stages: unknown {', '.join(unknown)}; choose from {', '.join(STAGES)}")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     checkpoint = None
-    if "documents" in args.stages:
+    if "documents" in stages:
         documents_stage()
-    if "train" in args.stages:
+    if "train" in stages:
         checkpoint = train_stage()
-    if "evaluate" in args.stages:
+    if "evaluate" in stages:
         evaluate_stage(checkpoint)
     return 0
 

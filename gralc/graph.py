@@ -1,9 +1,9 @@
-"""``python -m gralc.graph CORPUS_OR_INDEX [key=value ...] [--top N] [--png FILE] [--out DIR]``.
+"""``gralc graph CORPUS_OR_INDEX [key=value ...] [--top N] [--png FILE] [--out DIR]``.
 
 Shows SemRAG's corpus knowledge graph: its size, the communities per level and the top
 community reports (by centrality), and with ``--png`` draws the largest communities.
 
-* an index directory built with ``python -m gralc.index CORPUS --out DIR --graph``: its saved
+* an index directory built with ``gralc index CORPUS --out DIR --graph``: its saved
   graph is read, nothing is encoded;
 * a corpus (JATS / text file or directory, PubMedQA or SQuAD-format JSON): parsed, linked,
   chunked by ``--strategy`` (default ``semantic``, SemRAG's) and graphed; ``--out`` saves the
@@ -14,16 +14,16 @@ community reports (by centrality), and with ``--png`` draws the largest communit
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gralc.artefacts import check_output_dir, output_lock, write_artefact
-from gralc.cli import pipeline_overrides
-from gralc.config import load_config
-from gralc.retrieval.graph_search import GraphConfig, GraphIndex
+from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
+
+if TYPE_CHECKING:
+    from gralc.retrieval.graph_search import GraphConfig, GraphIndex
 
 
 def describe(index: GraphIndex, top: int = 5) -> str:
@@ -80,6 +80,7 @@ def draw(index: GraphIndex, path: str | Path, communities: int = 4, per_communit
 
 
 def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: GraphConfig) -> GraphIndex:
+    from gralc.config import load_config
     from gralc.data.demo import check_vocabulary
     from gralc.evaluation.methods import RunSettings, method_graph
     from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
@@ -97,42 +98,57 @@ def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: Gra
     return method_graph(prepared, chunks, pipeline, RunSettings(graph=graph_cfg))
 
 
+def settings() -> list[Settings]:
+    """The ``key=value`` settings ``gralc graph`` takes (for ``--help``)."""
+    from gralc.pipeline import PipelineConfig
+    from gralc.retrieval.graph_search import GraphConfig
+
+    return [Settings("pipeline (a corpus only)", PipelineConfig, optional_prefix="pipeline."),
+            Settings("corpus graph (a corpus only)", GraphConfig, "graph.")]
+
+
+def parser() -> CommandParser:
+    """The command line of ``gralc graph``."""
+    p = CommandParser("gralc graph", description="Show (and draw) SemRAG's corpus knowledge graph "
+                      "of an index built with --graph, or build one from a corpus.", settings=settings)
+    p.add_argument("source", help="an index built with --graph, or a corpus to graph")
+    p.add_argument("--strategy", default="semantic", help="chunking strategy for a corpus")
+    p.add_argument("--top", type=int, default=5, help="reports to print")
+    p.add_argument("--png", help="draw the largest communities into this PNG file")
+    p.add_argument("--out", help="save the graph folder of a corpus here")
+    p.add_argument("--force", action="store_true",
+                   help="--out holds other files: move them aside to OUT.replaced-<time>")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
     message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    from gralc.cli import run
-
     return run(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description="Show (and draw) SemRAG's corpus knowledge graph.")
-    ap.add_argument("source", help="an index built with --graph, or a corpus to graph")
-    ap.add_argument("overrides", nargs="*", metavar="key=value",
-                    help="pipeline settings, and graph.* settings for a corpus")
-    ap.add_argument("--strategy", default="semantic", help="chunking strategy for a corpus")
-    ap.add_argument("--top", type=int, default=5, help="reports to print")
-    ap.add_argument("--png", help="draw the largest communities into this PNG file")
-    ap.add_argument("--out", help="save the graph folder of a corpus here")
-    ap.add_argument("--force", action="store_true",
-                    help="--out holds other files: move them aside to OUT.replaced-<time>")
-    args = ap.parse_intermixed_args(argv)  # key=value anywhere on the line
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = parser().parse(argv)
+    configure_output(args.verbose)
+    from gralc.artefacts import check_output_dir, output_lock, write_artefact
+    from gralc.config import load_config
+    from gralc.retrieval.graph_search import GraphConfig, GraphIndex
+
     source = Path(args.source)
-    graph_keys = [o.removeprefix("graph.") for o in args.overrides if o.startswith("graph.")]
-    graph_cfg = load_config(GraphConfig, None, graph_keys)
+    keys = route_settings(args.settings, ("graph",))
+    graph_cfg = load_config(GraphConfig, None, keys["graph"])
     if (source / "retriever.json").is_file():
         if (source / "graph").is_dir():
             index = GraphIndex.load(source / "graph")
         else:
             raise FileNotFoundError(f"{source} holds no corpus graph: rebuild it with "
-                                    f"`python -m gralc.index CORPUS --out {source} --graph --force`")
+                                    f"`gralc index CORPUS --out {source} --graph --force`")
     else:
         from gralc.chunking import registered
 
         if args.strategy not in registered():
             raise ValueError(f"unknown strategy {args.strategy!r}; available: {', '.join(sorted(registered()))}")
-        rest = pipeline_overrides([o for o in args.overrides if not o.startswith("graph.")])
+        rest = keys[""]
         if args.out:  # validated and locked before any encoding
             check_output_dir(args.out, "corpus_graph", args.force, [source])
             with output_lock(args.out):

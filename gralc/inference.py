@@ -6,8 +6,12 @@
     hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)
 
 An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.faiss_index``)
-plus ``retriever.json`` (strategy, model path, searcher, fusion, pipeline config) so ``load``
-rebuilds the same query encoder and scorer. ``searcher="hybrid"`` also keeps a BM25 index of
+plus ``retriever.json`` (strategy, model, searcher, fusion, pipeline config) so ``load``
+rebuilds the same query encoder and scorer. A trained model's index names its model by
+content (the SHA-256 of the export) and by a path relative to the index folder, so an export
+and its index moved, copied or unpacked together anywhere still load; ``save(...,
+bundle_model=True)`` copies the export into the index (``model/``), which then travels alone;
+``load(..., model=PATH)`` points at a model that moved elsewhere (checked by its digest). ``searcher="hybrid"`` also keeps a BM25 index of
 the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.fusion`),
 the ``<method>_hybrid`` rows of ``eval.py``.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +42,7 @@ from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
+MODEL_DIR = "model"  # the trained model's export, when the index carries it
 LEXICAL_DIR = "lexical"
 PHRASE_DIR = "phrase"  # the term-pair BM25 of a model with model.phrase_weight > 0
 CONCEPTS_DIR = "concepts"  # the concept match of a model with model.concept_weight > 0
@@ -56,6 +62,8 @@ class RetrieverSpec:
     :class:`~gralc.retrieval.graph_search.GraphConfig` it was built with (None: no graph)."""
 
     strategy: str = "structure_aware"
+    #: the trained model: in ``retriever.json`` a path relative to the index folder
+    #: (``model`` when the index carries it); in memory, once loaded, its absolute path
     model: str | None = None
     pipeline: dict[str, Any] = field(default_factory=dict)
     searcher: str = "dense"
@@ -65,6 +73,8 @@ class RetrieverSpec:
     graph: dict[str, Any] | None = None
     #: a trained model's two-stage search (:class:`~gralc.retrieval.candidates.CandidateConfig`)
     search: dict[str, Any] = field(default_factory=dict)
+    #: where the model was when the index was built (absolute; a last place to look)
+    model_origin: str | None = None
 
 
 def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:
@@ -130,6 +140,10 @@ class Retriever:
         if graph and model is not None:
             raise ValueError("the corpus graph and graph searchers run over a baseline strategy's "
                              "chunks: use --strategy (e.g. semantic) instead of --model")
+        if model is not None:
+            from gralc.model.persistence import resolve_model
+
+            model = resolve_model(model)  # an export, a checkpoint, or a run folder's choice
         if overrides and model is None:  # validated before any parsing or encoding
             pipeline_config = load_config(PipelineConfig, None, overrides, base=pipeline_config)
         if model is None:  # before any parsing or encoding
@@ -190,11 +204,25 @@ class Retriever:
         return cls(spec, index, pipeline, scorer, lexical, graph_index, phrase, concepts)
 
     def save(self, directory: str | Path, force: bool = False, inputs: Sequence[str | Path] = (),
-             extra: dict[str, Any] | None = None) -> Path:
+             extra: dict[str, Any] | None = None, bundle_model: bool = False) -> Path:
         """Write every file of the index (FAISS, BM25, ``retriever.json``, the trained model's
         entity table, ``extra`` JSON files by name) into one temporary folder, then swap it in
         (:mod:`gralc.artefacts`: a folder holding other files needs ``force``; ``inputs`` may
-        not overlap it)."""
+        not overlap it). A trained model is named by digest and by its path relative to
+        ``directory``; ``bundle_model``: copy its export into the index (``model/``), so the
+        index folder alone is enough to search."""
+        directory = Path(directory)
+        spec = dict(self.spec.__dict__)
+        if self.spec.model is not None:
+            model = Path(self.spec.model).resolve()
+            if bundle_model and not model.is_dir():
+                raise ValueError(f"bundle_model: {model} is a checkpoint; export it (gralc export) "
+                                 "and index with the export to carry the model in the index")
+            spec["model"] = MODEL_DIR if bundle_model else \
+                Path(os.path.relpath(model, directory.resolve())).as_posix()
+            spec["model_origin"] = str(model)
+        elif bundle_model:
+            raise ValueError("bundle_model: this index was built without a trained model (--model)")
         with write_artefact(directory, "index", force, inputs) as tmp:
             self.index.write_to(tmp, encoder_id=self.pipeline.encoder.model_id,
                                 pipeline_config=self.spec.pipeline)
@@ -207,20 +235,26 @@ class Retriever:
             if self.concepts is not None:
                 (tmp / CONCEPTS_DIR).mkdir()
                 self.concepts.write_to(tmp / CONCEPTS_DIR)
-            (tmp / RETRIEVER_FILE).write_text(json.dumps(self.spec.__dict__, indent=2))
+            (tmp / RETRIEVER_FILE).write_text(json.dumps(spec, indent=2))
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
             if self.graph is not None:
                 self.graph.save(tmp / GRAPH_DIR)
+            if bundle_model:
+                copy_export(Path(self.spec.model), tmp / MODEL_DIR)
             for name, payload in (extra or {}).items():
                 (tmp / name).write_text(json.dumps(payload, indent=2))
-        return Path(directory)
+        return directory
 
     @classmethod
-    def load(cls, directory: str | Path, search: Sequence[str] = ()) -> Retriever:
+    def load(cls, directory: str | Path, search: Sequence[str] = (),
+             model: str | Path | None = None) -> Retriever:
         """Open an index (read-only; large arrays memory-mapped). ``search``: ``key=value``
         overrides of a trained model's two-stage search settings (``exhaustive=true``,
-        ``dense=200``, ...; :class:`~gralc.retrieval.candidates.CandidateConfig`)."""
+        ``dense=200``, ...; :class:`~gralc.retrieval.candidates.CandidateConfig`). ``model``:
+        where the trained model that built the index is now (default: the path recorded
+        relative to the index, the copy the index carries, or where it was built); it must be
+        that model (same SHA-256)."""
         from gralc.config import config_from_dict
 
         directory = Path(directory)
@@ -228,7 +262,7 @@ class Retriever:
         if not spec_file.is_file():
             raise FileNotFoundError(
                 f"{spec_file} not found: {directory} is not a GraLC index; build one with "
-                "`python -m gralc.index CORPUS --out DIR`"
+                "`gralc index CORPUS --out DIR`"
             )
         verify_artefact(directory, ("index",))  # every file as written, before any answer
         try:
@@ -247,21 +281,20 @@ class Retriever:
                 raise ValueError(f"search settings {list(search)} apply to a trained model's index; "
                                  f"{directory} was built with --strategy {spec.strategy}")
             search_cfg = load_config(CandidateConfig, None, list(search), base=search_cfg)
+        if model is not None and spec.model is None:
+            raise ValueError(f"--model applies to a trained model's index; {directory} was built "
+                             f"with --strategy {spec.strategy}")
         index = ChunkIndex.load(directory)
         scorer = None
         if spec.model is not None:
             from gralc.retrieval.trained_scorer import TrainedScorer
 
-            if not Path(spec.model).exists():
-                raise FileNotFoundError(f"{spec_file} names the model {spec.model}, which no longer "
-                                        "exists: restore it or rebuild the index with --model")
-            if not isinstance(spec.model_sha256, str) or model_digest(spec.model) != spec.model_sha256:
-                raise ValueError(f"the model {spec.model} changed since {directory} was built "
-                                 f"(checksum in {spec_file} differs): its chunks and vectors came "
-                                 "from the old model; rebuild the index or restore that model")
-
+            spec.model = str(find_model(directory, spec, model))
             scorer = TrainedScorer.load(spec.model)
             scorer.load_index_state(directory, len(index))
+            # the model's own encoder (a LoRA export's merged encoder lies inside the export,
+            # wherever it is now), the index's runtime settings
+            pipeline_cfg.encoder.model = scorer.pipeline_config.encoder.model
         lexical = None
         if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
             # a trained model reads BM25 scores only: the index's own chunk list serves the hits
@@ -414,3 +447,56 @@ def read_files(files: Sequence[Path]) -> list:
         except Exception as exc:  # one bad file must not stop a shard (as in load_corpus)
             logger.warning("skipping %s: %s: %s", path, type(exc).__name__, exc)
     return docs
+
+
+def find_model(directory: Path, spec: RetrieverSpec, model: str | Path | None = None) -> Path:
+    """The trained model of the index ``directory``: ``model`` when given, else the first of
+    (the path recorded relative to the index, where it was built) that holds the model with
+    the recorded SHA-256. A missing model is named by its digest, with the fix."""
+    spec_file = directory / RETRIEVER_FILE
+    digest = spec.model_sha256
+    if not isinstance(digest, str):
+        raise ValueError(f"{spec_file} records no model_sha256: rebuild the index with --model")
+    if model is not None:
+        from gralc.model.persistence import resolve_model
+
+        given = resolve_model(model)
+        if model_digest(given) != digest:
+            raise ValueError(f"--model {model} is not the model that built {directory} (its SHA-256 "
+                             f"differs from {digest[:12]}... in {spec_file}): pass that model's "
+                             "export, or rebuild the index with this one")
+        return given
+    recorded = Path(spec.model)
+    candidates = [recorded if recorded.is_absolute() else directory / recorded]
+    if spec.model_origin:
+        candidates.append(Path(spec.model_origin))
+    changed = []
+    for cand in candidates:
+        if cand.exists():
+            if model_digest(cand) == digest:
+                return cand.resolve()
+            changed.append(str(cand))
+    if changed:
+        raise ValueError(f"the model at {changed[0]} changed since {directory} was built (its SHA-256 "
+                         f"differs from {digest[:12]}... in {spec_file}): its chunks and vectors came "
+                         "from the old model; restore that model, pass it with --model PATH, or "
+                         "rebuild the index")
+    raise FileNotFoundError(
+        f"the model that built {directory} (SHA-256 {digest[:12]}...) is not at {spec.model} "
+        f"(relative to the index){f' nor at {spec.model_origin}' if spec.model_origin else ''}: "
+        "move the export back beside the index, pass it with --model PATH (gralc search INDEX "
+        "--model PATH), or rebuild the index with --bundle-model to carry the model inside it")
+
+
+def copy_export(export: Path, dest: Path) -> None:
+    """Copy the files a trained model's export lists in its manifest (verified first; a user's
+    own files beside them are left behind) into ``dest``."""
+    import shutil
+
+    from gralc.artefacts import MARKER, listed_files, read_marker
+
+    root = verify_artefact(export, ("export",))
+    for rel in sorted(listed_files(read_marker(root)) or {}):
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, dest / rel)
+    shutil.copy2(root / MARKER, dest / MARKER)

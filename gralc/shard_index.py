@@ -1,18 +1,18 @@
 """Sharded indexing of a large corpus: build one index per shard, then merge them.
 
-    python -m gralc.shard_index build --corpus DIR --shard I --num-shards N --out OUT/shard_I
-        [--strategy NAME | --model EXPORT [--codec OUT/codec]] [--index flat|hnsw|ivf] [--graph]
-    python -m gralc.shard_index merge --shards OUT/shard_* --out OUT/merged
+    gralc shard build DIR --shard I --num-shards N --out OUT/shard_I
+        [--strategy NAME | --model EXPORT [--codec OUT/codec]] [index.kind=flat|hnsw|ivf] [--graph]
+    gralc shard merge OUT/shard_* --out OUT/merged
 
 A trained model that scores with late interaction stores its chunks' token vectors as codes
 (:mod:`gralc.retrieval.token_codec`); the shards of one build must share one codec, trained
 once before them on the corpus's first tokens, exactly as a single build trains it:
 
-    python -m gralc.shard_index codec --corpus DIR --model EXPORT --out OUT/codec
+    gralc shard codec DIR --model EXPORT --out OUT/codec
 
 Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
 (``files[I*F//N : (I+1)*F//N]``), so merging the shards in shard order gives exactly the
-chunks, in the same order, of a single-process ``python -m gralc.index DIR`` (the test checks
+chunks, in the same order, of a single-process ``gralc index DIR`` (the test checks
 it). Each shard directory is a normal :class:`~gralc.inference.Retriever` index plus
 ``shard.json``; the merged directory is a normal index (``Retriever.load`` / ``gralc.search``).
 A trained model's merge joins the shards' chunk tables (concepts, sentence units, token codes)
@@ -26,17 +26,13 @@ merge once they have all finished.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gralc.artefacts import check_output_dir, output_lock, write_artefact
-from gralc.cli import pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import (
     CONCEPTS_DIR,
@@ -52,7 +48,6 @@ from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec
 from gralc.retrieval.trained_scorer import TABLE_DIR
 
 SHARD_FILE = "shard.json"
-OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")  # a key=value setting on the command line
 logger = logging.getLogger(__name__)
 
 
@@ -98,7 +93,7 @@ def build_shard(
 
             if codec is None and TrainedScorer.load(model).uses_tokens:
                 raise ValueError(f"{model} scores with late interaction: every shard must store its token "
-                                 "vectors with one codec; train it once with `python -m gralc.shard_index "
+                                 "vectors with one codec; train it once with `gralc shard "
                                  "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
             token_codec = None if codec is None else load_codec_dir(codec)
         retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
@@ -160,7 +155,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool 
     """Merge every shard of one sharded build (any argument order) into the index ``out``
     (holding other files needs ``force``; it may not overlap a shard)."""
     if not shard_dirs:
-        raise ValueError("merge needs shard directories (e.g. --shards OUT/shard_*)")
+        raise ValueError("merge needs shard directories (e.g. gralc shard merge OUT/shard_* --out OUT/merged)")
     check_output_dir(out, "index", force, shard_dirs)
     with output_lock(out):
         return _merge_locked(shard_dirs, out, force)
@@ -180,7 +175,7 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
     if got != want:
         raise ValueError(
             f"shards {got} given, need exactly {want}: rebuild the missing ones "
-            "(python -m gralc.shard_index build ... --shard I) or drop the duplicates"
+            "(gralc shard build ... --shard I) or drop the duplicates"
         )
     parts = [ChunkIndex.load(m["dir"]) for m in shards]
     merged = ChunkIndex.merge(parts)
@@ -246,68 +241,3 @@ def _merge_graphs(shards: list[dict[str, Any]]):
     pipeline = Pipeline(config_from_dict(PipelineConfig, spec["pipeline"], f"{RETRIEVER_FILE} (pipeline)"))
     docs = read_files([p for m in shards for p in m["paths"]])
     return finish_index_graph(graph, [(d, pipeline.linker.link(d.text)) for d in docs], pipeline, cfg)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
-    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    from gralc.cli import run
-
-    return run(_main, argv)
-
-
-def _main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m gralc.shard_index", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="index one shard of a corpus directory")
-    b.add_argument("--corpus", required=True, help="directory of JATS files")
-    b.add_argument("overrides", nargs="*", metavar="key=value",
-                   help="pipeline settings, e.g. knowledge.vocabulary=PATH (as gralc.index)")
-    b.add_argument("--shard", type=int, required=True, help="this shard's index (e.g. $SLURM_PROCID)")
-    b.add_argument("--num-shards", type=int, required=True, help="number of shards (e.g. $SLURM_NTASKS)")
-    b.add_argument("--out", required=True, help="shard index directory to write")
-    b.add_argument("--strategy", default="structure_aware", help="chunking strategy")
-    b.add_argument("--index", default="flat", choices=["flat", "hnsw", "ivf"])
-    b.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
-    b.add_argument("--graph", action="store_true", help="grow this shard's corpus knowledge graph")
-    b.add_argument("--model", help="a trained GraLC export or checkpoint (instead of --strategy)")
-    b.add_argument("--codec", help="the token codec of this build (`codec` subcommand), for a model "
-                                   "that scores with late interaction")
-    c = sub.add_parser("codec", help="train the token codec every shard of a trained model's build shares")
-    c.add_argument("--corpus", required=True, help="directory of corpus files")
-    c.add_argument("--model", required=True, help="a trained GraLC export or checkpoint")
-    c.add_argument("--out", required=True, help="codec folder to write")
-    c.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
-    m = sub.add_parser("merge", help="merge shard indexes into one")
-    m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
-    m.add_argument("--out", required=True, help="merged index directory to write")
-    m.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
-    # key=value settings anywhere on the line (argparse cannot intermix with sub-commands)
-    settings = [a for a in argv[1:] if argv and argv[0] == "build" and OVERRIDE.match(a)]
-    args = p.parse_args([a for a in argv if a not in settings])
-    if args.command == "build":
-        args.overrides = [*settings, *args.overrides]
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if args.command == "build":
-        r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
-                        IndexConfig(kind=args.index), force=args.force,
-                        overrides=pipeline_overrides(args.overrides), graph=args.graph,
-                        model=args.model, codec=args.codec)
-        print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
-    elif args.command == "codec":
-        from gralc.retrieval.trained_scorer import TrainedScorer
-
-        if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
-            print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")
-            return 0
-        codec = build_codec(args.corpus, args.model, args.out, force=args.force)
-        print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "
-              f"into {args.out}")
-    else:
-        merged = merge_shards(args.shards, args.out, force=args.force)
-        print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Run a W&B sweep YAML locally, without a W&B server, and summarise the runs.
 
-    python -m gralc.sweep configs/sweep/decoder.yaml [--dry-run] [--jobs N] [--out DIR]
+    gralc sweep decoder [--dry-run] [--jobs N] [--out DIR]
         [--wandb off|offline|online] [--limit N] [--count N] [--seed S] [--gpus 0,1]
         [--set key=value ...]
 
@@ -14,7 +14,6 @@ sweep metric, key metrics, status, seconds).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import itertools
 import json
@@ -48,11 +47,37 @@ class SweepError(ValueError):
 
 
 # ----- sweep files and grids ----------------------------------------------------------------
+def sweep_file(name: str | Path) -> Path:
+    """A sweep YAML by path, or by the name of one shipped in ``gralc/configs/sweep/``
+    (``decoder`` or ``decoder.yaml``)."""
+    from gralc.config import CONFIG_DIR
+
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = CONFIG_DIR / "sweep" / f"{path.name.removesuffix('.yaml')}.yaml"
+    if shipped.is_file() and len(path.parts) == 1:
+        return shipped
+    names = ", ".join(sorted(f.stem for f in (CONFIG_DIR / "sweep").glob("*.yaml")))
+    raise SweepError(f"sweep file {path} not found; pass a sweep YAML or the name of a shipped "
+                     f"one ({names})")
+
+
+def program_command(program: str) -> list[str]:
+    """How to start a sweep's ``program``: ``train.py`` / ``eval.py`` as ``python -m gralc
+    train|eval`` when no such script is in the working folder (a wheel install has none);
+    any other program as ``python PROGRAM``."""
+    if Path(program).is_file():
+        return [sys.executable, program]
+    if Path(program).name in ("train.py", "eval.py"):
+        return [sys.executable, "-m", "gralc", Path(program).stem]
+    raise SweepError(f"program {program!r} not found from {Path.cwd()}: give its path, or use "
+                     "train.py / eval.py (run as `gralc train` / `gralc eval`)")
+
+
 def load_sweep(path: str | Path) -> dict[str, Any]:
-    """Read and validate a sweep YAML (the W&B format)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SweepError(f"sweep file {path} not found; see configs/sweep/*.yaml")
+    """Read and validate a sweep YAML (the W&B format); ``path`` may name a shipped sweep."""
+    path = sweep_file(path)
     try:
         sweep = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -185,7 +210,7 @@ def _run_one(index: int, config: dict[str, Any], program: str, out: Path, env: d
     books = out / RUNS_DIR
     books.mkdir(parents=True, exist_ok=True)
     log_path = books / f"{run_dir.name}.log"
-    command = [sys.executable, program, *to_overrides(_local(config)), f"paths.output_dir={run_dir}"]
+    command = [*program_command(program), *to_overrides(_local(config)), f"paths.output_dir={run_dir}"]
     gpu = gpus.get() if gpus is not None else None
     run_env = {**env, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {})}
     started = time.perf_counter()
@@ -214,8 +239,7 @@ def run_sweep(sweep: dict[str, Any], configs: list[dict[str, Any]], out: Path, j
               wandb_mode: str = "off", gpus: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Run every configuration (``jobs`` at a time; with ``gpus``, each run holds one GPU)."""
     program = sweep["program"]
-    if not Path(program).is_file():
-        raise SweepError(f"program {program!r} not found from {Path.cwd()}: run from the repository root")
+    program_command(program)  # a program that cannot start is refused before any run
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
     env = {**os.environ, "WANDB_MODE": {"off": "disabled"}.get(wandb_mode, wandb_mode),
@@ -377,8 +401,21 @@ def _plot(path: Path, rows: list[dict[str, Any]], sweep: dict[str, Any], metric:
 
 # ----- command line -------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gralc.sweep", description=__doc__.split("\n")[0])
-    p.add_argument("sweep", help="a W&B sweep YAML, e.g. configs/sweep/decoder.yaml")
+    """``gralc sweep SWEEP [key=value ...] [--dry-run] ...``; exit 0 when every run succeeded,
+    1 when one failed, 2 for a bad sweep file or argument."""
+    from gralc.cli import run
+
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    from gralc.cli import CommandParser
+
+    p = CommandParser("gralc sweep", description=__doc__.split("\n\n")[0].split("\n")[0],
+                      renamed={"--set": "KEY=VALUE (anywhere on the line)"},
+                      epilog="key=value settings are added to every run (replacing a swept value).")
+    p.add_argument("sweep", help="a W&B sweep YAML, or the name of a shipped one (decoder, "
+                                 "strategies, learnable, ...: gralc/configs/sweep/)")
     p.add_argument("--dry-run", action="store_true", help="print the grid and the commands only")
     p.add_argument("--jobs", type=int, help="runs at a time (default 1, or one per --gpus id)")
     p.add_argument("--out", help="sweep directory (default outputs/sweeps/<name>_<date>_<time>)")
@@ -387,24 +424,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=8, help="configurations drawn by random/bayes")
     p.add_argument("--seed", type=int, default=0, help="seed of random/bayes draws")
     p.add_argument("--gpus", default="", help="comma-separated GPU ids; each run holds one")
-    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="added to every run (replaces a swept value)")
-    args = p.parse_args(argv)
-    try:
-        sweep = load_sweep(args.sweep)
-        configs = apply_extras(expand_grid(sweep, args.count, args.seed), args.set, args.wandb, sweep)
-    except SweepError as exc:
-        print(f"sweep error: {exc}", file=sys.stderr)
-        return 2
+    args = p.parse(argv)
+    sweep = load_sweep(args.sweep)  # a SweepError (a ValueError) is one message, exit 2
+    configs = apply_extras(expand_grid(sweep, args.count, args.seed), args.settings, args.wandb, sweep)
     configs = configs[: args.limit] if args.limit else configs
     out = Path(args.out or f"outputs/sweeps/{Path(args.sweep).stem}_{time.strftime('%Y%m%d_%H%M%S')}")
-    keys = list(dict.fromkeys([*swept_keys(sweep), *(s.partition("=")[0] for s in args.set)]))
+    keys = list(dict.fromkeys([*swept_keys(sweep), *(s.partition("=")[0] for s in args.settings)]))
     print(markdown([{"run": f"run_{i:03d}", **c} for i, c in enumerate(configs)], ["run", *keys]))
     if args.dry_run:
         print()
         for i, c in enumerate(configs):
-            print(shlex.join([sys.executable, sweep["program"], *to_overrides(_local(c)),
-                            f"paths.output_dir={out / f'run_{i:03d}'}"]))
+            print(shlex.join([*program_command(sweep["program"]), *to_overrides(_local(c)),
+                              f"paths.output_dir={out / f'run_{i:03d}'}"]))
         return 0
     gpus = [g for g in args.gpus.split(",") if g]
     records = run_sweep(sweep, configs, out, args.jobs or len(gpus) or 1, args.wandb, gpus)

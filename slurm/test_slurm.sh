@@ -182,7 +182,7 @@ log "OK DDP training: checkpoints and metrics"
 
 # ----- 3. scontrol requeue mid-run: resume from last.ckpt ------------------------------------
 OUT2=$TMP/train_requeue
-id=$(submit_train "$OUT2" trainer.max_epochs=6 logger.wandb.enabled=true)
+id=$(submit_train "$OUT2" trainer.max_epochs=6 wandb.enabled=true)
 log "train job $id: 6 epochs; requeue once last.ckpt exists"
 wait_for "last.ckpt of job $id" 600 test -f "$OUT2/checkpoints/last.ckpt"
 sleep 1
@@ -245,7 +245,7 @@ id=$(CORPUS=$ARTICLES INDEX_OUT=$IDX STRATEGY=late sbatch --parsable --ntasks=2 
      --output="$IDX/slurm-%j.out" slurm/index.sbatch)
 log "index job $id: 2 shards of the demo corpus"
 wait_job "$id" 900
-"$PY" -m gralc.index "$ARTICLES" --out "$TMP/index_single" --strategy late >"$TMP/index_single.log" 2>&1
+"$PY" -m gralc index "$ARTICLES" --out "$TMP/index_single" --strategy late >"$TMP/index_single.log" 2>&1
 "$PY" - "$IDX/merged" "$TMP/index_single" <<'EOF' || fail "merged index differs (see $IDX)"
 import sys
 import numpy as np

@@ -8,7 +8,7 @@ import pytest
 from gralc import graph as graph_cli
 from gralc import index as index_cli
 from gralc import search as search_cli
-from gralc import shard_index
+from gralc import shard as shard_cli
 from gralc.data.demo import DEMO_DIR
 from gralc.inference import GRAPH_DIR, Retriever
 from gralc.retrieval.graph_search import GraphIndex
@@ -25,10 +25,10 @@ def built(tmp_path_factory):
                            "--searcher", "graph_local"]) == 0
     shards = [root / f"shard_{i}" for i in range(2)]
     for i, out in enumerate(shards):
-        assert shard_index.main(["build", "--corpus", str(ARTICLES), "--shard", str(i), "--num-shards",
+        assert shard_cli.main(["build", str(ARTICLES), "--shard", str(i), "--num-shards",
                                  "2", "--out", str(out), "--strategy", "late", "--graph"]) == 0
     merged = root / "merged"
-    assert shard_index.main(["merge", "--shards", *map(str, shards), "--out", str(merged)]) == 0
+    assert shard_cli.main(["merge", *map(str, shards), "--out", str(merged)]) == 0
     return single, merged, shards
 
 
@@ -46,7 +46,7 @@ def test_graph_is_saved_and_searched_with_paths(built):
 
 def test_search_cli_runs_graph_search(built, capsys):
     single, _, _ = built
-    assert search_cli.main([str(single), QUESTION, "-k", "3", "--json"]) == 0
+    assert search_cli.main([str(single), QUESTION, "-k", "3", "--format", "json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["rank"] for r in rows] == [1, 2, 3] and "graph" in rows[0]["components"]
 

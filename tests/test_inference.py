@@ -31,7 +31,7 @@ def test_build_save_load_search_is_stable(built):
 
 
 def test_search_cli_json(built, capsys):
-    assert search_cli.main([str(built), QUESTION, "-k", "3", "--json"]) == 0
+    assert search_cli.main([str(built), QUESTION, "-k", "3", "--format", "json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["rank"] for r in rows] == [1, 2, 3]
     assert rows[0]["doc_id"] == "PMC9000001" and "cos" in rows[0]["components"]
@@ -47,7 +47,7 @@ def test_clear_errors(tmp_path, capsys):
 def test_hybrid_index_fuses_bm25_and_survives_reload(built, tmp_path):
     out = tmp_path / "hybrid"
     assert index_cli.main([str(ARTICLES), "--out", str(out), "--strategy", "late",
-                           "--searcher", "hybrid", "--lexical-weight", "0.8"]) == 0
+                           "--searcher", "hybrid", "fusion.lexical_weight=0.8"]) == 0
     assert (out / "lexical" / "chunks.jsonl").is_file()
     loaded = Retriever.load(out)
     assert loaded.spec.searcher == "hybrid" and loaded.fusion.lexical_weight == 0.8

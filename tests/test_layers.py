@@ -28,7 +28,8 @@ LAYERS: dict[str, float] = {
     "retrieval": 3,
     "data": 4,
     **dict.fromkeys(("training", "evaluation", "inference"), 5),
-    **dict.fromkeys(("chunk", "index", "search", "export", "shard_index", "sweep", "demo", "graph"), 6),
+    **dict.fromkeys(("chunk", "index", "search", "export", "shard_index", "shard", "sweep", "demo",
+                     "graph", "train", "eval", "qrels", "soup", "commands", "__main__"), 6),
     "experiments": 7,  # research drivers on top of everything (the product never imports them)
 }
 CLI = 6

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gralc import index as index_cli
-from gralc.config import ConfigError, config_conflicts, load_config
+from gralc.config import CONFIG_DIR, ConfigError, config_conflicts, load_config
 from gralc.data.demo import DEMO_DIR
 from gralc.knowledge import builtin
 from gralc.model.gralc_model import ModelConfig
@@ -37,19 +37,19 @@ def test_old_checkpoint_settings_move_to_the_boundary_config():
 def test_the_model_has_no_boundary_settings_of_its_own(caplog):
     """Old override names still work (translated, with a warning): nothing a user typed stops."""
     with caplog.at_level(logging.WARNING):
-        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml",
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml",
                           ["model.min_tokens=100", "model.alpha_init=[0.4,0.2,0.9]", "model.temperature=0.1"])
     b = cfg.pipeline.chunking.boundary
     assert (b.min_tokens, b.alpha_struct, b.alpha_sem, b.alpha_entity) == (100, 0.4, 0.2, 0.9)
     assert cfg.model.cut_temperature == 0.1 and not hasattr(cfg.model, "min_tokens")
     assert "model.min_tokens is now pipeline.chunking.boundary.min_tokens" in caplog.text
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [])
     assert (cfg.pipeline.chunking.boundary.min_tokens, cfg.pipeline.chunking.boundary.max_tokens) == (64, 512)
     assert TrainConfig().pipeline.chunking.boundary.min_tokens == 64  # code default = train.yaml
 
 
 def test_training_refuses_chunking_keys_it_would_ignore():
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml",
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml",
                       ["pipeline.chunking.fixed.size=100"])
     with pytest.raises(ConfigError, match="pipeline.chunking.fixed.size is set, but training never reads"):
         validate(cfg)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gralc import index as index_cli
+from gralc import shard as shard_cli
 from gralc import shard_index
 from gralc.data.demo import DEMO_DIR
 from gralc.inference import Retriever
@@ -26,12 +27,12 @@ def indexes(tmp_path_factory):
     assert index_cli.main([str(ARTICLES), "--out", str(single), "--strategy", "late"]) == 0
     shards = [root / f"shard_{i}" for i in range(2)]
     for i, out in enumerate(shards):
-        argv = ["build", "--corpus", str(ARTICLES), "--shard", str(i), "--num-shards", "2",
+        argv = ["build", str(ARTICLES), "--shard", str(i), "--num-shards", "2",
                 "--out", str(out), "--strategy", "late"]
-        assert shard_index.main(argv) == 0
+        assert shard_cli.main(argv) == 0
     merged = root / "merged"
     # shards given in reverse order: the merge orders them by shard.json
-    assert shard_index.main(["merge", "--shards", *map(str, shards[::-1]), "--out", str(merged)]) == 0
+    assert shard_cli.main(["merge", *map(str, shards[::-1]), "--out", str(merged)]) == 0
     return single, merged, shards
 
 
@@ -60,8 +61,8 @@ def test_merged_index_equals_the_single_process_index(indexes):
 
 def test_bad_shard_sets_are_refused(indexes, tmp_path, capsys):
     _, _, shards = indexes
-    assert shard_index.main(["merge", "--shards", str(shards[0]), "--out", str(tmp_path / "m")]) == 2
+    assert shard_cli.main(["merge", str(shards[0]), "--out", str(tmp_path / "m")]) == 2
     assert "need exactly [0, 1]" in capsys.readouterr().err
-    argv = ["build", "--corpus", str(ARTICLES), "--shard", "0", "--num-shards", "11", "--out", str(tmp_path / "s")]
-    assert shard_index.main(argv) == 2
+    argv = ["build", str(ARTICLES), "--shard", "0", "--num-shards", "11", "--out", str(tmp_path / "s")]
+    assert shard_cli.main(argv) == 2
     assert "use --num-shards <= 10" in capsys.readouterr().err

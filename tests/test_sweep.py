@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.sweep import (
     SweepError,
     aggregate,
@@ -23,7 +23,7 @@ from gralc.sweep import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SWEEPS = sorted((REPO / "configs" / "sweep").glob("*.yaml"))
+SWEEPS = sorted((CONFIG_DIR / "sweep").glob("*.yaml"))
 
 GRID = {
     "program": "eval.py",
@@ -101,10 +101,10 @@ def _schema(program: str):
     if program == "eval.py":
         from gralc.evaluation.config import EvalConfig
 
-        return EvalConfig, REPO / "configs" / "eval.yaml"
+        return EvalConfig, CONFIG_DIR / "eval.yaml"
     from gralc.training.config import TrainConfig
 
-    return TrainConfig, REPO / "configs" / "train.yaml"
+    return TrainConfig, CONFIG_DIR / "train.yaml"
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
@@ -129,8 +129,7 @@ def test_every_run_of_every_sweep_file_is_a_valid_program_config(path):
 
 
 def test_dry_run_prints_the_grid_and_the_commands(capsys, tmp_path):
-    assert main([str(REPO / "configs" / "sweep" / "decoder.yaml"), "--dry-run", "--out", str(tmp_path),
-                 "--set", "candidates=20"]) == 0
+    assert main(["decoder", "--dry-run", "--out", str(tmp_path), "candidates=20"]) == 0
     out = capsys.readouterr().out
     assert "| run_000 | peak | 20 |" in out and "| run_001 | dp | 20 |" in out
     assert "eval.py pipeline.chunking.boundary.decoder=dp 'methods=[structure_aware]'" in out
@@ -149,7 +148,7 @@ def _fake_eval_run(out: Path, i: int, decoder: str, mrr: float | None, status: s
 
 
 def test_aggregate_and_summary_on_fabricated_runs(tmp_path):
-    (tmp_path / "sweep.yaml").write_text((REPO / "configs" / "sweep" / "decoder.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text((CONFIG_DIR / "sweep" / "decoder.yaml").read_text())
     _fake_eval_run(tmp_path, 0, "peak", 0.5)
     _fake_eval_run(tmp_path, 1, "dp", 0.75)
     _fake_eval_run(tmp_path, 2, "dp", None, status="failed (exit 1)")
@@ -168,7 +167,7 @@ def test_aggregate_and_summary_on_fabricated_runs(tmp_path):
 
 
 def test_aggregate_reads_train_runs(tmp_path):
-    (tmp_path / "sweep.yaml").write_text((REPO / "configs" / "sweep" / "learnable.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text((CONFIG_DIR / "sweep" / "learnable.yaml").read_text())
     run = tmp_path / "run_000"
     (run / "csv" / "version_0").mkdir(parents=True)
     (run / "csv" / "version_0" / "metrics.csv").write_text(
@@ -186,8 +185,8 @@ def test_real_decoder_sweep_on_the_demo_corpus(tmp_path):
     """Two eval.py runs (peak, dp) in parallel, end to end (~70 s on 2 cores)."""
     out = tmp_path / "sweep"
     proc = subprocess.run(
-        [sys.executable, "-m", "gralc.sweep", "configs/sweep/decoder.yaml", "--jobs", "2", "--out", str(out),
-         "--set", f"paths.cache_dir={tmp_path / 'cache'}", "ks=[1,5]", "candidates=20"],
+        [sys.executable, "-m", "gralc", "sweep", "decoder", "--jobs", "2", "--out", str(out),
+         f"paths.cache_dir={tmp_path / 'cache'}", "ks=[1,5]", "candidates=20"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -34,7 +34,7 @@ KNOWLEDGE_FILES = {
 FIX = ("link real data with the full MeSH 2024: use gralc.data.real_knowledge.knowledge_overrides() "
        "(the benches' default), or set pipeline.knowledge.vocabulary (+ tree_file, "
        "relations.pharm_action_tsv, relations.disease_symptom_tsv) to your MeSH files, e.g. "
-       "those of `python -m gralc.knowledge download --year 2024 --out data/mesh`")
+       "those of `gralc mesh --year 2024 --out data/mesh`")
 
 
 class DemoVocabularyRefused(SystemExit):

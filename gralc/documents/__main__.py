@@ -1,4 +1,4 @@
-"""``python -m gralc.documents inspect FILE [FILE ...]``: print what the parser sees.
+"""``gralc inspect FILE [FILE ...]`` (= ``python -m gralc.documents inspect``): what the parser sees.
 
 ``.nxml``/``.xml`` files go through the JATS parser, ``.txt``/``.md`` through the plain-text one.
 A file that cannot be parsed gets one ``error:`` line on stderr naming it and the fix; the
@@ -9,7 +9,6 @@ file with its traceback instead.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -65,14 +64,20 @@ def inspect(doc: Document) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gralc.documents")
-    sub = parser.add_subparsers(dest="command", required=True)
-    ins = sub.add_parser("inspect", help="parse article files and print their structure")
-    ins.add_argument("files", nargs="+", help="JATS / PMC .nxml files, or .txt / .md articles")
-    parser.add_argument("--debug", action="store_true",
-                        help="stop at the first bad file with its traceback (also GRALC_DEBUG=1)")
-    args = parser.parse_args(argv)
+def inspect_main(argv: list[str] | None = None) -> int:
+    """``gralc inspect FILE ...`` inside the error boundary of :mod:`gralc.cli`."""
+    from gralc.cli import run
+
+    return run(_inspect, argv)
+
+
+def _inspect(argv: list[str], prog: str = "gralc inspect") -> int:
+    from gralc.cli import CommandParser
+
+    parser = CommandParser(prog, description="Parse article files and print their section tree, "
+                           "counts, IMRaD verdict and structure graph.", takes_settings=False)
+    parser.add_argument("files", nargs="+", help="JATS / PMC .nxml files, or .txt / .md articles")
+    args = parser.parse(argv)
     # gralc.cli.run takes --debug off the arguments before main sees them: look at the
     # process's own command line too
     debug = args.debug or os.environ.get("GRALC_DEBUG") == "1" or "--debug" in sys.argv[1:]
@@ -92,6 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         # stdout refuses: the report shows U+FFFD there
         print(replace_surrogates(report)[0])
     return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gralc.documents inspect FILE ...`` (the package's own command line)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print("usage: python -m gralc.documents inspect FILE [FILE ...]   (also: gralc inspect)")
+        return 0 if args else 2
+    if args[0] != "inspect":
+        print(f"python -m gralc.documents: unknown command {args[0]!r}; use inspect",
+              file=sys.stderr)
+        return 2
+    return _inspect(args[1:], "python -m gralc.documents inspect")
 
 
 if __name__ == "__main__":

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import torch
-from torch_geometric.data import HeteroData
 
 from gralc.documents.model import Document
+
+if TYPE_CHECKING:  # torch_geometric is imported where a graph is built (~1 s to import)
+    from torch_geometric.data import HeteroData
 
 NODE_TYPES = ("section", "subsection", "paragraph", "citation")
 #: (edge type, paper relation kind)
@@ -121,6 +124,8 @@ def build_structure_graph(doc: Document) -> HeteroData:
                 "paragraph",
                 caption_par[xref.target_id],
             )
+
+    from torch_geometric.data import HeteroData
 
     data = HeteroData()
     for ntype in ("section", "subsection"):

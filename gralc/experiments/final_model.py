@@ -35,9 +35,10 @@ import sys
 import time
 from pathlib import Path
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.real_knowledge import (
+    REPO,
     pipeline_part,
     real_pipeline_config,
     require_real_graph,
@@ -45,7 +46,6 @@ from gralc.data.real_knowledge import (
 )
 from gralc.experiments.crossval import (
     DEFAULT_DATA,
-    REPO,
     VARIANTS,
     choose_sentence_evidence,
     dev_side,
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     args.set = with_real_knowledge(args.set)  # the full MeSH 2024 unless --set names its own
     t0 = time.perf_counter()
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
         "data=squad", f"data.path={args.data}", f"paths.output_dir={out / 'train'}",
         f"paths.cache_dir={args.cache_dir}", f"pipeline.encoder.cache_dir={args.cache_dir}/encodings",
         "pipeline.encoder.device=cpu", "trainer.accelerator=cpu", f"trainer.max_epochs={args.epochs}",
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     same_cli = 0
     for q in bench.questions[: args.cli_questions]:
         hits = [json.loads(line) for line in
-                sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--json").splitlines()]
+                sh("-m", "gralc.search", str(index), q.text, "-k", "20", "--format", "json").splitlines()]
         same_cli += [h["chunk_id"] for h in hits] == evaluated[q.id]
     print(f"# final COVID-QA model: variant {args.variant} ({' '.join(VARIANTS[args.variant] + args.set)}), "
           f"late interaction {args.late_interaction}, term-pair BM25 {args.phrase_weight}, "

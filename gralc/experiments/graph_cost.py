@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.data.real_knowledge import knowledge_overrides
-from gralc.experiments.crossval import DEFAULT_DATA, REPO, fold_overrides
+from gralc.experiments.crossval import DEFAULT_DATA, fold_overrides
 from gralc.experiments.published import publish_result
 from gralc.runinfo import run_metadata
 from gralc.training.callbacks import EpochTimer
@@ -44,7 +44,7 @@ def timed(overrides: list[str], batches: int, cache_dir: str, data: str, repeats
     out = []
     for i in range(repeats + 1):
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
+            cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
                 *fold_overrides(data, (5, 0, 0), Path(tmp), cache_dir, 1, 2, VARIANT), *overrides,
                 f"trainer.limit_train_batches={batches if i else 2}", "trainer.validate_before_fit=false",
                 "callbacks.early_stopping.enabled=false", "loader.dev_fraction=0"])

@@ -32,9 +32,9 @@ from typing import Any
 
 import torch
 
-from gralc.config import load_config, to_dict
+from gralc.config import CONFIG_DIR, load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
-from gralc.data.real_knowledge import REPO, SHARED_DATA, knowledge_overrides, require_real_graph
+from gralc.data.real_knowledge import SHARED_DATA, knowledge_overrides, require_real_graph
 from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.evaluation.metrics import aggregate
 from gralc.evaluation.trained_rows import evaluate_trained
@@ -131,7 +131,7 @@ def fmt(stat: dict[str, float] | None, digits: int = 4) -> str:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
-    base = load_config(TrainConfig, REPO / "configs" / "train.yaml", train_overrides(args, (args.seeds or [0])[0]))
+    base = load_config(TrainConfig, CONFIG_DIR / "train.yaml", train_overrides(args, (args.seeds or [0])[0]))
     require_real_graph(base, "gralc.experiments.pubmedqa")
     t0 = time.perf_counter()
     pipeline = Pipeline(base.pipeline)
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     specs = {m.name: m for m in DEFAULT_METHODS}
     seeds: list[dict[str, Any]] = []
     for seed in args.seeds:
-        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", train_overrides(args, seed))
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", train_overrides(args, seed))
         torch.manual_seed(seed)
         fixed = TrainedScorer(GraLCModel(paper_model(cfg.model), cfg.pipeline.chunking.boundary,
                                          pipeline.encoder.dim, pipeline.encoder.dim),

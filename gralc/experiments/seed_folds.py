@@ -33,9 +33,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gralc.config import load_config
-from gralc.data.real_knowledge import require_real_graph, with_real_knowledge
-from gralc.experiments.crossval import DEFAULT_DATA, REPO, VARIANTS, fold_overrides
+from gralc.config import CONFIG_DIR, load_config
+from gralc.data.real_knowledge import REPO, require_real_graph, with_real_knowledge
+from gralc.experiments.crossval import DEFAULT_DATA, VARIANTS, fold_overrides
 from gralc.runinfo import run_metadata, write_json_atomic
 
 #: the soup of record's two ingredients (docs/training.md)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if todo:
         from gralc.training.config import TrainConfig
 
-        require_real_graph(load_config(TrainConfig, REPO / "configs" / "train.yaml", todo[0][2]),
+        require_real_graph(load_config(TrainConfig, CONFIG_DIR / "train.yaml", todo[0][2]),
                            "gralc.experiments.seed_folds")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     stop_at = time.monotonic() + (args.deadline if args.deadline else float("inf"))

@@ -30,9 +30,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.data.real_knowledge import (
-    REPO,
     SHARED_DATA,
     knowledge_overrides,
     names_vocabulary,
@@ -68,7 +67,7 @@ def run_eval(part: str, out: Path, extra: list[str]) -> dict:
         data = ["data=pmc", f"data.path={SHARED}/pmc", "data.conditions=[full]",
                 f"data.questions={questions}"]
     mesh = [] if names_vocabulary(extra) else knowledge_overrides(SHARED)
-    cfg = load_config(EvalConfig, REPO / "configs" / "eval.yaml", [
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [
         *data, *mesh, f"methods=[{','.join(ROWS[part])}]", f"paths.output_dir={out / part}",
         "paths.force=true", "progress=false", "resume=true", *extra])
     require_real_graph(cfg, f"gralc.experiments.semrag_graph {part}")

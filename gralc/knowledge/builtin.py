@@ -10,7 +10,7 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 BUILTIN_DIR = Path(__file__).parent / "builtin_mesh"
-DOWNLOAD = "python -m gralc.knowledge download --year 2024 --out data/mesh"
+DOWNLOAD = "gralc mesh --year 2024 --out data/mesh"
 _warned: set[str] = set()
 
 

@@ -19,7 +19,7 @@ from gralc.atomic import atomic_write
 MESH_BASE_URL = "https://nlmpubs.nlm.nih.gov/projects/mesh"
 
 
-class OfflineError(RuntimeError):
+class OfflineError(ConnectionError):
     """The MeSH server could not be reached."""
 
 
@@ -79,7 +79,7 @@ def download_mesh(
                 raise OfflineError(
                     f"no network: could not reach {url} ({getattr(err, 'reason', err)}). "
                     f"Download {name} on a connected machine (from {urls[0]}), copy it to "
-                    f"{out_dir}, or pass --vocabulary PATH to use a vocabulary file you have"
+                    f"{out_dir}, or set knowledge.vocabulary=PATH to use a vocabulary file you have"
                 ) from err
         else:
             raise FileNotFoundError(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DOWNLOAD_HINT = (
-    "download NLM's MeSH files with `python -m gralc.knowledge download --year 2024 --out DIR` "
+    "download NLM's MeSH files with `gralc mesh --year 2024 --out DIR` "
     "(or from https://nlmpubs.nlm.nih.gov/projects/mesh/MESH_FILES/) and pass that path"
 )
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch_geometric.nn import GATConv, GATv2Conv
 
 
 class GATInfusion(nn.Module):
@@ -27,6 +26,10 @@ class GATInfusion(nn.Module):
         super().__init__()
         if out_dim % heads:
             raise ValueError(f"GAT out_dim {out_dim} must be divisible by heads {heads}")
+        # imported here: torch_geometric costs ~1 s to import, which a command that never
+        # builds the GAT (gralc --help, a search without it) should not pay
+        from torch_geometric.nn import GATConv, GATv2Conv
+
         conv_cls = {"gat": GATConv, "gatv2": GATv2Conv}.get(version)
         if conv_cls is None:
             raise ValueError(f"GAT version {version!r} unknown; use 'gat' or 'gatv2'")

@@ -57,19 +57,19 @@ class ModelConfig:
     (:mod:`gralc.model.sentence_evidence`) wherever chunks are made with their units
     (``model(docs, soft, units=True)``: training, validation, the trained scorer, an index and
     eval.py alike). The weight is not learned but chosen by cross-validation; an export may
-    change it (``gralc.export --sentence-evidence``).
+    change it (``gralc export scoring.sentence_evidence=...``).
 
     ``late_interaction`` (m in [0, 1), 0 = off): the score then mixes in the MaxSim of the
     question's word-piece vectors with the chunk's token vectors
     (:mod:`gralc.model.late_interaction`), at inference only (chunks made with
     ``model(docs, soft=False, tokens=True)``); chosen by cross-validation, set at export
-    (``gralc.export --late-interaction``).
+    (``gralc export scoring.late_interaction=...``).
 
     ``phrase_weight`` (g >= 0, 0 = off): the final score adds ``g * phrase``, ``phrase`` the
     BM25 over pairs of consecutive terms (``BM25Config(ngram=2)``) of the question against
     each chunk, normalised like the lexical term (:func:`normalise_lexical`); a phrase-match
     feature beside the unigram BM25, at inference only, chosen by cross-validation and set at
-    export (``gralc.export --phrase-weight``).
+    export (``gralc export scoring.phrase_weight=...``).
 
     ``kg_prox_idf``: kg_prox weighs each question concept by its IDF over the chunks searched
     (the concept match's statistics) instead of averaging them equally; at inference only (a
@@ -78,8 +78,8 @@ class ModelConfig:
     ``concept_weight`` (c >= 0, 0 = off): the final score adds ``c * concepts``, ``concepts``
     the concept match, BM25 over linked concept ids of the question against each chunk
     (:mod:`gralc.retrieval.concept_match`), in a fixed unit (the IDF of a concept held by one
-    chunk) so that the IDF counts; unlike kg_prox, a common concept adds almost nothing. Chosen by cross-validation and set at export (``gralc.export
-    --concept-weight``), or trained with it in the score.
+    chunk) so that the IDF counts; unlike kg_prox, a common concept adds almost nothing. Chosen by cross-validation and set at export (``gralc export
+    scoring.concept_weight=...``), or trained with it in the score.
     """
 
     use_kg: bool = True

@@ -1,6 +1,6 @@
 """A trained GraLC model on disk: export a training checkpoint for inference, load either back.
 
-:func:`export` (CLI: ``python -m gralc.export CKPT --out DIR``) writes ``DIR/inference.yaml`` (human-readable: learned alpha / gamma / tau / beta / lambda,
+:func:`export` (CLI: ``gralc export CKPT --out DIR``) writes ``DIR/inference.yaml`` (human-readable: learned alpha / gamma / tau / beta / lambda,
 decoder and chunk-size bounds, model and pipeline config, encoder id, git hash) and
 ``DIR/weights.safetensors`` (every parameter: GAT, fusion MLP, scalars). :func:`load_model`
 accepts the ``.ckpt`` or the export directory and returns the same model (identical scores).
@@ -152,13 +152,51 @@ def _malformed(path: Path, exc: BaseException, fix: str) -> ValueError:
     return ValueError(f"{path} is not a complete GraLC model ({what}); {fix}")
 
 
-def load_trained(path: str | Path) -> TrainedModel:
-    """The model in eval mode, its pipeline config and concept encoder, from a ``.ckpt`` or an
-    export directory (see :class:`TrainedModel` and the module docstring for LoRA). A file
-    that loads but lacks entries or has tensors of other shapes is a ValueError naming it."""
-    from omegaconf.errors import OmegaConfBaseException
+RESULT_JSON = "result.json"  # a finished training run's record (train.py)
+
+
+def resolve_model(path: str | Path) -> Path:
+    """What ``--model PATH`` / ``models=[PATH]`` names, as a file or folder :func:`load_trained`
+    reads: an export folder (``inference.yaml``) or a ``.ckpt`` as they are; a finished
+    training run folder (``paths.output_dir``, with ``result.json``) stands for the checkpoint
+    its run selected (``best_checkpoint``: the best epoch on dev, ``initial.ckpt`` when none
+    beat it, the last epoch of a refit), looked up by file name under the folder so a moved
+    run still resolves. Anything else is an error naming the three forms.
+
+    >>> resolve_model("outputs/demo_train")          # doctest: +SKIP
+    PosixPath('outputs/demo_train/checkpoints/best-epoch=0-step=8.ckpt')
+    """
+    import json
 
     path = Path(path)
+    forms = ("pass a trained model: an export folder (gralc export), a .ckpt written by "
+             "gralc train, or a finished run folder (paths.output_dir)")
+    if path.is_file() or (path / INFERENCE_YAML).is_file():
+        return path
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; {forms}")
+    result = path / RESULT_JSON
+    if not result.is_file():
+        raise ValueError(f"{path}: a folder with neither {INFERENCE_YAML} nor {RESULT_JSON}; {forms}")
+    try:
+        name = Path(json.loads(result.read_text(encoding="utf-8"))["best_checkpoint"]).name
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
+    for candidate in (path / "checkpoints" / name, path / name):
+        if candidate.is_file():
+            return candidate
+    raise ValueError(f"{result}: its best_checkpoint {name} is neither in {path / 'checkpoints'} "
+                     f"nor in {path}; pass the .ckpt file")
+
+
+def load_trained(path: str | Path) -> TrainedModel:
+    """The model in eval mode, its pipeline config and concept encoder, from a ``.ckpt``, an
+    export directory or a finished run folder (:func:`resolve_model`; see
+    :class:`TrainedModel` and the module docstring for LoRA). A file that loads but lacks
+    entries or has tensors of other shapes is a ValueError naming it."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = resolve_model(path)
     try:
         return _load_trained(path)
     except (*_MALFORMED, OmegaConfBaseException) as exc:
@@ -216,7 +254,7 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 #: export may set them (:class:`~gralc.model.scoring_config.ScoringConfig`)
 INFERENCE_SETTINGS = MODEL_KEYS
 #: BoundaryConfig keys (``pipeline.chunking.boundary``) an export may set: where the hard
-#: cuts of the trained boundary scores may fall (``gralc.export --cut-unit``)
+#: cuts of the trained boundary scores may fall (``gralc export scoring.cut_unit=...``)
 INFERENCE_BOUNDARY_SETTINGS = BOUNDARY_KEYS
 
 
@@ -228,8 +266,12 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
     scoring (:class:`~gralc.model.scoring_config.ScoringConfig`) is the experiment's own
     ``scoring`` section recorded in the checkpoint's train config, each field of ``settings``
     (a ScoringConfig or its fields as a dict, validated first) replacing it; a field neither
-    sets stays as trained."""
-    checkpoint = Path(checkpoint)
+    sets stays as trained. ``checkpoint``: a ``.ckpt`` or a finished run folder (the
+    checkpoint its run selected, :func:`resolve_model`)."""
+    checkpoint = resolve_model(checkpoint)
+    if checkpoint.is_dir():
+        raise ValueError(f"{checkpoint} is already an export; pass the .ckpt or run folder it "
+                         "came from to export it again with other settings")
     scoring = settings if isinstance(settings, ScoringConfig) else ScoringConfig.from_dict(settings)
     check_output_dir(out_dir, "export", force, [checkpoint])
     from omegaconf.errors import OmegaConfBaseException

@@ -1,7 +1,7 @@
 """How a trained model scores at inference: the settings an export may change, never its weights.
 
-``gralc.export CKPT --out DIR --sentence-evidence 0.3 --late-interaction 0.8 --phrase-weight
-0.05 --cut-unit sentence`` stores them in ``DIR/inference.yaml`` where training stored its
+``gralc export RUN --out DIR scoring.sentence_evidence=0.3 scoring.late_interaction=0.8
+scoring.phrase_weight=0.05 scoring.cut_unit=sentence`` stores them in ``DIR/inference.yaml`` where training stored its
 own: the :class:`~gralc.model.gralc_model.ModelConfig` keys in ``model_config``, ``cut_unit``
 in ``pipeline_config.chunking.boundary`` (so every export, old or new, reads the same way).
 Each is chosen by cross-validation, not learned.

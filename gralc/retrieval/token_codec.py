@@ -227,7 +227,7 @@ def load_codec_dir(folder: str | Path) -> TokenCodec:
     meta_path = folder / CODEC_DIR_FILES[1]
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} not found: --codec takes a folder written by "
-                                "`python -m gralc.shard_index codec`")
+                                "`gralc shard codec`")
     from gralc.artefacts import verify_artefact
     from gralc.safe_load import read_json_untrusted
 

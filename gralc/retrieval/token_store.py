@@ -77,7 +77,7 @@ class TokenStore:
         digests = {s.codec.digest() for s in stores}
         if len(digests) != 1:
             raise ValueError("token stores of different codecs cannot be merged: build every shard "
-                             "with one codec (python -m gralc.shard_index codec, then build --codec)")
+                             "with one codec (gralc shard codec, then build --codec)")
         return cls(stores[0].codec, Ragged.concat([s.codes for s in stores]))
 
     # ----- scoring --------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def read_checkpoint(path: str | Path, keys: Sequence[str] = ("state_dict",), fix
 
 
 def _fix(fix: str) -> str:
-    return f"; {fix}" if fix else "; pass a .ckpt written by train.py"
+    return f"; {fix}" if fix else "; pass a .ckpt written by gralc train"
 
 
 def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_dict",),
@@ -51,7 +51,7 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
     if not isinstance(ckpt, dict):
         raise MalformedCheckpointError(
             f"{path}: not a training checkpoint (it holds a {type(ckpt).__name__}, not the "
-            f"dict of weights and settings train.py writes){_fix(fix)}")
+            f"dict of weights and settings gralc train writes){_fix(fix)}")
     missing = [k for k in keys if k not in ckpt]
     if missing:
         weights_only = "state_dict" in ckpt and "optimizer_states" in missing
@@ -74,7 +74,7 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
         if not isinstance(info, dict):
             raise MalformedCheckpointError(
                 f"{path}: its 'gralc' entry is a {type(info).__name__}, not the dict of settings "
-                f"train.py writes{_fix(fix)}")
+                f"gralc train writes{_fix(fix)}")
         absent = [k for k in GRALC_KEYS if k not in info]
         if absent:
             raise MalformedCheckpointError(

@@ -117,13 +117,6 @@ class TrainerConfig:
 
 
 @dataclass
-class LoggerConfig:
-    """CSV logs are always written; W&B only when ``wandb.enabled`` (offline by default)."""
-
-    wandb: WandbConfig = field(default_factory=WandbConfig)
-
-
-@dataclass
 class EarlyStoppingConfig:
     enabled: bool = True
     patience: int = 5
@@ -291,7 +284,8 @@ class TrainConfig:
     pairs: PairsConfig = field(default_factory=PairsConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    #: Weights & Biases (CSV logs are always written); the same keys as gralc eval's
+    wandb: WandbConfig = field(default_factory=WandbConfig)
     callbacks: CallbacksConfig = field(default_factory=CallbacksConfig)
     paths: PathsConfig = field(default_factory=training_paths)
     lora: LoraConfig = field(default_factory=LoraConfig)
@@ -351,7 +345,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             f"model.late_interaction={cfg.model.late_interaction}: late interaction is applied at "
             "inference only (training would ignore it); train with 0 (optim.late_interaction=M "
             "puts it in the training loss) and set it on the trained model: "
-            "`python -m gralc.export CKPT --out DIR --late-interaction M`")
+            "`gralc export RUN --out DIR scoring.late_interaction=M`")
     if cfg.loader.batch_size < 1:
         raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
     if not 0.0 <= cfg.loader.dev_fraction < 1.0:

@@ -383,10 +383,10 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
     if es.enabled:
         cbs.append(EarlyStopping(monitor=es.monitor, mode=es.mode, patience=es.patience))
     loggers: list[Any] = [CSVLogger(save_dir=str(out), name="csv")]
-    if cfg.logger.wandb.enabled:
+    if cfg.wandb.enabled:
         from pytorch_lightning.loggers import WandbLogger
 
-        w = cfg.logger.wandb
+        w = cfg.wandb
         loggers.append(
             WandbLogger(
                 project=w.project,
@@ -478,21 +478,14 @@ def select_checkpoint(
 
 
 def run_selected_checkpoint(run: Path) -> Path:
-    """The checkpoint a finished run folder's ``result.json`` selected, looked up by file name
-    under the folder (so a moved run still resolves). Raises ValueError naming what is missing."""
-    result = run / "result.json"
-    if not result.is_file():
+    """The checkpoint a finished run folder's ``result.json`` selected
+    (:func:`gralc.model.persistence.resolve_model`). Raises ValueError naming what is missing."""
+    from gralc.model.persistence import resolve_model
+
+    if not (run / "result.json").is_file():
         raise ValueError(f"{run}: a folder but no result.json; pass a finished run folder "
                          "(paths.output_dir) or a .ckpt file")
-    try:
-        name = Path(json.loads(result.read_text())["best_checkpoint"]).name
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
-    for candidate in (run / "checkpoints" / name, run / name):
-        if candidate.is_file():
-            return candidate
-    raise ValueError(f"{result}: its best_checkpoint {name} is neither in {run / 'checkpoints'} "
-                     f"nor in {run}; pass the .ckpt file")
+    return resolve_model(run)
 
 
 def _initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:

@@ -3,8 +3,8 @@ fine-tuned from the same initial weights (Wortsman et al., ICML 2022), e.g. a ru
 a dev split and its refit on every document (``loader.dev_fraction=0``), or WiSE-FT's
 interpolation between the untrained and the trained model (weights ``1 - t, t``).
 
-    python -m gralc.training.soup RUN_A RUN_B --out outputs/soup.ckpt
-    python -m gralc.export outputs/soup.ckpt --out DIR
+    gralc soup RUN_A RUN_B --out outputs/soup.ckpt
+    gralc export outputs/soup.ckpt --out DIR
 
 An ingredient is a checkpoint (.ckpt) or a run folder (``paths.output_dir``), which stands for
 the model its ``result.json`` selected (``best_checkpoint``: the best trained epoch on dev,
@@ -25,10 +25,7 @@ the command line (the boundary of :func:`gralc.cli.run`), and nothing is written
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -175,42 +172,3 @@ def _soup_model(tmp: Path, base: Path):
             f"(gralc.model_config, gralc.train_config) describe ({type(exc).__name__}: "
             f"{' '.join(w.strip() for w in what[:3])[:400] or 'missing entry'}); pass checkpoints "
             "written by train.py") from None
-
-
-#: user errors (gralc.cli.USER_ERRORS; the training layer does not import the command line's)
-_USER_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of every GraLC command (as
-    :func:`gralc.cli.run`): a user error (a missing or malformed ingredient) is one message on
-    stderr and exit code 2; ``--debug`` or ``GRALC_DEBUG=1`` shows its traceback."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args or os.environ.get("GRALC_DEBUG") == "1"
-    try:
-        return _main([a for a in args if a != "--debug"])
-    except _USER_ERRORS as exc:
-        if debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
-        return 2
-
-
-def _main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("checkpoints", nargs="+",
-                    help="training checkpoints (.ckpt) or run folders (their selected model) of "
-                         "one initialisation")
-    ap.add_argument("--weights", type=float, nargs="+", default=None,
-                    help="one weight per checkpoint (default: uniform)")
-    ap.add_argument("--out", required=True, help="the soup checkpoint (.ckpt) to write")
-    args = ap.parse_args(argv)
-    if Path(args.out).exists():
-        ap.error(f"--out {args.out} exists; choose a new path (nothing is overwritten)")
-    print(soup(args.checkpoints, args.out, args.weights))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from gralc import graph, index, shard_index
+from gralc import graph, index
+from gralc import shard as shard_cli
 
 
 @pytest.mark.parametrize("main, argv", [
     (index.main, ["CORPUS", "--out", "OUT", "knowledge.nosuch=1"]),
     (index.main, ["CORPUS", "knowledge.nosuch=1", "--out", "OUT"]),
-    (shard_index.main, ["build", "--corpus", "CORPUS", "--shard", "0", "--num-shards", "1",
+    (shard_cli.main, ["build", "CORPUS", "--shard", "0", "--num-shards", "1",
                         "--out", "OUT", "knowledge.nosuch=1"]),
     (graph.main, ["CORPUS", "--out", "OUT", "knowledge.nosuch=1"]),
 ])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gralc.config import ConfigError, load_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config
 from gralc.data.real_knowledge import (
     DemoVocabularyRefused,
     knowledge_overrides,
@@ -24,7 +24,7 @@ from gralc.pipeline import KnowledgeConfig, PipelineConfig
 from gralc.training.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[2]
-EXPERIMENTS = sorted((REPO / "configs" / "experiment").glob("*.yaml"))
+EXPERIMENTS = sorted((CONFIG_DIR / "experiment").glob("*.yaml"))
 
 
 def _raw(path: Path) -> dict:
@@ -50,7 +50,7 @@ def test_every_real_data_experiment_links_with_mesh_2024(path):
     loaded = 0
     for schema, base in ((EvalConfig, "eval.yaml"), (TrainConfig, "train.yaml")):
         try:  # an experiment may be for training only (or evaluation only)
-            cfg = load_config(schema, REPO / "configs" / base, [f"experiment={path.stem}", "data.path=x"])
+            cfg = load_config(schema, CONFIG_DIR / base, [f"experiment={path.stem}", "data.path=x"])
         except ConfigError:
             continue
         require_real_graph(cfg, path.name)  # the loaded config has the vocabulary too
@@ -59,7 +59,7 @@ def test_every_real_data_experiment_links_with_mesh_2024(path):
 
 
 @pytest.mark.parametrize("config", [PipelineConfig(), KnowledgeConfig(),
-                                    load_config(TrainConfig, REPO / "configs" / "train.yaml", [])])
+                                    load_config(TrainConfig, CONFIG_DIR / "train.yaml", [])])
 def test_a_demo_list_pipeline_is_refused_with_the_fix(config, capsys):
     with pytest.raises(DemoVocabularyRefused) as err:
         require_real_graph(config, "bench.x")
@@ -119,7 +119,7 @@ def test_the_shared_data_holds_the_full_graph_and_training_gets_it(shared_data):
     know = knowledge_overrides(shared_data)
     overrides = [*fold_overrides("x.json", (5, 0, 0), Path("out"), "cache", 1, 1, "lora_lexical_small_late"),
                  *with_real_knowledge([])]
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", overrides)
     require_real_graph(cfg, "training")
     k = cfg.pipeline.knowledge
     assert k.vocabulary == str(shared_data / "mesh" / "mesh2024_thesaurus_terms.tsv")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gralc.config import ConfigError, PathsConfig, WandbConfig, load_config
+from gralc.config import CONFIG_DIR, ConfigError, PathsConfig, WandbConfig, load_config
 from gralc.evaluation.config import EvalConfig
 from gralc.training.config import TrainConfig, validate
 
@@ -13,20 +13,27 @@ from gralc.training.config import TrainConfig, validate
 def test_one_class_each_for_both_schemas():
     train, ev = TrainConfig(), EvalConfig()
     assert type(train.paths) is type(ev.paths) is PathsConfig
-    assert type(train.logger.wandb) is type(ev.wandb) is WandbConfig
+    assert type(train.wandb) is type(ev.wandb) is WandbConfig
     assert train.paths.output_dir == "outputs/train" and ev.paths.output_dir is None
     assert train.paths.cache_dir == ev.paths.cache_dir == "data/cache"
 
 
 def test_the_yaml_files_keep_their_values():
-    train = load_config(TrainConfig, "configs/train.yaml", ["logger.wandb.name=run-a"])
-    ev = load_config(EvalConfig, "configs/eval.yaml", ["wandb.name=run-b"])
-    assert (train.paths.output_dir, train.logger.wandb.name) == ("outputs/train", "run-a")
+    train = load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["wandb.name=run-a"])
+    ev = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["wandb.name=run-b"])
+    assert (train.paths.output_dir, train.wandb.name) == ("outputs/train", "run-a")
     assert (ev.paths.output_dir, ev.wandb.name) == (None, "run-b")
+
+
+def test_the_old_spelling_of_train_wandb_keys_still_works(caplog):
+    """``logger.wandb.*`` (GraLC 0.1) is ``wandb.*`` as in eval: translated with a warning."""
+    train = load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["logger.wandb.enabled=true"])
+    assert train.wandb.enabled is True
+    assert "logger.wandb.enabled is now wandb.enabled" in caplog.text
 
 
 @pytest.mark.parametrize("key", ["output_dir", "cache_dir"])
 def test_training_needs_its_folders(key):
-    cfg = load_config(TrainConfig, "configs/train.yaml", [f"paths.{key}=null"])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"paths.{key}=null"])
     with pytest.raises(ConfigError, match=f"paths.{key}"):
         validate(cfg)

@@ -23,7 +23,7 @@ def test_standard_urls():
 def test_offline_error_is_clear(tmp_path):
     with pytest.raises(OfflineError, match="no network") as err:
         download_mesh(2024, tmp_path, base_url=CLOSED, timeout=5)
-    assert "--vocabulary" in str(err.value) and "desc2024.xml" in str(err.value)
+    assert "knowledge.vocabulary=" in str(err.value) and "desc2024.xml" in str(err.value)
     assert list(tmp_path.iterdir()) == []  # no partial file left
 
 
@@ -37,7 +37,7 @@ def test_present_files_are_kept(tmp_path):
 
 
 def test_cli_download_offline(tmp_path, capsys):
-    assert main(["download", "--year", "2024", "--out", str(tmp_path), "--base-url", CLOSED]) == 1
+    assert main(["download", "--year", "2024", "--out", str(tmp_path), "--base-url", CLOSED]) == 2
     assert "no network" in capsys.readouterr().err
 
 
@@ -50,14 +50,24 @@ def test_cli_link_text_file(tmp_path, capsys):
     )
     text = tmp_path / "a.txt"
     text.write_text("AIDS and breast cancer; aids.")
-    assert main(["link", str(text), "--vocabulary", str(vocab)]) == 0
+    assert main(["link", str(text), f"knowledge.vocabulary={vocab}"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1:] == [
         "0\t4\tD000163\tAIDS\tAcquired Immunodeficiency Syndrome",
         "9\t22\tD001943\tbreast cancer\tBreast Neoplasms",
     ]
-    assert main(["link", str(text), "--vocabulary", str(tmp_path / "none.xml")]) == 1
-    assert "python -m gralc.knowledge download" in capsys.readouterr().err
+    assert main(["link", str(text), f"knowledge.vocabulary={tmp_path / 'none.xml'}"]) == 2
+    assert "gralc mesh" in capsys.readouterr().err
+
+
+def test_gralc_link_defaults_to_the_builtin_vocabulary(tmp_path, capsys):
+    from gralc.knowledge.__main__ import link_main
+
+    text = tmp_path / "a.txt"
+    text.write_text("Metformin lowers glucose in type 2 diabetes.")
+    assert link_main([str(text)]) == 0
+    out = capsys.readouterr().out
+    assert "\tmetformin\t" in out.lower()
 
 
 def test_download_from_local_mirror_gunzips_and_loads(tmp_path):

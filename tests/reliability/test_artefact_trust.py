@@ -27,6 +27,7 @@ from gralc.artefacts import (
     verify_artefact,
     write_artefact,
 )
+from gralc.config import CONFIG_DIR
 from gralc.inference import Retriever
 from gralc.retrieval.bm25 import BM25Index
 
@@ -129,7 +130,7 @@ def test_eval_refuses_an_output_folder_that_is_an_input(corpus, tmp_path, monkey
     demo_dir = Path(demo.__file__).parent
     for out, extra in ((corpus, [f"data.path={corpus}"]), (export, [f"models=[{export}]"]),
                        (demo_dir / "out", []), (tmp_path / "cache" / "run", [f"paths.cache_dir={tmp_path / 'cache'}"])):
-        cfg = load_config(EvalConfig, "configs/eval.yaml",
+        cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml",
                           [f"paths.output_dir={out}", "paths.force=true", "methods=[bm25]", *extra])
         monkeypatch.setattr(run_mod, "Pipeline", lambda *a, **k: pytest.fail("encoding started"))
         with pytest.raises(OutputDirError, match="overlaps") as err:

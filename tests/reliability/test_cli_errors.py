@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("script, args, message", [
-    ("eval.py", ["data=nosuch"], "data=nosuch: no config configs/data/nosuch.yaml; available: demo, pmc, pubmedqa, squad"),
+    ("eval.py", ["data=nosuch"], "data=nosuch: no config gralc/configs/data/nosuch.yaml; available: demo, pmc, pubmedqa, squad"),
     ("eval.py", ["methods=[nosuch]"], "unknown method(s) ['nosuch']"),
     ("eval.py", ["models=[/no/such/export]"], "no such checkpoint or export folder"),
     ("train.py", ["data=squad"], "data=squad needs data.path=FILE.json"),
@@ -22,11 +22,12 @@ REPO = Path(__file__).resolve().parents[2]
     ("eval.py", ["pipeline.encoder.model=/no/such/encoder"],
      "encoder.model=/no/such/encoder: /no/such/encoder does not exist"),
 ])
-def test_user_mistakes_end_with_one_message(script, args, message, capsys, monkeypatch):
-    monkeypatch.chdir(REPO)
+def test_user_mistakes_end_with_one_message(script, args, message, capsys, monkeypatch, tmp_path):
+    """From any folder (the configs ship in the package)."""
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GRALC_DEBUG", raising=False)
     g = runpy.run_path(str(REPO / script))
-    assert g["run"](g["main"], args) == 2
+    assert g["main"](args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and "GRALC_DEBUG=1" in err
 

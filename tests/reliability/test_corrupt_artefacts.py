@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from gralc import index as index_cli
+from gralc.config import CONFIG_DIR
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.inference import Retriever
 
@@ -73,5 +74,5 @@ def test_truncated_resume_checkpoint_is_named_before_any_work(tmp_path, monkeypa
     rc = train_script.run(train_script.main, [f"paths.output_dir={tmp_path}", "resume=last"])
     err = capsys.readouterr().err
     assert rc == 2 and "last.ckpt" in err and "truncated" in err and "resume=PATH" in err
-    cfg = load_config(TrainConfig, "configs/train.yaml", [f"paths.output_dir={tmp_path}", "resume=auto"])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"paths.output_dir={tmp_path}", "resume=auto"])
     assert resolve_resume(cfg) == str(good.resolve())

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gralc.config import ConfigError, load_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message for encoder.device=cuda on a machine without a GPU; here a GPU exists, so the setting is valid")
@@ -242,8 +241,9 @@ def test_eval_names_its_own_output_keys(tmp_path):
 def test_eval_rewords_the_output_folder_log_lines(monkeypatch):
     """gralc.artefacts logs ``--force: the previous content of ... was moved``; under eval.py
     that line names ``paths.force=true``."""
-    monkeypatch.chdir(REPO)
-    g = runpy.run_path(str(REPO / "eval.py"))
+    from gralc import eval as g_mod
+
+    g = vars(g_mod)
     record = logging.LogRecord("gralc.artefacts", logging.WARNING, __file__, 1,
                                "--force: the previous content of %s was moved to %s", ("a", "b"),
                                None)
@@ -262,7 +262,7 @@ def test_resume_takes_an_absolute_checkpoint_path(tmp_path):
 
     ckpt = tmp_path / "checkpoints" / "last.ckpt"
     ckpt.parent.mkdir()
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [f"resume={ckpt}"])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"resume={ckpt}"])
     assert cfg.resume == str(ckpt)
     proc = cli("train.py", f"resume={ckpt}", f"paths.output_dir={tmp_path / 'run'}")
     assert_user_error(proc, f"resume='{ckpt}'", "does not exist")
@@ -275,8 +275,8 @@ def test_a_config_group_given_a_path_says_where_the_path_goes(tmp_path):
 
     with pytest.raises(ConfigError, match=r"data=/.*not a path; a file or folder goes in "
                                           r"data.path=/"):
-        load_config(EvalConfig, REPO / "configs" / "eval.yaml", [f"data={tmp_path}/q.json"])
+        load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [f"data={tmp_path}/q.json"])
     with pytest.raises(ConfigError, match="no config .*nosuch.yaml; available: demo"):
-        load_config(EvalConfig, REPO / "configs" / "eval.yaml", ["data=nosuch"])
-    cfg = load_config(EvalConfig, REPO / "configs" / "eval.yaml", ["data=pubmedqa"])
+        load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["data=nosuch"])
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["data=pubmedqa"])
     assert cfg.data.name == "pubmedqa"

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.evaluation import run as run_mod
 from gralc.evaluation.config import EvalConfig
 
-REPO_CFG = "configs/eval.yaml"
+REPO_CFG = CONFIG_DIR / "eval.yaml"
 
 
 def cfg_for(out, *extra):

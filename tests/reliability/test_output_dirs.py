@@ -7,6 +7,7 @@ import pytest
 from gralc import index as index_cli
 from gralc.artefacts import MARKER, OutputDirError, artefact_kind, check_output_dir, write_artefact
 from gralc.chunking.chunk import Chunk
+from gralc.config import CONFIG_DIR
 from gralc.retrieval.bm25 import BM25Index
 
 
@@ -124,7 +125,7 @@ def test_eval_refuses_a_folder_of_user_files_before_encoding(tmp_path, monkeypat
 
     monkeypatch.chdir(run_mod.Path(__file__).resolve().parents[2])
     out = user_folder(tmp_path / "paper")
-    cfg = load_config(EvalConfig, "configs/eval.yaml", [f"paths.output_dir={out}", "methods=[bm25]"])
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [f"paths.output_dir={out}", "methods=[bm25]"])
     monkeypatch.setattr(run_mod, "Pipeline", lambda *a, **k: pytest.fail("encoding started"))
     with pytest.raises(OutputDirError, match="thesis.tex"):
         run_mod.evaluate(cfg)

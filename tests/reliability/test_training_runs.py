@@ -24,13 +24,13 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-import train as train_script
+from gralc import train as train_script
 from gralc.artefacts import MARKER
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
+from gralc.soup import main as soup_main
 from gralc.training.config import TrainConfig
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.run import train
-from gralc.training.soup import main as soup_main
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("GRALC_TEST_CACHE", REPO / "data" / "cache" / "tests"))
@@ -48,14 +48,14 @@ SMALL = [
 
 
 def make_cfg(out: Path, *extra: str) -> TrainConfig:
-    return load_config(TrainConfig, REPO / "configs" / "train.yaml",
+    return load_config(TrainConfig, CONFIG_DIR / "train.yaml",
                        [*SMALL, f"paths.output_dir={out}", *extra])
 
 
 def train_cli(monkeypatch, out: Path, *extra: str) -> int:
-    """``python train.py`` (its error boundary included) with SMALL."""
+    """``gralc train`` = ``python train.py`` (its error boundary included) with SMALL."""
     monkeypatch.chdir(REPO)
-    return train_script.run(train_script.main, [*SMALL, f"paths.output_dir={out}", *extra])
+    return train_script.main([*SMALL, f"paths.output_dir={out}", *extra])
 
 
 def files(folder: Path) -> dict[str, bytes]:

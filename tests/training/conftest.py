@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.training.config import TrainConfig
 from gralc.training.datamodule import GraLCDataModule
 
@@ -61,7 +61,7 @@ def make_cfg(cache_dir):
     def make(output_dir: Path, *overrides: str) -> TrainConfig:
         return load_config(
             TrainConfig,
-            REPO / "configs" / "train.yaml",
+            CONFIG_DIR / "train.yaml",
             [*SMALL, f"paths.cache_dir={cache_dir}", f"paths.output_dir={output_dir}", *overrides],
         )
 

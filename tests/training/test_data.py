@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gralc.config import ConfigError, load_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config
 from gralc.documents.question import Question
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import NoDuplicateDocBatchSampler, TrainBatch
@@ -101,20 +101,20 @@ def test_positives_follow_the_current_spans(datamodule):
 
 def test_unknown_config_key_names_the_key():
     with pytest.raises(ConfigError, match="gat_hedas"):
-        load_config(TrainConfig, REPO / "configs" / "train.yaml", ["model.gat_hedas=2"])
+        load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["model.gat_hedas=2"])
     with pytest.raises(ConfigError, match="max_epoch"):
-        load_config(TrainConfig, REPO / "configs" / "train.yaml", ["trainer.max_epoch=2"])
+        load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["trainer.max_epoch=2"])
 
 
 def test_config_groups_and_lora_validation():
     cfg = load_config(
-        TrainConfig, REPO / "configs" / "train.yaml", ["model=no_kg", "data=pubmedqa"]
+        TrainConfig, CONFIG_DIR / "train.yaml", ["model=no_kg", "data=pubmedqa"]
     )
     assert not cfg.model.use_kg and cfg.pipeline.chunking.boundary.min_tokens == 64 and cfg.data.name == "pubmedqa"
     cfg.lora.enabled = True
     assert validate(cfg) is cfg  # LoRA is supported (tests/training/test_lora.py)
     for key, bad in (("r", 0), ("alpha", 0), ("dropout", 1.0), ("target_modules", [])):
-        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", ["lora.enabled=true"])
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["lora.enabled=true"])
         setattr(cfg.lora, key, bad)
         with pytest.raises(ConfigError, match=f"lora.{key}"):
             validate(cfg)
@@ -124,5 +124,5 @@ def test_train_script_reports_a_bad_key(capsys):
     import runpy
 
     script = runpy.run_path(str(REPO / "train.py"))
-    assert script["run"](script["main"], ["optim.learning_rate=1"]) == 2
+    assert script["main"](["optim.learning_rate=1"]) == 2
     assert "learning_rate" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.evaluation import run as run_mod
 from gralc.evaluation.config import EvalConfig
 from gralc.training.run import train
@@ -19,7 +19,7 @@ def test_trained_rows_are_kept_and_rerun_when_the_model_changes(make_cfg, tmp_pa
     monkeypatch.chdir(REPO)
 
     def cfg(*extra):
-        return load_config(EvalConfig, "configs/eval.yaml", [
+        return load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [
             f"paths.output_dir={tmp_path / 'eval'}", "progress=false", "methods=[bm25]", "ks=[1,5]",
             "data.max_docs=6", f"models=[{ckpt}]", *extra])
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gralc.config import load_config
+from gralc.config import CONFIG_DIR, load_config
 from gralc.experiments.crossval import VARIANTS
 from gralc.training.config import TrainConfig, validate
 
@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _experiment(name: str, *overrides: str) -> TrainConfig:
-    return load_config(TrainConfig, REPO / "configs" / "train.yaml",
+    return load_config(TrainConfig, CONFIG_DIR / "train.yaml",
                        [f"experiment={name}", *overrides])
 
 

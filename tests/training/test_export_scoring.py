@@ -32,15 +32,16 @@ def test_the_experiments_scoring_is_what_export_writes(checkpoint, tmp_path):
     assert m.get("late_interaction", 0.0) == 0.0  # not in the experiment's scoring: as trained
 
 
-def test_a_key_value_or_a_flag_replaces_one_field(checkpoint, tmp_path):
+def test_a_key_value_replaces_one_field(checkpoint, tmp_path):
     assert export_main([checkpoint, "scoring.phrase_weight=0", "--out", str(tmp_path / "b"),
-                        "--late-interaction", "0.8"]) == 0
+                        "scoring.late_interaction=0.8"]) == 0
     m, cut = _exported(tmp_path / "b")
     assert (m.phrase_weight, m.late_interaction, m.sentence_evidence, cut) == (0.0, 0.8, 0.3, "sentence")
 
 
 @pytest.mark.parametrize("bad, message", [
-    (["scoring.late_interaction=0.5", "--late-interaction", "0.8"], "given twice"),
+    (["scoring.late_interaction=0.5", "scoring.late_interaction=0.8"], "given twice"),
+    (["--late-interaction", "0.8"], "--late-interaction is now written scoring.late_interaction=VALUE"),
     (["scoring.temperature=0.1"], "only"),
     (["model.phrase_weight=0.1"], "scoring.KEY=value"),
     (["scoring.cut_unit=paragraph"], "cut_unit"),

@@ -15,7 +15,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-from gralc.config import ConfigError, load_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import (
     GraLCDataModule,
@@ -131,13 +131,13 @@ def caplog_module():
 )
 def test_a_bad_mix_entry_is_one_config_error_naming_the_key(entry, message, squad_files):
     entry = entry.replace("path: A", f"path: {squad_files['a']}")
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [f"mix=[{entry}]"])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"mix=[{entry}]"])
     with pytest.raises(ConfigError, match=message):
         validate(cfg)
 
 
 def test_a_bad_mix_entry_fails_before_any_data_is_loaded(tmp_path):
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
         "mix=[{name: pubmedqa, weight: 0.5}]", f"paths.cache_dir={tmp_path / 'cache'}",
         f"paths.output_dir={tmp_path / 'out'}"])
     with pytest.raises(ConfigError, match=r"mix\[0\]\.path"):
@@ -147,7 +147,7 @@ def test_a_bad_mix_entry_fails_before_any_data_is_loaded(tmp_path):
 
 def test_an_unknown_key_in_a_mix_entry_lists_the_entry_keys():
     with pytest.raises(ConfigError, match=r"'wieght' \(a MixSource entry\).*weight"):
-        load_config(TrainConfig, REPO / "configs" / "train.yaml", ["mix=[{name: squad, wieght: 1}]"])
+        load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["mix=[{name: squad, wieght: 1}]"])
 
 
 # ----- per-epoch draws ------------------------------------------------------------------------

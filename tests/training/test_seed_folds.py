@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from gralc.config import load_config
-from gralc.experiments.crossval import REPO, VARIANTS
+from gralc.config import CONFIG_DIR, load_config
+from gralc.experiments.crossval import VARIANTS
 from gralc.experiments.seed_folds import jobs, main, parser, run_job
 from gralc.training.config import TrainConfig
 
@@ -28,7 +28,7 @@ def test_jobs_train_each_seed_recipe_and_fold_then_the_finals(tmp_path):
                          "seed1/run/fold4", "seed1/refit/fold0"]
     assert names[-2:] == ["seed0/run/final", "seed0/refit/final"] and len(names) == 2 * 2 * 5 + 2
     for name, run_dir, overrides in todo:
-        cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)  # validated
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", overrides)  # validated
         seed, recipe, fold = name.split("/")
         assert cfg.seed == int(seed.removeprefix("seed")) and cfg.paths.output_dir == str(run_dir)
         assert cfg.trainer.accelerator == "gpu" and cfg.pipeline.encoder.device == "cuda"
@@ -46,7 +46,7 @@ def test_one_job_at_a_time_shares_the_cache_and_folds_can_be_left_out(tmp_path):
     args = _args(tmp_path, "--seeds", "3", "--train-folds", "--final-seeds", "3", "--recipes", "run",
                  "--cache-dir", str(tmp_path / "cache"))
     ((name, _, overrides),) = jobs(args)
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", overrides)
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", overrides)
     assert name == "seed3/run/final" and cfg.paths.cache_dir == str(tmp_path / "cache")
     assert cfg.trainer.accelerator == "cpu" and cfg.callbacks.checkpoint.monitor == "val/ev_mrr"
 

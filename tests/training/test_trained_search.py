@@ -196,13 +196,13 @@ def test_index_search_batch_and_cli_agree(exported, tmp_path, capsys):
     assert [x["id"] for x in lines] == ["q0", "q1", "q2", "q3"]
     assert [[h["chunk_id"] for h in x["hits"]] for x in lines] == [[h.chunk.chunk_id for h in b] for b in batch]
     n = len(r.index)
-    assert search_cli.main([str(tmp_path / "index"), QUESTIONS[0], "-k", str(n), "--json",
-                            "--search", "exhaustive=true"]) == 0
+    assert search_cli.main([str(tmp_path / "index"), QUESTIONS[0], "-k", str(n), "--format", "json",
+                            "search.exhaustive=true"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == n
     (tmp_path / "bad.jsonl").write_text('{"id": 1}\n')
     assert search_cli.main([str(tmp_path / "index"), "--queries", str(tmp_path / "bad.jsonl")]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
-    assert search_cli.main([str(tmp_path / "index"), "q", "--search", "dense=-1"]) == 2
+    assert search_cli.main([str(tmp_path / "index"), "q", "search.dense=-1"]) == 2
     assert "dense" in capsys.readouterr().err
 
 
@@ -210,20 +210,20 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     """codec once, two shards with it, merge: the same chunks, token codes, BM25 and answers
     as one build with that codec; a shard without the codec is refused before any encoding."""
     from gralc import index as index_cli
-    from gralc import shard_index
+    from gralc import shard as shard_cli
     from gralc.data.demo import DEMO_DIR
     from gralc.inference import Retriever
 
     articles = DEMO_DIR / "articles"
     codec = tmp_path / "codec"
-    assert shard_index.main(["codec", "--corpus", str(articles), "--model", str(exported),
+    assert shard_cli.main(["codec", str(articles), "--model", str(exported),
                              "--out", str(codec)]) == 0
     assert "bytes a token" in capsys.readouterr().out
     for i in range(2):
-        assert shard_index.main(["build", "--corpus", str(articles), "--shard", str(i), "--num-shards", "2",
+        assert shard_cli.main(["build", str(articles), "--shard", str(i), "--num-shards", "2",
                                  "--model", str(exported), "--codec", str(codec),
                                  "--out", str(tmp_path / f"shard_{i}")]) == 0
-    assert shard_index.main(["merge", "--shards", str(tmp_path / "shard_1"), str(tmp_path / "shard_0"),
+    assert shard_cli.main(["merge", str(tmp_path / "shard_1"), str(tmp_path / "shard_0"),
                              "--out", str(tmp_path / "merged")]) == 0
     assert index_cli.main([str(articles), "--model", str(exported), "--codec", str(codec),
                            "--out", str(tmp_path / "single")]) == 0
@@ -240,9 +240,9 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     for x, y in zip(single.search_batch(QUESTIONS, 5), merged.search_batch(QUESTIONS, 5)):
         assert [h.chunk.chunk_id for h in x] == [h.chunk.chunk_id for h in y]
         assert np.allclose([h.score for h in x], [h.score for h in y], atol=1e-5)
-    argv = ["build", "--corpus", str(articles), "--shard", "0", "--num-shards", "2",
+    argv = ["build", str(articles), "--shard", "0", "--num-shards", "2",
             "--model", str(exported), "--out", str(tmp_path / "nocodec")]
-    assert shard_index.main(argv) == 2
+    assert shard_cli.main(argv) == 2
     assert "--codec" in capsys.readouterr().err and not (tmp_path / "nocodec").exists()
 
 

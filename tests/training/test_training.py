@@ -520,7 +520,7 @@ def test_corpus_term_stats_give_the_batch_the_corpus_index_scores(datamodule, ma
 
 
 def test_export_sets_only_inference_settings_and_validates_them_first(short_run, make_cfg, tmp_path):
-    """gralc.export --sentence-evidence: stored in the export; any other key, or a bad value,
+    """gralc export scoring.sentence_evidence=W: stored in the export; any other key, or a bad value,
     is refused before anything is written."""
     from gralc.model.persistence import load_trained
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gralc.config import ConfigError, load_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config
 from gralc.model.gralc_model import GraLCModel
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import GraLCDataModule, holdout_train_documents
@@ -181,7 +181,7 @@ def test_bench_fixed_rows_keep_the_paper_initial_values():
     paper = paper_model(tuned)
     assert (paper.lambda_init, paper.beta_init) == (0.1, 0.7)
     assert paper.learn_lambda is False  # only the initial values
-    cfg = load_config(TrainConfig, REPO / "configs" / "train.yaml", [EXPERIMENT, "data.path=x"])
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [EXPERIMENT, "data.path=x"])
     b = cfg.pipeline.chunking.boundary
     assert cfg.loader.holdout_fraction == 0.3 and cfg.model.beta_init == 0.9
     assert (b.min_tokens, b.max_tokens, b.alpha_struct, b.gamma, b.tau) == (128, 1024, 0.5, 0.5, 0.3)

