@@ -14,8 +14,9 @@ Writing (:func:`write_artefact`)
   2. :func:`output_lock` takes the lock ``.<target>.lock`` beside the target (PID, host, time).
      Commands take it *before* their expensive work; a lock whose process is dead (same host)
      is taken over with a warning, together with the dead writer's temporary folders.
-  3. The caller writes every file into a temporary folder beside the target; the manifest is
-     written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
+  3. The caller writes every file into a temporary folder beside the target; every file and
+     folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
+     (:func:`gralc.atomic.default_modes`); the manifest is written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
      the file system cannot exchange).
   4. Of the old folder only the files its manifest lists are deleted; every other file (the
      user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
@@ -47,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gralc.atomic import write_text_atomic
+from gralc.atomic import default_modes, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -368,6 +369,7 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
         tmp.mkdir()
         try:
             yield tmp
+            default_modes(tmp)  # e.g. safetensors writes 0600: readable like every other file
             _write_marker(tmp, kind)
             check_output_dir(out, kind, force, inputs)
         except BaseException:
