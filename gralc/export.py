@@ -17,6 +17,7 @@ from dataclasses import fields
 from omegaconf import OmegaConf
 
 from gralc.cli import add_debug_flag, run
+from gralc.model.model_card import MODEL_CARD
 from gralc.model.persistence import (  # noqa: F401  (load_* re-exported for scripts)
     ADAPTER_DIR,
     ENCODER_DIR,
@@ -81,7 +82,7 @@ def _main(argv: list[str]) -> int:
           f"{exported.pipeline_config.chunking.boundary.get('cut_unit', 'word')} starts")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
-    print(f"exported to {out}")
+    print(f"exported to {out} (recipe, data, dev metrics and limits: {MODEL_CARD})")
     return 0
 
 
