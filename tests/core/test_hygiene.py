@@ -4,6 +4,7 @@ and with each other (a release bumps one version, and these tests name what else
 from __future__ import annotations
 
 import datetime
+import re
 import tomllib
 from pathlib import Path
 
@@ -49,3 +50,16 @@ def test_citation_cff_is_valid_cff_and_agrees_with_pyproject():
     assert paper["title"] == SEED_TITLE
     assert [(a["given-names"], a["family-names"]) for a in paper["authors"]] == [
         ("Pouria", "Mortezaagha"), ("Arya", "Rahgozar")]
+
+
+def test_the_changelog_has_unreleased_the_current_version_and_every_format():
+    text = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    versions = re.findall(r"^## \[([^\]]+)\]", text, re.M)
+    assert versions[0] == "Unreleased", "Keep a Changelog: [Unreleased] comes first"
+    assert PROJECT["version"] in versions, "pyproject's version needs its CHANGELOG.md section"
+    assert "## Version bump policy" in text
+    formats = {m for path in (REPO / "gralc").rglob("*.py")
+               for m in re.findall(r"gralc\.[a-z0-9_]+/\d+", path.read_text(encoding="utf-8"))}
+    assert formats, "the format versions moved: update this test"
+    missing = sorted(f for f in formats if f"`{f}`" not in text)
+    assert missing == [], f"name these format versions in CHANGELOG.md's bump policy: {missing}"
