@@ -14,13 +14,15 @@ Writing (:func:`write_artefact`)
   2. :func:`output_lock` takes the lock ``.<target>.lock`` beside the target (PID, host, time).
      Commands take it *before* their expensive work; a lock whose process is dead (same host)
      is taken over with a warning, together with the dead writer's temporary folders.
-  3. The caller writes every file into a temporary folder beside the target; the manifest is
-     written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
+  3. The caller writes every file into a temporary folder beside the target; every file and
+     folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
+     (:func:`gralc.atomic.default_modes`); the manifest is written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
      the file system cannot exchange).
   4. Of the old folder only the files its manifest lists are deleted; every other file (the
      user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
      user's file whose name the new artefact also writes is never overwritten: the write is
-     refused before the swap.
+     refused before the swap; with ``force`` that file is moved aside to
+     ``<target>.replaced-<time>/`` (same relative path) and the write goes on.
 
 Reading (:func:`verify_artefact`)
   Every loader calls it before its first answer: the artefact (the folder, or the nearest
@@ -47,7 +49,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gralc.atomic import write_text_atomic
+from gralc.atomic import default_modes, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +188,7 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
 
 def model_digest(model: str | os.PathLike[str]) -> str:
     """SHA-256 naming a trained model: a checkpoint file's, or the files an export's manifest
-    lists (verified; a user's own files beside them, e.g. a model card, do not change it)."""
+    lists (verified; a user's own files beside them, e.g. notes, do not change it)."""
     path = Path(model)
     if path.is_file():
         return file_sha256(path)
@@ -368,12 +370,13 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
         tmp.mkdir()
         try:
             yield tmp
+            default_modes(tmp)  # e.g. safetensors writes 0600: readable like every other file
             _write_marker(tmp, kind)
             check_output_dir(out, kind, force, inputs)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # only the new content lives there
             raise
-        _swap_in(tmp, out, kind)
+        _swap_in(tmp, out, kind, force)
 
 
 def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
@@ -391,10 +394,27 @@ def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
     return out
 
 
+def _aside_name(out: Path) -> Path:
+    return out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
 def _move_aside(out: Path) -> Path:
-    aside = out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    aside = _aside_name(out)
     os.replace(out, aside)
     logger.warning("--force: the previous content of %s was moved to %s", out, aside)
+    return aside
+
+
+def _move_files_aside(out: Path, rels: list[str]) -> Path:
+    """Move the files ``rels`` (relative to ``out``) to ``<out>.replaced-<time>/`` at the same
+    relative paths (``force``: a user's files whose names a new artefact needs)."""
+    aside = _aside_name(out)
+    for rel in rels:
+        dest = aside / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out / rel, dest)
+    logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) moved to %s",
+                   ", ".join(rels), aside)
     return aside
 
 
@@ -420,7 +440,7 @@ def user_files(folder: Path) -> list[str]:
     return [rel for rel in _files(folder) if rel not in listed]
 
 
-def _swap_in(tmp: Path, out: Path, kind: str) -> None:
+def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
     if not out.exists():
         os.replace(tmp, out)
         return
@@ -435,11 +455,14 @@ def _swap_in(tmp: Path, out: Path, kind: str) -> None:
     clash = [rel for rel in user_files(out)
              if (tmp / rel).exists() or any((tmp / p).exists() and not (tmp / p).is_dir()
                                             for p in Path(rel).parents if str(p) != ".")]
-    if clash:
+    if clash and not force:
         shutil.rmtree(tmp, ignore_errors=True)  # the new content only: nothing was swapped
         raise OutputDirError(f"{out} holds files GraLC did not write whose names the new {kind} "
-                             f"needs ({', '.join(clash[:5])}): move or rename them, then rebuild; "
+                             f"needs ({', '.join(clash[:5])}): move or rename them, then rebuild, "
+                             f"or pass --force to move them aside to {out.name}.replaced-<time>; "
                              "nothing was changed")
+    if clash:
+        _move_files_aside(out, clash)
     if _exchange(tmp, out):
         old = tmp  # the old content now lives at the temporary name
     else:

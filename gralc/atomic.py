@@ -12,6 +12,11 @@ A folder target (``folder=True``) is written complete under the temporary name; 
 folder is renamed aside (``.<name>.old-<pid>-<random>``) just before the new one takes its
 name and deleted afterwards, so the target name never holds a partial folder.
 (:mod:`gralc.artefacts` keeps its own folder swap, which also preserves a user's files.)
+
+Whatever the writer did, what takes the target's name has the permissions a plain ``open()``
+or ``mkdir()`` gives (:func:`default_modes`: files ``0666 & ~umask``, folders
+``0777 & ~umask``): some writers (safetensors) create their files private (``0600``), which
+left an export's weights unreadable to the group that reads the rest of it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,44 @@ from typing import IO, Any
 def temp_name(path: Path, what: str = "tmp") -> Path:
     """A fresh hidden name beside ``path`` (``.<name>.<what>-<pid>-<random>``)."""
     return path.parent / f".{path.name}.{what}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def current_umask() -> int:
+    """The process's umask, read from ``/proc/self/status`` (Linux), which changes nothing;
+    elsewhere set and restored with ``os.umask`` (a file another thread creates in between
+    would get the mask ``0o022``; GraLC's command lines write from one thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def default_modes(path: str | os.PathLike[str]) -> None:
+    """Give ``path`` (a file, or a folder and everything under it) the permissions a plain
+    ``open()`` / ``mkdir()`` gives: files ``0o666 & ~umask``, folders ``0o777 & ~umask``.
+    Symbolic links are neither changed nor followed."""
+    path = Path(path)
+    umask = current_umask()
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask
+    if path.is_symlink():
+        return
+    if not path.is_dir():
+        os.chmod(path, file_mode)
+        return
+    os.chmod(path, dir_mode)
+    for root, dirs, files in os.walk(path):  # never descends into a link to a folder
+        for name in dirs:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), dir_mode)
+        for name in files:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), file_mode)
 
 
 def _fsync(path: Path) -> None:
@@ -53,7 +96,8 @@ def atomic_path(path: str | os.PathLike[str], folder: bool = False) -> Iterator[
     """Yield a temporary path for a writer that takes a path (``torch.save``, safetensors'
     ``save_file``, ``faiss.write_index``, ``save_pretrained``); when the block ends without
     an error it replaces ``path`` (module docstring), else it is removed. The parent folders
-    are created. With ``folder`` the temporary path is created as an empty folder."""
+    are created. With ``folder`` the temporary path is created as an empty folder. The result
+    gets :func:`default_modes`, whatever modes the writer gave it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
@@ -61,6 +105,7 @@ def atomic_path(path: str | os.PathLike[str], folder: bool = False) -> Iterator[
         tmp.mkdir()
     try:
         yield tmp
+        default_modes(tmp)
         _fsync(tmp)
         if folder and path.exists():
             old = temp_name(path, "old")

@@ -52,6 +52,7 @@ def _main(argv: list[str]) -> int:
     configure_output(args.verbose)
     from omegaconf import OmegaConf
 
+    from gralc.model.model_card import MODEL_CARD
     from gralc.model.persistence import ADAPTER_DIR, ENCODER_DIR, INFERENCE_YAML, export
     from gralc.model.scoring_config import ScoringConfig
 
@@ -69,7 +70,8 @@ def _main(argv: list[str]) -> int:
           f"{exported.pipeline_config.chunking.boundary.get('cut_unit', 'word')} starts")
     if "lora" in exported:
         print(f"LoRA encoder: {exported.encoder_id} ({out / ENCODER_DIR}, adapter {out / ADAPTER_DIR})")
-    print(f"exported {exported.get('source_checkpoint', args.model)} to {out}")
+    print(f"exported {exported.get('source_checkpoint', args.model)} to {out} (recipe, data, dev "
+          f"metrics and limits: {out / MODEL_CARD})")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 :func:`export` (CLI: ``gralc export CKPT --out DIR``) writes ``DIR/inference.yaml`` (human-readable: learned alpha / gamma / tau / beta / lambda,
 decoder and chunk-size bounds, model and pipeline config, encoder id, git hash) and
-``DIR/weights.safetensors`` (every parameter: GAT, fusion MLP, scalars). :func:`load_model`
+``DIR/weights.safetensors`` (every parameter: GAT, fusion MLP, scalars) and
+``DIR/MODEL_CARD.md`` (:mod:`gralc.model.model_card`: recipe, data, learned values, dev
+metrics, intended use and limits, generated from the checkpoint). :func:`load_model`
 accepts the ``.ckpt`` or the export directory and returns the same model (identical scores).
 
 A model trained with LoRA adapters on the encoder (``lora.enabled``) also gets
@@ -27,6 +29,7 @@ from omegaconf import OmegaConf
 
 from gralc.artefacts import check_output_dir, verify_artefact, write_artefact
 from gralc.model.gralc_model import GraLCModel, ModelConfig
+from gralc.model.model_card import MODEL_CARD, model_card
 from gralc.model.scoring_config import BOUNDARY_KEYS, MODEL_KEYS, ScoringConfig
 from gralc.pipeline import PipelineConfig
 from gralc.safe_load import load_torch, path_inside, read_yaml_untrusted
@@ -54,18 +57,25 @@ def _typed(schema: type, values: dict[str, Any]) -> Any:
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))
 
 
-def _read_checkpoint(
-    path: Path,
-) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """(the ``gralc`` entry, the model's state dict, the LoRA adapters' state dict (empty
-    without LoRA)) of a Lightning checkpoint."""
-    ckpt = load_torch(path, what="training checkpoint (.ckpt)")  # weights only, never code
-    info = ckpt.get("gralc")
-    if info is None:
+def _load_checkpoint(path: Path) -> dict[str, Any]:
+    """A Lightning checkpoint written by train.py (weights only, never code)."""
+    ckpt = load_torch(path, what="training checkpoint (.ckpt)")
+    if ckpt.get("gralc") is None:
         raise ValueError(
             f"{path} is not a GraLC training checkpoint (no 'gralc' entry); "
             "pass a .ckpt written by train.py or an export directory"
         )
+    return ckpt
+
+
+def _read_checkpoint(
+    path: Path, ckpt: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(the ``gralc`` entry, the model's state dict, the LoRA adapters' state dict (empty
+    without LoRA)) of a Lightning checkpoint (``ckpt``: the one already loaded from ``path``)."""
+    ckpt = _load_checkpoint(path) if ckpt is None else ckpt
+    info = ckpt["gralc"]
+
     def part(prefix: str) -> dict[str, torch.Tensor]:
         return {
             k.removeprefix(prefix): v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)
@@ -260,9 +270,11 @@ INFERENCE_BOUNDARY_SETTINGS = BOUNDARY_KEYS
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
            settings: ScoringConfig | dict[str, Any] | None = None) -> Path:
-    """Write ``inference.yaml`` and ``weights.safetensors`` for ``checkpoint`` into ``out_dir``
-    (with LoRA also ``adapter/`` and the merged ``encoder/``), all at once
-    (:mod:`gralc.artefacts`: a folder holding other files needs ``force``). The export-time
+    """Write ``inference.yaml``, ``weights.safetensors`` and ``MODEL_CARD.md``
+    (:mod:`gralc.model.model_card`) for ``checkpoint`` into ``out_dir`` (with LoRA also
+    ``adapter/`` and the merged ``encoder/``), all at once (:mod:`gralc.artefacts`: a folder
+    holding other files, or a file of the user's named like one of these, needs ``force``,
+    which moves it aside). The export-time
     scoring (:class:`~gralc.model.scoring_config.ScoringConfig`) is the experiment's own
     ``scoring`` section recorded in the checkpoint's train config, each field of ``settings``
     (a ScoringConfig or its fields as a dict, validated first) replacing it; a field neither
@@ -287,7 +299,8 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
 def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
     from safetensors.torch import save_file
 
-    info, state, adapters = _read_checkpoint(checkpoint)
+    ckpt = _load_checkpoint(checkpoint)
+    info, state, adapters = _read_checkpoint(checkpoint, ckpt)
     recorded = ScoringConfig.from_dict(info["train_config"].get("scoring"))  # the experiment's
     scoring = ScoringConfig.from_dict({**recorded.settings(), **explicit.settings()})
     settings, boundary = scoring.model_settings(), scoring.boundary_settings()
@@ -339,3 +352,4 @@ def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
         {k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS)
     )
     OmegaConf.save(OmegaConf.create(doc), out / INFERENCE_YAML)
+    (out / MODEL_CARD).write_text(model_card(doc, ckpt), encoding="utf-8")

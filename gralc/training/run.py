@@ -554,7 +554,8 @@ def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callbac
     lit = GraLCLitModule(
         model,
         cfg.optim,
-        extra_checkpoint={"train_config": to_dict(cfg), "run": meta},
+        # what the model card of an export reports (gralc.model.model_card)
+        extra_checkpoint={"train_config": to_dict(cfg), "run": meta, "data_summary": data_summary(dm)},
         encoder=encoder,
         sem_window=cfg.pipeline.chunking.boundary.window,
         windows_per_doc=cfg.lora.windows_per_doc,
@@ -603,15 +604,23 @@ def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callbac
         "last_checkpoint": str(out / "checkpoints" / "last.ckpt"),
         "global_step": trainer.global_step,
         "epochs": trainer.current_epoch,
-        "n_train_questions": len(dm.data.train),
-        "n_dev_questions": len(dm.data.dev),
-        # mixed-in sources: their training questions and how many each epoch draws
-        "mix": [{"source": p.prefix[:-1], "weight": p.weight, "n_train_questions": len(p.examples),
-                 "n_train_docs": len(p.doc_ids), "per_epoch": p.per_epoch} for p in dm.mix],
+        **data_summary(dm),
     }
     if trainer.is_global_zero:
         write_json_atomic(out / "result.json", result)
     return result
+
+
+def data_summary(dm: GraLCDataModule) -> dict[str, Any]:
+    """How many questions a run trains and validates on, and its mixed-in sources (their
+    training questions and how many each epoch draws); plain JSON types (stored in every
+    checkpoint and in ``result.json``)."""
+    return {
+        "n_train_questions": len(dm.data.train),
+        "n_dev_questions": len(dm.data.dev),
+        "mix": [{"source": p.prefix[:-1], "weight": p.weight, "n_train_questions": len(p.examples),
+                 "n_train_docs": len(p.doc_ids), "per_epoch": p.per_epoch} for p in dm.mix],
+    }
 
 
 def _learned_values(checkpoint: str) -> dict[str, float]:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
+from gralc import atomic
 from gralc.atomic import (
     atomic_path,
     atomic_write,
+    current_umask,
+    default_modes,
     write_bytes_atomic,
     write_json_atomic,
     write_text_atomic,
@@ -84,6 +89,70 @@ def test_a_folder_replaces_the_old_folder_only_when_complete(tmp_path):
 def test_text_writer_refuses_other_modes(tmp_path):
     with pytest.raises(ValueError, match="mode"), atomic_write(tmp_path / "a", "a"):
         pass
+
+
+# ----- what a writer writes is readable like a plain open() -------------------------------------
+@pytest.fixture
+def umask():
+    """``umask(mask)`` sets the process umask; the old one comes back after the test."""
+    old = os.umask(0o022)
+    yield os.umask
+    os.umask(old)
+
+
+def modes(folder: Path) -> dict[str, int]:
+    """Permission bits of ``folder`` and everything under it, by relative path ('.': itself)."""
+    out = {".": stat.S_IMODE(folder.stat().st_mode)}
+    for p in sorted(folder.rglob("*")):
+        out[p.relative_to(folder).as_posix()] = stat.S_IMODE(p.lstat().st_mode)
+    return out
+
+
+def test_the_umask_is_read_without_changing_it(umask, monkeypatch):
+    umask(0o027)
+    assert current_umask() == 0o027
+    assert os.umask(0o027) == 0o027  # unchanged by the read
+
+    def no_proc(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(atomic, "open", no_proc, raising=False)  # the fallback: os.umask twice
+    assert current_umask() == 0o027
+    assert os.umask(0o027) == 0o027
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_a_private_writer_gets_the_modes_of_a_plain_open(tmp_path, umask, mask):
+    """safetensors creates its file 0600 (as mkstemp would): through atomic_path the file gets
+    0666 & ~umask, a folder and what is inside it 0777 / 0666 & ~umask, like open() / mkdir()."""
+    import torch
+    from safetensors.torch import save_file
+
+    umask(mask)
+    with atomic_path(tmp_path / "w.safetensors") as tmp:
+        save_file({"a": torch.zeros(2)}, str(tmp))
+        assert stat.S_IMODE(tmp.stat().st_mode) == 0o600  # what the writer did
+    assert modes(tmp_path)["w.safetensors"] == 0o666 & ~mask
+    with atomic_path(tmp_path / "store", folder=True) as tmp:
+        (tmp / "sub").mkdir(mode=0o700)
+        os.close(os.open(tmp / "sub" / "secret", os.O_CREAT | os.O_WRONLY, 0o600))
+        (tmp / "link").symlink_to("sub/secret")
+    assert modes(tmp_path / "store") == {".": 0o777 & ~mask, "sub": 0o777 & ~mask,
+                                         "sub/secret": 0o666 & ~mask,
+                                         "link": 0o777}  # a link: not changed, not followed
+
+
+def test_every_file_of_an_artefact_is_readable_by_the_group(tmp_path, umask):
+    from gralc.artefacts import MARKER, write_artefact
+
+    umask(0o022)
+    with write_artefact(tmp_path / "export", "export") as tmp:
+        (tmp / "encoder").mkdir(mode=0o700)
+        os.close(os.open(tmp / "encoder" / "model.safetensors", os.O_CREAT | os.O_WRONLY, 0o600))
+    got = modes(tmp_path / "export")
+    assert got == {".": 0o755, MARKER: 0o644, "encoder": 0o755, "encoder/model.safetensors": 0o644}
+    default_modes(tmp_path / "export" / "encoder" / "model.safetensors")  # idempotent on a file
+    assert modes(tmp_path / "export") == got
 
 
 # ----- no hand-written temp-then-rename outside gralc.atomic --------------------------------

@@ -92,14 +92,25 @@ def test_every_kind_keeps_unlisted_files_and_replaces_only_its_own(tmp_path):
 
 
 def test_a_user_file_the_new_artefact_needs_refuses_the_write(tmp_path):
+    """Refused with nothing changed; with force that one file moves aside, the rest stays."""
     out = tmp_path / "idx"
     with write_artefact(out, "index") as tmp:
         (tmp / "a.json").write_text("v1")
     (out / "extra.json").write_text("mine")
-    with pytest.raises(OutputDirError, match="extra.json"), write_artefact(out, "index") as tmp:
+    with pytest.raises(OutputDirError, match="extra.json.*--force"), write_artefact(out, "index") as tmp:
         (tmp / "a.json").write_text("v2")
         (tmp / "extra.json").write_text("GraLC's")
     assert (out / "a.json").read_text() == "v1" and (out / "extra.json").read_text() == "mine"
+    (out / "notes").mkdir()
+    (out / "notes" / "keep.md").write_text("not in the way")
+    with write_artefact(out, "index", force=True) as tmp:  # --force: that file moves aside
+        (tmp / "a.json").write_text("v2")
+        (tmp / "extra.json").write_text("GraLC's")
+    (aside,) = tmp_path.glob("idx.replaced-*")
+    assert [p.relative_to(aside).as_posix() for p in aside.rglob("*")] == ["extra.json"]
+    assert (aside / "extra.json").read_text() == "mine"
+    assert (out / "extra.json").read_text() == "GraLC's" and (out / "notes" / "keep.md").is_file()
+    verify_artefact(out, ("index",))
 
 
 def test_a_look_alike_folder_is_not_taken_for_an_index(corpus, tmp_path, capsys):

@@ -174,6 +174,8 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
     assert info["pipeline_config"]["encoder"]["model"] == "encoder"
     assert info["lora"]["target_modules"] == ["query", "value"]
     assert info["encoder_id"].startswith(f"{DEFAULT_MODEL_ID}+lora-")
+    card = (exp / "MODEL_CARD.md").read_text(encoding="utf-8")  # names the adapted encoder
+    assert f"`{info['encoder_id']}`" in card and info["lora"]["adapter_sha256"] in card
 
     text = load_documents_from(ARTICLE)[0].text
     lit = runs["second"].module.eval()

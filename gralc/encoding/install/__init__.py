@@ -297,9 +297,6 @@ def install_encoder(name: str, out: str | os.PathLike[str], force: bool = False,
         (tmp / "config.json").write_text(json.dumps(_config(model, known.upstream), indent=2) + "\n")
         weights = tmp / "model.safetensors"
         save_file(_state_dict(model), str(weights), metadata={"format": "pt"})
-        umask = os.umask(0)  # safetensors writes its file private: readable like the others
-        os.umask(umask)
-        weights.chmod(0o666 & ~umask)
         _tokenizer(model, max_length).save_pretrained(str(tmp))
         config = tmp / "tokenizer_config.json"  # a class name every transformers release knows
         config.write_text(json.dumps({**json.loads(config.read_text()),
