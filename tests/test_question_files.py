@@ -140,6 +140,7 @@ def test_relevance_round_trips_and_is_checked(tmp_path):
     q = Question("q1", "Which drug?", "d2", relevance={"d2": 2, "d7": 1})
     path = write_jsonl([q, Question("q2", "Which dose?", "d3")], tmp_path / "q.jsonl")
     back = read_jsonl(path)
+    assert ["relevance" in json.loads(line) for line in path.read_text().splitlines()] == [True, False]
     assert back[0].relevance == {"d2": 2, "d7": 1} and back[0].relevant_docs() == {"d2": 2, "d7": 1}
     assert back[1].relevance == {} and back[1].relevant_docs() == {"d3": 1}
     for bad, says in ([{"d9": 1}, "does not hold gold_doc_id 'd1'"], [{"d1": 0}, "must be an int > 0"],

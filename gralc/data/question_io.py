@@ -35,11 +35,15 @@ _ID_FIELDS = ("id", "gold_doc_id")  # a string, or a number written as one
 
 
 def write_jsonl(questions: Iterable[Question], path: str | Path) -> Path:
-    """Write ``questions`` to ``path`` (parent folders created), atomically."""
+    """Write ``questions`` to ``path`` (parent folders created), atomically. ``relevance`` is
+    written only where set (a file of single-gold questions reads as it always did)."""
     path = Path(path)
     with atomic_write(path) as f:
         for q in questions:
-            f.write(json.dumps(asdict(q), ensure_ascii=False) + "\n")
+            row = asdict(q)
+            if not row["relevance"]:
+                del row["relevance"]
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 
