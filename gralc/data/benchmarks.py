@@ -10,8 +10,13 @@
   ``paragraphs[]`` entry becomes a document (read by the plain-text article reader), every
   question keeps its answer span(s) as evidence, mapped exactly into ``Document.text``.
 
+* ``beir``: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv;
+  :mod:`gralc.data.beir`): every corpus entry a document (the plain-text reader, its title
+  as the title), every question judged against all its relevant documents (graded).
+
 Every question carries evidence for the evidence-level metrics: answer spans (squad), gold
-paragraphs (pmc, demo) or the whole gold abstract (pubmedqa).
+paragraphs (pmc, demo), the whole gold abstract (pubmedqa) or the whole most relevant
+document (beir).
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class DataConfig:
-    """Which benchmark to run. ``name``: demo | pubmedqa | pmc | squad. ``path``: ori_pqal.json
-    (pubmedqa), the article directory (pmc) or the SQuAD-format JSON file (squad). ``split``: all | test | train | dev (pubmedqa),
-    or several separated by commas (``all,test``: one benchmark each, one shared corpus).
+    """Which benchmark to run. ``name``: demo | pubmedqa | pmc | squad | beir. ``path``:
+    ori_pqal.json (pubmedqa), the article directory (pmc), the SQuAD-format JSON file (squad)
+    or the BEIR folder (beir). ``split``: all | test | train | dev (pubmedqa; beir: the qrels
+    file ``qrels/<split>.tsv``, ``all`` meaning test), or several separated by commas
+    (``all,test``: one benchmark each, one shared corpus).
     ``conditions``: document-length conditions for pmc. ``questions``: a JSONL file of
     questions to use instead of generating them. ``max_docs``: cap for quick runs.
     ``cv_folds`` > 1: cross-validation by article (:mod:`gralc.data.folds`, folds seeded by
@@ -218,8 +225,9 @@ def load_benchmarks(cfg: DataConfig, linker=None, cv_side: str | None = None) ->
     """The benchmark(s) ``cfg`` selects; with ``cfg.cv_folds`` > 1, their ``cv_side``
     (``"train"`` or ``"test"``, :func:`gralc.data.folds.cv_side`)."""
     if cfg.cv_folds > 1:  # checked before any loading
-        if cfg.name == "pubmedqa":
-            raise ValueError("data.cv_folds: PubMedQA has its official train/dev/test split; "
+        if cfg.name in ("pubmedqa", "beir"):
+            name = "PubMedQA" if cfg.name == "pubmedqa" else "A BEIR folder"
+            raise ValueError(f"data.cv_folds: {name} has its official train/dev/test split; "
                              "cross-validate the article benchmarks (squad, pmc, demo)")
         if cv_side is None:
             raise ValueError("data.cv_folds is set but this command has no cross-validation side")
@@ -249,4 +257,11 @@ def _load(cfg: DataConfig, linker=None) -> list[Benchmark]:
             raise ValueError("data=squad needs data.path=FILE.json (SQuAD format, whole articles "
                              "as contexts, e.g. COVID-QA)")
         return [squad_benchmark(cfg.path, cfg.max_docs)]
-    raise ValueError(f"unknown benchmark {cfg.name!r}; use demo, pubmedqa, pmc or squad")
+    if cfg.name == "beir":
+        from gralc.data.beir import beir_benchmarks
+
+        if cfg.path is None:
+            raise ValueError("data=beir needs data.path=DIR (a BEIR folder: corpus.jsonl, "
+                             "queries.jsonl, qrels/<split>.tsv)")
+        return beir_benchmarks(cfg.path, cfg.split, cfg.max_docs)
+    raise ValueError(f"unknown benchmark {cfg.name!r}; use demo, pubmedqa, pmc, squad or beir")

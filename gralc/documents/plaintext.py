@@ -147,9 +147,13 @@ def _runs(lines: list[tuple[int, int]], keep: list[bool]) -> list[tuple[int, int
 class _Parse:
     """Splits the raw text into title, front matter, abstract and body units (raw offsets)."""
 
-    def __init__(self, raw: str, markdown: bool) -> None:
+    def __init__(self, raw: str, markdown: bool, given: tuple[int, int] | None | bool = False) -> None:
         self.raw, self.markdown = raw, markdown
         self.blocks = _blocks(raw)
+        #: False, or the title given apart from the text: its span (the first block), or None
+        self.given = given
+        if given:
+            self.blocks = self.blocks[1:]
         self.meta: dict[str, str] = {}
         self.warnings: list[str] = []
         self.labels: dict[str, tuple[int, int]] = {}  # label -> (block index, text start)
@@ -179,8 +183,10 @@ class _Parse:
     def split(self) -> tuple[tuple[int, int] | None, list, list, list, int]:
         """``(title, front runs, lead runs, abstract spans, first body block)``."""
         blocks, labels, title = self.blocks, self.labels, None
-        fs, fe = blocks[0][0]
-        if not _LABEL.match(self.raw, fs):
+        if self.given is not False:
+            title = self.given
+        elif not _LABEL.match(self.raw, (fs := blocks[0][0][0])):
+            fe = blocks[0][0][1]
             md = _MD_HEADING.match(self.raw[fs:fe]) if self.markdown else None
             title = (fs + md.start(2), fs + md.end(2)) if md and md.group(2) else (fs, fe)
             blocks[0] = blocks[0][1:]
@@ -308,21 +314,34 @@ class _Builder:
 
 
 def parse_plain_text(
-    raw: str, doc_id: str, source: str = "", fmt: str = "auto"
+    raw: str, doc_id: str, source: str = "", fmt: str = "auto", title: str | None = None
 ) -> tuple[Document, OffsetMap]:
     """Parse ``raw`` (rules in the module docstring) -> ``(Document, OffsetMap)``.
 
     ``fmt``: ``auto`` (``markdown`` when there are ``#`` heading lines, else ``plain``) |
-    ``plain`` | ``cord19`` (same rules as ``plain``) | ``markdown``. Raises
-    :class:`DocumentParseError` when ``raw`` is blank.
+    ``plain`` | ``cord19`` (same rules as ``plain``) | ``markdown``. ``title``: the title
+    given apart from the text (a BEIR corpus entry's ``title``): no line of ``raw`` is then
+    taken as the title; a non-blank ``title`` (line breaks made spaces, ends trimmed) is the
+    document's title and the first block of its text, and the OffsetMap still maps offsets of
+    ``raw``. Raises :class:`DocumentParseError` when ``raw`` and ``title`` are blank.
+
+    >>> doc, _ = parse_plain_text("Metformin lowers HbA1c.", "d1", title="Metformin")
+    >>> doc.title, doc.text
+    ('Metformin', 'Metformin\\n\\nMetformin lowers HbA1c.')
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    shift = 0
+    if title is not None:
+        title = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", title).strip()
+        shift = len(title) + 2 if title else 0
+        raw = f"{title}\n\n{raw}" if title else raw
     if not raw.strip():
         name = source or doc_id
         raise DocumentParseError(f"{name}: no text (empty or whitespace only)", path=name)
     raw, bad = replace_surrogates(raw)
-    p = _Parse(raw, fmt == "markdown" or fmt == "auto" and bool(_MD_ANY.search(raw)))
+    given = False if title is None else (0, len(title)) if title else None
+    p = _Parse(raw, fmt == "markdown" or fmt == "auto" and bool(_MD_ANY.search(raw)), given)
     title, front, lead, abstract, body = p.split()
     units = p.units(lead, body)
     b = _Builder(raw)
@@ -349,6 +368,8 @@ def parse_plain_text(
                    title_start=title_start, title_end=title_end, pmcid=p.meta.get("pmcid"),
                    doi=p.meta.get("doi"), sections=b.sections, paragraphs=b.paragraphs,
                    source=source, warnings=p.warnings)  # fmt: skip
+    if shift:  # offsets of the raw text after the given title
+        b.omap.segments = [(rs - shift, ds, n) for rs, ds, n in b.omap.segments if rs >= shift]
     return doc, b.omap
 
 

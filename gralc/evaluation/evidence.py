@@ -77,6 +77,22 @@ def _hit_set(spans: Iterable[Span], evidence: Sequence[Span], min_coverage: floa
     return {j for s in spans for j, ev in enumerate(evidence) if span_hits(s, ev, min_coverage)}
 
 
+def hit_spans(chunk: Any, gold_doc_id: str, evidence: Sequence[Span], min_coverage: float = 0.5) -> set[int]:
+    """Indices of the ``evidence`` spans (in ``gold_doc_id``'s text) that ``chunk`` (a chunk,
+    a ``(chunk, score)`` pair or a Hit) hits by the hit rule; none for another document's
+    chunk. The one test behind every evidence metric and the evidence qrels
+    (:func:`gralc.evaluation.trec.evidence_qrels`).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> hit_spans(Chunk("d1", "d1::0", "", 0, 100), "d1", [(10, 50), (90, 300), (120, 130)])
+    {0}
+    """
+    c = _chunk(chunk)
+    if c.doc_id != gold_doc_id:
+        return set()
+    return _hit_set([(c.char_start, c.char_end)], evidence, min_coverage)
+
+
 def _union_length(spans: Iterable[Span]) -> int:
     total, end = 0, -1
     for s, e in sorted(spans):
@@ -120,10 +136,7 @@ def ev_ndcg(run: Sequence[Any], gold_doc_id: str, evidence: Sequence[Span], k: i
     seen: set[int] = set()
     dcg = 0.0
     for pos, item in enumerate(run[:k], start=1):
-        c = _chunk(item)
-        if c.doc_id != gold_doc_id:
-            continue
-        new = _hit_set([(c.char_start, c.char_end)], evidence, min_coverage) - seen
+        new = hit_spans(item, gold_doc_id, evidence, min_coverage) - seen
         if new:
             seen |= new
             dcg += 1.0 / math.log2(pos + 1)
@@ -148,8 +161,7 @@ def evidence_metrics(
         raise ValueError(f"question on {gold_doc_id!r} has no evidence spans")
     n = len(evidence)
     chunks = [_chunk(item) for item in run]
-    first_hit = [_hit_set([(c.char_start, c.char_end)], evidence, min_coverage)
-                 if c.doc_id == gold_doc_id else set() for c in chunks]
+    first_hit = [hit_spans(c, gold_doc_id, evidence, min_coverage) for c in chunks]
     out: dict[str, float] = {"ev_mrr": 0.0}
     for pos, hit in enumerate(first_hit, start=1):
         if hit:

@@ -401,8 +401,9 @@ def score_runs(
     within: list[Run] | None = None,
 ) -> MethodResult:
     """Metrics of one method's ranked runs (one per question, best first): document-level
-    ranking and structure metrics for every question, evidence-level metrics for the
-    questions whose evidence resolves in their gold document."""
+    ranking and structure metrics for every question (the ranking metrics count every
+    relevant document of a question judged against several, ``Question.relevance``),
+    evidence-level metrics for the questions whose evidence resolves in their gold document."""
     docs = {d.id: d for d in bench.documents}
     ks = settings.ks
     per_query, cross, evidence_rows = [], [], []
@@ -410,7 +411,8 @@ def score_runs(
         settings.pieces.prime([c for run in runs for c, _ in run])
     for i, (q, run) in enumerate(zip(bench.questions, runs, strict=True)):
         gold = docs[q.gold_doc_id]
-        row = query_metrics(run, q.gold_doc_id, ks, gold_doc_section_ids=[s.id for s in gold.sections])
+        row = query_metrics(run, q.gold_doc_id, ks, gold_doc_section_ids=[s.id for s in gold.sections],
+                            relevance=q.relevance or None)
         per_query.append(row)
         if len(set(q.gold_section_types)) >= 2:
             cross.append({f"cross_section_recall@{k}": cross_section_recall_at_k(run, q.gold_doc_id, q.gold_section_types, k) for k in ks})

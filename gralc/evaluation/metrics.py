@@ -180,19 +180,24 @@ def query_metrics(
     ks: Sequence[int] = (1, 5, 10),
     gold_doc_section_ids: Iterable[str] | None = None,
     required_types: Iterable[str] | None = None,
+    relevance: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """All report metrics of one query with one gold document, keyed as the reports expect.
+    """All report metrics of one query, keyed as the reports expect.
 
     Always ``mrr``, ``ndcg@10``, ``recall@k`` and ``seccov_pairs@k`` for each k; with
     ``gold_doc_section_ids`` also ``seccov_doc@k`` / ``seccov_doc_frac@k``; with
-    ``required_types`` also ``cross_section_recall@k``.
+    ``required_types`` also ``cross_section_recall@k``. ``relevance`` (a question judged
+    against several documents, :meth:`Question.relevant_docs`): MRR, recall@k and the graded
+    nDCG@10 count every one of them; without it ``gold_doc_id`` is the one relevant
+    document. The structure metrics always look at ``gold_doc_id``.
     """
     docs = doc_ids_of(ranked_chunks)
-    out = {"mrr": reciprocal_rank(docs, gold_doc_id), "ndcg@10": ndcg_at_k(docs, gold_doc_id, 10)}
+    gold = relevance if relevance else gold_doc_id
+    out = {"mrr": reciprocal_rank(docs, gold), "ndcg@10": ndcg_at_k(docs, gold, 10)}
     sections = None if gold_doc_section_ids is None else list(gold_doc_section_ids)
     types = None if required_types is None else set(required_types)
     for k in ks:
-        out[f"recall@{k}"] = recall_at_k(docs, gold_doc_id, k)
+        out[f"recall@{k}"] = recall_at_k(docs, gold, k)
         out[f"seccov_pairs@{k}"] = float(seccov_pairs_at_k(ranked_chunks, k))
         if sections is not None:
             count, frac = seccov_doc_at_k(ranked_chunks, gold_doc_id, sections, k)

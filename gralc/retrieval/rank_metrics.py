@@ -5,22 +5,43 @@ Below training and evaluation alike, so validation during training (``val/mrr``,
 holds one id per retrieved item, best first; an id is whatever is relevant or not (a
 document id for the document-level metrics of :mod:`gralc.evaluation.metrics`, a chunk
 position for the evidence MRR of validation). Each gold id counts once, at its first
-position, so no metric can exceed 1. :mod:`gralc.evaluation.metrics` re-exports them with
+position, so no metric can exceed 1. Gold ids are one id, a collection of ids, or a mapping
+id -> graded relevance (> 0, as in TREC/BEIR qrels), which only nDCG weighs (linear gain, as
+trec_eval's ``ndcg_cut`` and ranx's ``ndcg`` do). :mod:`gralc.evaluation.metrics` re-exports them with
 the conventions of the reports.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 
-def gold_set(gold: Hashable | Iterable[Hashable]) -> set:
-    """Gold ids as a set; a single string is ONE id (never iterated character by character)."""
-    golds = {gold} if isinstance(gold, str) else set(gold)
-    if not golds:
+def gold_set(gold: Hashable | Iterable[Hashable] | Mapping[Hashable, float]) -> set:
+    """Gold ids as a set; a single string is ONE id (never iterated character by character);
+    a mapping id -> relevance gives its ids (every relevance must be > 0)."""
+    return set(gold_gains(gold))
+
+
+def gold_gains(gold: Hashable | Iterable[Hashable] | Mapping[Hashable, float]) -> dict:
+    """Gold id -> gain: a mapping's graded relevance, else 1.0 for every id.
+
+    >>> gold_gains({"d1": 2, "d2": 1})
+    {'d1': 2.0, 'd2': 1.0}
+    >>> gold_gains("d1")
+    {'d1': 1.0}
+    """
+    if isinstance(gold, Mapping):
+        gains = {g: float(v) for g, v in gold.items()}
+        bad = [g for g, v in gains.items() if not v > 0]
+        if bad:
+            raise ValueError(f"gold relevance must be > 0 (list only relevant ids), got "
+                             f"{ {g: gold[g] for g in bad[:3]} }")  # fmt: skip
+    else:
+        gains = dict.fromkeys([gold] if isinstance(gold, str) else gold, 1.0)
+    if not gains:
         raise ValueError("no gold ids given: a query needs at least one relevant id")
-    return golds
+    return gains
 
 
 def check_k(k: int) -> None:
@@ -65,22 +86,29 @@ def recall_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str]
     return len(golds.intersection(ranked_doc_ids[:k])) / len(golds)
 
 
-def ndcg_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str], k: int = 10) -> float:
-    """Binary nDCG@k with each gold document counted ONCE.
+def ndcg_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str] | Mapping[str, float],
+              k: int = 10) -> float:
+    """nDCG@k with each gold document counted ONCE; binary, or graded when ``gold_doc_ids``
+    maps ids to relevance.
 
-    DCG@k = sum over positions i = 1..k of gain_i / log2(i + 1), where gain_i = 1 if the chunk
-    at i is the FIRST retrieved chunk of a gold document, else 0 (later chunks of an already
-    seen gold document gain 0). IDCG@k = sum_{i=1..min(k, |gold|)} 1 / log2(i + 1), the DCG of
-    a run listing the gold documents first. nDCG@k = DCG@k / IDCG@k, always within [0, 1]
-    (reference pitfall 4: counting every chunk of the gold doc gave values above 1).
+    DCG@k = sum over positions i = 1..k of gain_i / log2(i + 1), where gain_i = the gold
+    document's relevance (1 for plain ids) if the chunk at i is the FIRST retrieved chunk of a
+    gold document, else 0 (later chunks of an already seen gold document gain 0). IDCG@k = the
+    DCG of a run listing the gold documents first, most relevant first. nDCG@k = DCG@k /
+    IDCG@k, always within [0, 1] (reference pitfall 4: counting every chunk of the gold doc
+    gave values above 1). Linear gain, as trec_eval's ``ndcg_cut`` and ranx's ``ndcg``.
+
+    >>> round(ndcg_at_k(["d9", "d1"], {"d1": 2, "d2": 1}, 10), 4)
+    0.4796
     """
     check_k(k)
-    golds = gold_set(gold_doc_ids)
+    gains = gold_gains(gold_doc_ids)
     seen: set[str] = set()
     dcg = 0.0
     for pos, d in enumerate(ranked_doc_ids[:k], start=1):
-        if d in golds and d not in seen:
+        if d in gains and d not in seen:
             seen.add(d)
-            dcg += 1.0 / math.log2(pos + 1)
-    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, len(golds)) + 1))
+            dcg += gains[d] / math.log2(pos + 1)
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
     return dcg / idcg

@@ -287,6 +287,25 @@ def test_offset_map_round_trips_spans() -> None:
     assert OffsetMap().to_doc(0) is None and OffsetMap([(10, 0, 5)]).span(12, 16) is None
 
 
+def test_a_title_given_apart_from_the_text() -> None:
+    """BEIR's corpus entries: the title is a field of its own; no line of the text is taken
+    as the title (a passage is often one line), an empty title means none, and the offset
+    map still maps the text's own offsets."""
+    raw = "Only one line of passage text.\n\nA second paragraph."
+    doc, omap = parse_plain_text(raw, "d", title="A title\nover two lines")
+    assert doc.title == "A title over two lines" and doc.text.startswith("A title over two lines\n\n")
+    assert [doc.text[p.start : p.end] for p in doc.paragraphs] == raw.split("\n\n")
+    for raw_start, doc_start, n in omap.segments:
+        assert doc.text[doc_start : doc_start + n] == raw[raw_start : raw_start + n]
+    untitled, _ = parse_plain_text(raw, "d", title="")
+    assert untitled.title == "" and untitled.text == raw and len(untitled.paragraphs) == 2
+    labelled, _ = parse_plain_text("Body.", "d", title="Abstract: not a label here")
+    assert labelled.title == "Abstract: not a label here" and labelled.paragraphs[0].section_id == "s0"
+    assert parse_plain_text("", "d", title="Title only")[0].text == "Title only"
+    with pytest.raises(DocumentParseError, match="no text"):
+        parse_plain_text(" \n", "d", title=" ")
+
+
 def test_parse_text_file_errors_and_encodings(tmp_path: Path) -> None:
     bad = tmp_path / "latin.txt"
     bad.write_bytes("Title\n\nCaf\u00e9 au lait.".encode("latin-1"))

@@ -69,6 +69,21 @@ def test_ndcg_by_hand_and_bounded() -> None:
     assert ndcg_at_k(["X"] * 10 + ["G"], "G", 10) == 0.0
 
 
+def test_graded_relevance_weighs_ndcg_only() -> None:
+    """A question judged against several documents (BEIR qrels): MRR and recall@k count every
+    relevant document, nDCG weighs them by relevance (linear gain, trec_eval's ndcg_cut)."""
+    gold = {"A": 2, "C": 1}
+    # A (2) at 2 -> 2/log2(3); C (1) at 3 -> 1/2; ideal: A at 1 (2), C at 2 (1/log2(3))
+    ideal = 2 + 1 / math.log2(3)
+    assert ndcg_at_k(["X", "A", "C"], gold, 10) == pytest.approx((2 / math.log2(3) + 0.5) / ideal)
+    assert ndcg_at_k(["A", "C"], {"A": 1, "C": 1}, 10) == ndcg_at_k(["A", "C"], {"A", "C"}, 10)
+    row = query_metrics([chunk("X", 0), chunk("C", 0)], "A", (1, 5), relevance=gold)
+    assert row["mrr"] == 0.5 and row["recall@5"] == 0.5 and row["recall@1"] == 0.0
+    assert row["ndcg@10"] == pytest.approx((1 / math.log2(3)) / ideal)
+    with pytest.raises(ValueError, match="> 0"):
+        ndcg_at_k(["A"], {"A": 1, "B": 0}, 10)
+
+
 def test_tie_break_is_score_then_ids_descending() -> None:
     a, b, c = chunk("d1", 0), chunk("d2", 0), chunk("d2", 1)
     ranked = rank_chunks([(a, 0.5), (b, 0.5), (c, 0.5), (chunk("d0", 0), 0.9)])

@@ -1,7 +1,8 @@
 """Fuzzing the readers of untrusted input (issue 45): no input may crash a parser.
 
 Hypothesis feeds generated inputs to the JATS reader, the plain-text/Markdown reader, the
-SQuAD reader and the question path (question files, PubMedQA, the question text itself):
+SQuAD reader, the BEIR folder reader and the question path (question files of every format,
+PubMedQA, the question text itself):
 random nesting of known JATS tags around random text, random bytes, random Unicode including
 unpaired surrogates and control characters, JSON of any shape and depth. Every input must end
 in a document whose offsets are exact, or in the project's own user error (a
@@ -9,8 +10,8 @@ in a document whose offsets are exact, or in the project's own user error (a
 ``RecursionError``, ``TypeError``, ``KeyError``, ``UnicodeEncodeError``, ...) fails the test.
 
 One CI run tries ``GRALC_FUZZ_EXAMPLES`` inputs per test (default :data:`CI_EXAMPLES` = 400:
-2 800 inputs over the 7 tests, about 30 s on two loaded cores); each test asserts how many it
-tried and the module prints the total (``fuzz: 2800 inputs tried (...)``). A longer campaign:
+3 600 inputs over the 9 tests, about 40 s on two loaded cores); each test asserts how many it
+tried and the module prints the total (``fuzz: 3600 inputs tried (...)``). A longer campaign:
 ``GRALC_FUZZ_EXAMPLES=20000 pytest tests/reliability/test_fuzz_readers.py`` (docs/fuzzing.md).
 """
 
@@ -27,8 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gralc.data.beir import beir_benchmarks
 from gralc.data.benchmarks import squad_benchmark
-from gralc.data.question_io import read_jsonl
+from gralc.data.question_io import QUERY_FORMATS, read_jsonl, read_queries
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.jats import parse_jats
 from gralc.documents.model import Document
@@ -37,7 +39,7 @@ from gralc.documents.pubmedqa import load_pqal
 from gralc.documents.question import clean_question_text
 from gralc.documents.squad import iter_squad_contexts, read_squad
 
-#: inputs per test in CI; the whole file then runs in about 30 s on two loaded cores
+#: inputs per test in CI; the whole file then runs in about 40 s on two loaded cores
 CI_EXAMPLES = 400
 EXAMPLES = int(os.environ.get("GRALC_FUZZ_EXAMPLES", CI_EXAMPLES))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
@@ -251,6 +253,50 @@ def question_lines(draw) -> bytes:
     return b"\n".join(lines) + draw(st.sampled_from([b"", b"\n", b"\r\n", b"\n\n"]))
 
 
+ID_KEYS = st.sampled_from(["_id", "id", "qid", "query_id", "title"])
+TEXT_KEYS = st.sampled_from(["text", "question", "query", "title"])
+TSV_CELLS = st.one_of(st.sampled_from(["qid", "text", "id", "query", "query-id", "corpus-id",
+                                       "score", "1", "0", "2", "-1", "1.5", "q1", "d1", " "]),
+                      any_text)  # fmt: skip
+
+
+@st.composite
+def query_files(draw) -> bytes:
+    """A question file of any format: JSON lines with any id/text keys, TSV-like rows, plain
+    lines, junk bytes, mixed."""
+    lines = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            line = json.dumps({draw(ID_KEYS): draw(st.one_of(st.integers(), any_text, json_any)),
+                               draw(TEXT_KEYS): draw(st.one_of(any_text, prose, json_any))})
+        elif kind == 1:
+            line = "\t".join(draw(st.lists(TSV_CELLS, min_size=1, max_size=4)))
+        elif kind == 2:
+            line = draw(st.one_of(prose, any_text))
+        elif kind == 3:
+            line = json.dumps(draw(json_any))
+        else:
+            lines.append(draw(st.binary(max_size=30)))
+            continue
+        lines.append(line.encode("utf-8", "surrogatepass"))
+    return b"\n".join(lines) + draw(st.sampled_from([b"", b"\n", b"\r\n"]))
+
+
+@st.composite
+def beir_corpora(draw) -> bytes:
+    """A BEIR corpus.jsonl: entries with odd values, repeated ids, junk lines."""
+    lines = []
+    for _ in range(draw(st.integers(0, 4))):
+        row = {"_id": draw(st.one_of(st.sampled_from(["d1", "d2", "1"]), st.integers(0, 3), json_any)),
+               "title": draw(st.one_of(st.none(), any_text, prose, json_any)),
+               "text": draw(st.one_of(plain_texts, any_text, json_any))}  # fmt: skip
+        kind = draw(st.integers(0, 9))
+        line = json.dumps(row) if kind > 1 else json.dumps(draw(json_any)) if kind else draw(any_text)
+        lines.append(line.encode("utf-8", "surrogatepass"))
+    return b"\n".join(lines) + b"\n"
+
+
 # ----- the readers -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def workdir():
@@ -289,11 +335,12 @@ def test_jats_reader_on_mutated_bytes():
 def test_plain_text_reader(workdir):
     @FUZZ
     @given(st.one_of(plain_texts, plain_texts, any_text, huge_lines),
-           st.sampled_from(["auto", "plain", "cord19", "markdown"]))  # fmt: skip
-    def fuzz(raw: str, fmt: str) -> None:
+           st.sampled_from(["auto", "plain", "cord19", "markdown"]),
+           st.one_of(st.none(), st.none(), any_text, st.sampled_from(TEXT_LINES)))  # fmt: skip
+    def fuzz(raw: str, fmt: str, title: str | None) -> None:
         TRIED["plain text"] += 1
         try:
-            doc, offsets = parse_plain_text(raw, "fuzz", fmt=fmt)
+            doc, offsets = parse_plain_text(raw, "fuzz", fmt=fmt, title=title)
         except DocumentParseError:
             return
         check_document(doc)
@@ -366,6 +413,56 @@ def test_question_files(workdir):
             (q.id + q.text + q.gold_doc_id + q.long_answer).encode("utf-8")
 
     run_counted("question files", fuzz)
+
+
+def test_question_files_of_every_format(workdir):
+    @FUZZ
+    @given(query_files(), st.sampled_from([".jsonl", ".tsv", ".txt", ".dat"]),
+           st.sampled_from([None, *QUERY_FORMATS]))  # fmt: skip
+    def fuzz(data: bytes, suffix: str, fmt: str | None) -> None:
+        TRIED["query files"] += 1
+        path = workdir / f"queries{suffix}"
+        path.write_bytes(data)
+        try:
+            queries = read_queries(path, fmt)
+        except (DocumentParseError, ValueError) as exc:
+            assert is_user_error(exc), repr(exc)
+            assert str(exc).startswith(str(path)) and "accepted:" in str(exc), str(exc)
+            return
+        ids = [qid for qid, _ in queries]
+        assert len(set(ids)) == len(ids)
+        for qid, text in queries:
+            assert qid and text.strip()
+            (qid + text).encode("utf-8")
+
+    run_counted("query files", fuzz)
+
+
+def test_beir_folders(workdir):
+    @FUZZ
+    @given(beir_corpora(), query_files(), st.lists(st.lists(TSV_CELLS, max_size=5).map("\t".join), max_size=5))
+    def fuzz(corpus: bytes, queries: bytes, qrels: list[str]) -> None:
+        TRIED["beir"] += 1
+        folder = workdir / "beir"
+        (folder / "qrels").mkdir(parents=True, exist_ok=True)
+        (folder / "corpus.jsonl").write_bytes(corpus)
+        (folder / "queries.jsonl").write_bytes(queries)
+        (folder / "qrels" / "test.tsv").write_bytes("\n".join(qrels).encode("utf-8", "surrogatepass"))
+        try:
+            bench, = beir_benchmarks(folder)
+        except (DocumentParseError, ValueError) as exc:
+            assert is_user_error(exc), repr(exc)
+            assert str(folder) in str(exc), str(exc)
+            return
+        by_id = {d.id: d for d in bench.documents}
+        for doc in bench.documents:
+            check_document(doc)
+        for q in bench.questions:
+            assert q.gold_doc_id in by_id and set(q.relevance) <= set(by_id)
+            assert all(g > 0 for g in q.relevance.values())
+            assert q.evidence_spans == [[0, len(by_id[q.gold_doc_id].text)]]
+
+    run_counted("beir", fuzz)
 
 
 def test_question_text_and_pubmedqa(workdir):
