@@ -35,8 +35,9 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-USER_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError,
-               ConnectionError)  # ConnectionError: a server we need cannot be reached (offline)
+#: a user's mistake or situation, not a bug (ConnectionError: a server we need cannot be reached)
+USER_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+               PermissionError, ValueError, ConnectionError)
 
 #: ``key=value``: a dotted name, ``=``, anything (``models=[a,b]``, ``+x.y=1``, ``data=squad``)
 SETTING = re.compile(r"^\+?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*=")

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("gralc.eval:main", "evaluate methods and trained models at the evidence level"),
     "export": ("gralc.export:main", "export a trained checkpoint or run folder for inference"),
     "soup": ("gralc.soup:main", "average checkpoints of one initialisation (a model soup)"),
+    "qrels": ("gralc.qrels:main", "write TREC qrels (evidence or document level) or a BEIR folder"),
     "shard": ("gralc.shard:main", "index a large corpus in shards (SLURM) and merge them"),
     "graph": ("gralc.graph:main", "show or build SemRAG's corpus knowledge graph"),
     "encoders": ("gralc.encoding.install.__main__:main",

@@ -188,14 +188,18 @@ class Pipeline:
 
 
 def load_documents_from(path: str | Path) -> list[Document]:
-    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, a
-    PubMedQA JSON file, or a SQuAD-format JSON file of whole articles (COVID-QA: one
-    document per context, as ``eval.py data=squad`` reads them)."""
+    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, a BEIR
+    folder (its ``corpus.jsonl``; or that file), a PubMedQA JSON file, or a SQuAD-format JSON
+    file of whole articles (COVID-QA: one document per context, as ``gralc eval data=squad``
+    reads them)."""
+    from gralc.documents.beir import is_beir_folder, read_beir_corpus
     from gralc.documents.corpus import load_corpus, parse_document
     from gralc.documents.pubmedqa import load_pqal
     from gralc.documents.squad import is_squad, load_squad_documents
 
     path = Path(path)
+    if is_beir_folder(path) or (path.name == "corpus.jsonl" and path.is_file()):
+        return read_beir_corpus(path / "corpus.jsonl" if path.is_dir() else path)[0]
     if path.is_dir():
         result = load_corpus(path)
         for skipped, reason in result.skipped:
@@ -203,7 +207,8 @@ def load_documents_from(path: str | Path) -> list[Document]:
         return result.documents
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} does not exist: pass a JATS/.txt/.md article, a directory of them, or ori_pqal.json"
+            f"{path} does not exist: pass a JATS/.txt/.md article, a folder of them, a BEIR folder, "
+            "ori_pqal.json or a SQuAD-format JSON"
         )
     if path.suffix == ".json":
         try:

@@ -40,6 +40,8 @@ def parser() -> CommandParser:
     p.add_argument("-k", type=int, default=10, help="hits per question (default 10)")
     p.add_argument("--queries", metavar="FILE",
                    help="search every question of a file (.jsonl, .tsv, .txt) or a BEIR folder")
+    p.add_argument("--queries-format", choices=("jsonl", "tsv", "text", "beir"), default=None,
+                   help="the --queries file's format (default: from its extension and content)")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="text (one question's default), json (one object per hit; with "
                         "--queries one line per question, the default), trec (a TREC run)")
@@ -99,11 +101,12 @@ def _main(argv: list[str]) -> int:
         p.error("give one question or --queries FILE")
     if args.k < 1:
         p.error(f"-k must be >= 1, got {args.k}")
+    from gralc.data.question_io import read_queries
     from gralc.documents.question import clean_question_text
 
     # a user's mistake propagates to gralc.cli.run: one message and exit 2 (--debug: traceback)
     if args.queries:
-        queries = read_queries(args.queries)
+        queries = read_queries(args.queries, args.queries_format)
     else:
         queries = [("1", clean_question_text(args.question, "the question argument"))]
     if not any(t.strip() for _, t in queries):
@@ -111,14 +114,16 @@ def _main(argv: list[str]) -> int:
     fmt = args.format or ("json" if args.queries else "text")
     retriever = load_index(args.index, keys["search"], args.model)
     if fmt == "trec":
-        from gralc.retrieval.trec import trec_lines
+        from gralc.retrieval.trec import doc_hits, write_trec_run
 
+        depth = args.k if args.level == "chunk" else max(10 * args.k, 100)  # k documents
         for start in range(0, len(queries), BATCH):
             part = queries[start : start + BATCH]
-            hits = retriever.search_batch([t for _, t in part], args.k)
-            for line in trec_lines([(qid, h) for (qid, _), h in zip(part, hits)], args.run_name,
-                                   args.level, args.k):
-                print(line)
+            found = retriever.search_batch([t for _, t in part], depth)
+            if args.level == "doc":
+                found = [doc_hits(h)[: args.k] for h in found]
+            write_trec_run([(qid, h) for (qid, _), h in zip(part, found)], sys.stdout,
+                           args.run_name, args.level)
         return 0
     if args.queries:
         for start in range(0, len(queries), BATCH):
@@ -138,33 +143,6 @@ def _main(argv: list[str]) -> int:
     else:
         print_text(hits)
     return 0
-
-
-def read_queries(path: str) -> list[tuple[str, str]]:
-    """``(id, question)`` of every line of a JSONL file; a bad line is a ValueError naming it."""
-    from gralc.documents.question import clean_question_text
-    from gralc.documents.textio import load_json
-
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"--queries {p}: no such file")
-    out = []
-    with open(p, encoding="utf-8", errors="strict") as f:
-        try:
-            lines = list(f)
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        obj = load_json(line, p, n)
-        text = obj.get("question", obj.get("text")) if isinstance(obj, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{p}:{n}: needs a non-empty \"question\" (or \"text\") string field")
-        out.append((str(obj.get("id", n)), clean_question_text(text, f"{p}:{n}")))
-    if not out:
-        raise ValueError(f"{p}: no questions")
-    return out
 
 
 def print_text(hits) -> None:
