@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gralc.config import PathsConfig, WandbConfig
 from gralc.data.benchmarks import DataConfig
@@ -20,8 +21,11 @@ from gralc.retrieval.graph_search import GraphConfig
 class EvalConfig:
     """``methods``: rows to run, by name (default: every row of
     ``gralc.evaluation.methods.DEFAULT_METHODS``, hybrids included);
-    ``models``: trained checkpoints or export dirs, each adding the rows ``gralc_kg`` and
-    ``gralc_graph`` (and their ``_hybrid`` rows); ``ks``: cut-offs (every row ranks to
+    ``models``: trained models (an export, a ``.ckpt`` or a run folder each), a list
+    (``models=[A]``: rows named ``gralc``; several: each named after its path) or a mapping
+    name -> model (``models={baseline: A, mine: B}``); each adds the rows ``NAME`` (the
+    product's search, what ``gralc search`` returns), ``NAME_cosine``, ``NAME_hybrid`` and
+    ``NAME_cosine_hybrid`` (:mod:`gralc.evaluation.trained_rows`); ``ks``: cut-offs (every row ranks to
     max(ks)); ``candidates``: depth searched before re-ranking; ``fusion``: the hybrid rows'
     fusion of BM25 and dense rankings; ``evidence``: the evidence hit rule and budgets;
     ``generation``: with ``enabled`` and an OpenAI-compatible endpoint, every row's top
@@ -38,7 +42,8 @@ class EvalConfig:
     data: DataConfig = field(default_factory=DataConfig)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     methods: list[str] = field(default_factory=lambda: [m.name for m in DEFAULT_METHODS])
-    models: list[str] = field(default_factory=list)
+    #: trained models: a list, or a mapping row name -> model (see the class docstring)
+    models: Any = None
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
     candidates: int = 100
     index: IndexConfig = field(default_factory=IndexConfig)

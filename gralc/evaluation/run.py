@@ -37,18 +37,78 @@ def output_dir(cfg: EvalConfig) -> Path:
     return Path(expand_run_dir(cfg.paths.output_dir or "results/{run_id}"))
 
 
+#: a model's row name: what a file name, a W&B key and a table cell can all carry
+MODEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+
+
+def named_models(cfg: EvalConfig) -> list[tuple[str, str]]:
+    """``(row name, model path)`` of every model of ``cfg.models``, checked before any work: a
+    list gives ``gralc`` for one model and a name after each path for several (the shortest
+    unique tail of the path: ``runs/a/export`` and ``runs/b/export`` are ``a_export`` and
+    ``b_export``); a mapping names them. Names must be unique, fit :data:`MODEL_NAME`, and
+    none of a model's rows (:func:`~gralc.evaluation.trained_rows.row_names`) may be another
+    row's name (a method's or another model's)."""
+    from gralc.evaluation.trained_rows import row_names
+
+    models = cfg.models if cfg.models is not None else []
+    if isinstance(models, str):
+        models = [models]
+    if isinstance(models, dict):
+        pairs = [(str(k), v) for k, v in models.items()]
+    elif isinstance(models, list | tuple):
+        pairs = _path_names([str(m) for m in models]) if len(models) > 1 else \
+            [("gralc", m) for m in models]
+    else:
+        raise ValueError(f"models={models!r}: give a list of models (models=[A,B]) or a mapping "
+                         "name -> model (models={baseline: A, mine: B})")
+    out = []
+    for name, path in pairs:
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"models: {name}: {path!r} is not a path to a trained model")
+        if not MODEL_NAME.match(name):
+            raise ValueError(f"models: the name {name!r} must start with a letter and hold only "
+                             "letters, digits, _ . -")
+        out.append((name, path))
+    seen: dict[str, str] = {m: f"the method {m}" for m in cfg.methods}
+    for name, path in out:
+        for row in row_names(name):
+            if row in seen:
+                raise ValueError(f"models: {name} ({path}) adds the row {row!r}, which is already "
+                                 f"{seen[row]}: name the models differently (models={{NAME: PATH, ...}})")
+            seen[row] = f"a row of the model {name} ({path})"
+    return out
+
+
+def _path_names(paths: list[str]) -> list[tuple[str, str]]:
+    """Names after paths: the shortest tail of path parts (joined by ``_``) unique among them."""
+    parts = [[re.sub(r"[^A-Za-z0-9_.-]+", "_", p) for p in Path(path).parts if p not in ("/", ".")]
+             for path in paths]
+    for n in range(1, max(map(len, parts), default=1) + 1):
+        names = ["_".join(p[-n:]) or "model" for p in parts]
+        if len(set(names)) == len(names):
+            break
+    names = [name if MODEL_NAME.match(name) else f"m_{name}" for name in names]
+    if len(set(names)) != len(names):
+        raise ValueError(f"models={paths}: two entries name the same model; give each once, or "
+                         "name them (models={a: PATH, b: PATH})")
+    return list(zip(names, paths))
+
+
 def check_reference(cfg: EvalConfig) -> None:
     """``significance.reference`` must name a row: an unknown name is refused (a typo), a known
-    row this run does not include is warned about (its gains table is left out)."""
-    from gralc.evaluation.trained_rows import ROWS
+    row this run does not include is warned about (its gains table is left out). A row name of
+    GraLC 0.1 (``gralc_graph``, ...) is read as today's (:data:`ROW_ALIASES`)."""
+    from gralc.evaluation.trained_rows import ROW_ALIASES, row_names
 
     reference = cfg.significance.reference
-    trained = [f"gralc_{r}" for r in ROWS]
-    if reference is None or reference in cfg.methods or (cfg.models and reference in trained):
+    if reference in ROW_ALIASES:
+        reference = cfg.significance.reference = ROW_ALIASES[reference]
+    trained = [row for name, _ in named_models(cfg) for row in row_names(name)]
+    if reference is None or reference in cfg.methods or reference in trained:
         return
-    if reference not in [m.name for m in DEFAULT_METHODS] + trained:
+    if reference not in [m.name for m in DEFAULT_METHODS] + row_names("gralc"):
         raise ValueError(f"significance.reference={reference}: no such row; name a method "
-                         f"({', '.join(cfg.methods)}) or significance.reference=null")
+                         f"({', '.join(cfg.methods)}), a model's row, or significance.reference=null")
     logger.warning("significance.reference=%s is not among this run's rows: no gains table "
                    "(add it to methods=[...] or choose another reference)", reference)
 
@@ -65,9 +125,11 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
     if cfg.generation.enabled and not cfg.generation.model:
         raise ValueError("generation.enabled=true needs generation.model (the endpoint's model "
                          "name) and generation.base_url; see configs/eval.yaml")
-    for model_path in cfg.models:  # validate before any encoding
+    models = named_models(cfg)  # validated before any encoding
+    for name, model_path in models:
         if not Path(model_path).exists():
-            raise FileNotFoundError(f"models=[{model_path}]: no such checkpoint or export folder")
+            raise FileNotFoundError(f"models: {name}={model_path}: no such checkpoint, export or "
+                                    "run folder")
     check_reference(cfg)
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
@@ -119,17 +181,19 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
                 write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
                 logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
                             result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
-            for i, model_path in enumerate(cfg.models):
+            for name, model_path in models:
                 from gralc.artefacts import model_digest
                 from gralc.evaluation.trained_rows import evaluate_trained
+                from gralc.model.persistence import resolve_model
 
-                row_file = out / "rows" / _file_name(f"{bench.name}__model{i}__{Path(model_path).name}.json")
+                model_path = str(resolve_model(model_path))  # a run folder: its selected model
+                row_file = out / "rows" / _file_name(f"{bench.name}__model__{name}.json")
                 model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too
                 if cfg.resume and (done := _read_saved(row_file, model_key, rows=True)) is not None:
-                    logger.info("%s / %s: kept from %s", bench.name, model_path, row_file)
+                    logger.info("%s / %s: kept from %s", bench.name, name, row_file)
                     results.extend(done)
                     continue
-                rows = evaluate_trained(model_path, bench, prepared, pipeline, settings)
+                rows = evaluate_trained(model_path, bench, prepared, pipeline, settings, prefix=name)
                 results.extend(rows)
                 write_json_atomic(row_file, {"settings": model_key, "rows": [asdict(r) for r in rows]})
         timings["total_s"] = time.perf_counter() - started
@@ -162,7 +226,7 @@ def run_inputs(cfg: EvalConfig) -> list[str]:
     """Every path a run reads (corpus, models, knowledge files, caches): the output folder may
     overlap none of them."""
     k = cfg.pipeline.knowledge
-    paths = [cfg.data.path, *cfg.models, k.vocabulary, k.tree_file,
+    paths = [cfg.data.path, *(path for _, path in named_models(cfg)), k.vocabulary, k.tree_file,
              *(v for v in to_dict(k.relations).values() if isinstance(v, str)),
              cfg.paths.cache_dir, cfg.pipeline.encoder.cache_dir]
     return [str(p) for p in paths if p]

@@ -1,11 +1,18 @@
-"""Evaluation rows of a trained model: ``gralc_kg`` (KG-infused chunks, cosine),
-``gralc_graph`` (the same chunks ranked by the model's own score, searched as the product
-searches: :class:`~gralc.retrieval.trained_search.TrainedSearch`, two stages unless
-``settings.search.exhaustive``), and each fused with BM25 over the same chunks
-(``gralc_kg_hybrid``, ``gralc_graph_hybrid``, the evaluation's ``fusion`` setting). Each row
-is a :class:`RankedRows` (or, for probes that hold every chunk's score, a
-:class:`TrainedSearcher`), scored through the :class:`~gralc.evaluation.methods.Scorer`
-protocol like every baseline row."""
+"""Evaluation rows of a trained model named ``NAME`` (``gralc`` unless the evaluation names
+its models):
+
+* ``NAME``: the product: the model's chunks ranked by its own score, searched as ``gralc
+  search`` searches (:class:`~gralc.retrieval.trained_search.TrainedSearch`, two stages
+  unless ``settings.search.exhaustive``); its ``ms_per_query`` is what one question costs
+  there (the median of single-question searches, ``k`` = 10, encoding included);
+* ``NAME_cosine``: the same KG-infused chunk vectors ranked by cosine alone;
+* ``NAME_hybrid`` and ``NAME_cosine_hybrid``: each fused with BM25 over the same chunks (the
+  evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini).
+
+GraLC 0.1 named them ``gralc_graph``, ``gralc_kg``, ``gralc_graph_hybrid`` and
+``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows` (or, for probes
+that hold every chunk's score, a :class:`TrainedSearcher`), scored through the
+:class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
 
 from __future__ import annotations
 
@@ -30,7 +37,24 @@ from gralc.retrieval.ranking import rank_chunks, rank_order
 from gralc.retrieval.trained_scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
-ROWS = ("kg", "graph", "kg_hybrid", "graph_hybrid")
+#: the row suffixes of a trained model (``""``: the product), in the order of GraLC 0.1's rows
+ROWS = ("cosine", "", "cosine_hybrid", "hybrid")
+PRODUCT = ""
+#: row names of GraLC 0.1 -> today's, so earlier result files and settings still read
+ROW_ALIASES = {"gralc_kg": "gralc_cosine", "gralc_graph": "gralc", "gralc_kg_hybrid": "gralc_cosine_hybrid",
+               "gralc_graph_hybrid": "gralc_hybrid"}
+#: questions timed one at a time for the product row's ms_per_query
+TIMED_QUESTIONS = 16
+
+
+def row_name(prefix: str, suffix: str) -> str:
+    """``NAME`` for the product row, ``NAME_SUFFIX`` for the others."""
+    return f"{prefix}_{suffix}" if suffix else prefix
+
+
+def row_names(prefix: str) -> list[str]:
+    """Every row a trained model named ``prefix`` adds (:data:`ROWS`)."""
+    return [row_name(prefix, s) for s in ROWS]
 
 
 def _top(chunks, scores: torch.Tensor, k: int):
@@ -130,10 +154,10 @@ def trained_rows(scores: TrainedScores, bench: Benchmark, settings: RunSettings,
     out = []
     for name in ROWS:
         searcher = TrainedSearcher(scores.chunks,
-                                   scores.cosine if name.startswith("kg") else scores.graph,
-                                   scores.lexical if name.endswith("_hybrid") else None,
+                                   scores.cosine if name.startswith("cosine") else scores.graph,
+                                   scores.lexical if name.endswith("hybrid") else None,
                                    settings.fusion, settings.fusion.candidates)
-        r = score_scorer(f"{prefix}_{name}", bench, scores.chunks, searcher, settings,
+        r = score_scorer(row_name(prefix, name), bench, scores.chunks, searcher, settings,
                          scores.timings)
         r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
         out.append(r)
@@ -178,7 +202,7 @@ def evaluate_trained(
     scorer = scorer or TrainedScorer.load(model_path)
     pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
     t0 = time.perf_counter()
-    chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
+    chunks = scorer.chunk(pipeline, prepared, strategy="gralc")
     search = searchable(scorer, pipeline, chunks, settings.search)
     return searched_rows(search, bench, settings, prefix, {"chunk_s": time.perf_counter() - t0})
 
@@ -201,7 +225,8 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
                   ) -> list[MethodResult]:
     """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
     ``graph`` its top hits and each question's gold document ranked by the same score,
-    ``kg`` the chunk vectors' cosine, ``_hybrid`` each fused with BM25."""
+    ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25 (module docstring);
+    ``rows``: the suffixes to score (:data:`ROWS`)."""
     index, chunks = search.index, search.index.chunks
     texts = [q.text for q in bench.questions]
     gold = [q.gold_doc_id for q in bench.questions]
@@ -219,7 +244,7 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
     unit = q.vectors.numpy() / np.linalg.norm(q.vectors.numpy(), axis=1, keepdims=True).clip(1e-12)
     kg_within = [_ranked([chunks[j] for j in r], np.asarray(index.vectors)[r] @ v) for r, v in zip(own, unit)]
     lexical = None
-    if any(name.endswith("_hybrid") for name in rows):
+    if any(name.endswith("hybrid") for name in rows):
         bm25 = search.lexical
         if bm25 is None or not bm25.chunks:  # none, or loaded for its scores only
             bm25 = BM25Index()
@@ -227,16 +252,37 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         lexical = bm25.search(texts, n)
     out = []
     for name in rows:
-        runs, within = (kg, kg_within) if name.startswith("kg") else (graph, graph_within)
-        row = RankedRows(runs, within, gold, lexical if name.endswith("_hybrid") else None,
+        runs, within = (kg, kg_within) if name.startswith("cosine") else (graph, graph_within)
+        row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
                          settings.fusion)
-        row_timings = dict(timings or {}, score_s=t_graph if name.startswith("graph") else 0.0)
-        r = score_scorer(f"{prefix}_{name}", bench, chunks, row, settings, row_timings)
+        row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
+        r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings)
         r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
-        if name == "graph":
+        if name == PRODUCT:
             r.metrics["search/candidates_per_question"] = search.candidates_per_question
+            # what one question costs the product (gralc search): not the batch above
+            r.timings["batch_ms_per_query"] = r.timings["ms_per_query"]
+            r.timings["ms_per_query"] = single_question_ms(search, texts)
         out.append(r)
     return out
+
+
+def single_question_ms(search, texts: list[str], k: int = 10) -> float:
+    """Median milliseconds of one question searched alone, as ``gralc search -k 10`` does
+    (encoding, candidates, decoding), over the first :data:`TIMED_QUESTIONS` questions after
+    one warm-up search."""
+    import statistics
+
+    sample = texts[:TIMED_QUESTIONS]
+    if not sample:
+        return 0.0
+    search.search_batch(sample[:1], k)  # warm-up: first-call allocations, lazy tables
+    times = []
+    for text in sample:
+        t0 = time.perf_counter()
+        search.search_batch([text], k)
+        times.append(1000 * (time.perf_counter() - t0))
+    return statistics.median(times)
 
 
 def own_pipeline(scorer: TrainedScorer, pipeline: Pipeline, prepared: list[PreparedDocument],

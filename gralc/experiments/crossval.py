@@ -18,7 +18,7 @@ Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its 
 variant: each fold's trained model with that part switched off after training (no retraining).
 ``--sentence-evidence W ...`` scores each fold's trained model (first variant) with sentence
 evidence (``model.sentence_evidence=W``, :mod:`gralc.model.sentence_evidence`): a
-``VARIANT+sent=W:gralc_graph`` row per weight, and ``VARIANT+sent=cv:gralc_graph`` with the
+``VARIANT+sent=W:gralc`` row per weight, and ``VARIANT+sent=cv:gralc`` with the
 weight chosen per fold by evidence MRR on that fold's dev split (its training folds' dev
 articles, searched against the training folds' articles only).
 
@@ -27,7 +27,7 @@ articles, searched against the training folds' articles only).
 
 ``--wise T ...`` scores each fold's model (first variant, with its dev-chosen sentence
 evidence) interpolated in weight space between its initial and selected checkpoints (WiSE-FT):
-a ``VARIANT+wise=T:gralc_graph`` row per T and ``+wise=cv`` with T chosen on the dev split.
+a ``VARIANT+wise=T:gralc`` row per T and ``+wise=cv`` with T chosen on the dev split.
 
 ``--extend-from DIR`` continues each fold's run of an earlier ``--out DIR`` up to ``--epochs``
 (copied first: DIR stays as it was; the earlier epochs still compete for the checkpoint):
@@ -163,7 +163,7 @@ def dev_side(bench, docs, variant: str, extra: list[str]):
 
 
 def graph_row_means(scorer, ckpt: str, bench, prepared, pipeline, settings, weight: float) -> dict:
-    """Means over ``bench``'s questions of the ``gralc_graph`` row with
+    """Means over ``bench``'s questions of the ``gralc`` (the product's search) row with
     ``model.sentence_evidence=weight`` (the scorer's model is restored afterwards)."""
     from dataclasses import replace
 
@@ -171,7 +171,7 @@ def graph_row_means(scorer, ckpt: str, bench, prepared, pipeline, settings, weig
     scorer.model.config = replace(base, sentence_evidence=weight)
     try:
         r = next(r for r in evaluate_trained(ckpt, bench, prepared, pipeline, settings, scorer=scorer)
-                 if r.method.endswith("_graph"))
+                 if r.method == "gralc")
     finally:
         scorer.model.config = base
     rows = [q for q in r.per_query if "ev_mrr" in q]
@@ -191,7 +191,7 @@ def choose_sentence_evidence(scorer, ckpt: str, dev, prepared, pipeline, setting
 
 def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, bench,
                            prepared, pipeline, settings) -> dict[str, dict]:
-    """Fold means of ``gralc_graph`` with each ``--sentence-evidence`` weight on the held-out
+    """Fold means of ``gralc`` (the product's search) with each ``--sentence-evidence`` weight on the held-out
     fold, plus ``cv``: the weight with the best evidence MRR on the fold's dev split (inside
     its training folds, searched against the training folds' articles only)."""
     side = cv_side(bench, args.folds, fold, args.seed, "train")
@@ -201,10 +201,10 @@ def sentence_evidence_rows(args, fold: int, variant: str, trained, ckpt: str, be
     logger.warning("fold %d: sentence evidence chosen on dev: %g (dev ev MRR %s)", fold, chosen,
                    {f"{w:g}": round(v, 4) for w, v in dev_mrr.items()})
     test = cv_side(bench, args.folds, fold, args.seed, "test")
-    out = {f"{variant}+sent={w:g}:gralc_graph":
+    out = {f"{variant}+sent={w:g}:gralc":
            graph_row_means(trained, ckpt, test, prepared, pipeline, settings, w)
            for w in args.sentence_evidence}
-    out[f"{variant}+sent=cv:gralc_graph"] = {**out[f"{variant}+sent={chosen:g}:gralc_graph"],
+    out[f"{variant}+sent=cv:gralc"] = {**out[f"{variant}+sent={chosen:g}:gralc"],
                                              "chosen": chosen}
     return out
 
@@ -220,7 +220,7 @@ def interpolated_checkpoint(initial: str, trained: str, t: float, out: Path) -> 
 
 def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, prepared,
               pipeline, settings) -> dict[str, dict]:
-    """Fold means of ``gralc_graph`` (sentence evidence ``weight``) for the models interpolated
+    """Fold means of ``gralc`` (the product's search) (sentence evidence ``weight``) for the models interpolated
     between the fold's initial and selected checkpoints at each ``--wise`` t, plus ``cv``: the t
     with the best evidence MRR on the fold's dev split."""
     from gralc.retrieval.trained_scorer import TrainedScorer
@@ -235,12 +235,12 @@ def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, pr
         scorer = TrainedScorer.load(path)
         _, mrr = choose_sentence_evidence(scorer, path, dev, prepared, pipeline, settings, [weight])
         dev_mrr[t] = mrr[weight]
-        out[f"{variant}+wise={t:g}:gralc_graph"] = graph_row_means(
+        out[f"{variant}+wise={t:g}:gralc"] = graph_row_means(
             scorer, path, test, prepared, pipeline, settings, weight)
     chosen = max(sorted(dev_mrr), key=lambda t: dev_mrr[t])
     logger.warning("fold %d: interpolation t chosen on dev: %g (dev ev MRR %s)", fold, chosen,
                    {f"{t:g}": round(v, 4) for t, v in dev_mrr.items()})
-    out[f"{variant}+wise=cv:gralc_graph"] = {**out[f"{variant}+wise={chosen:g}:gralc_graph"],
+    out[f"{variant}+wise=cv:gralc"] = {**out[f"{variant}+wise={chosen:g}:gralc"],
                                              "chosen": chosen}
     return out
 
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             model.config = replace(model.config, sentence_evidence=w)
             r = next(r for r in evaluate_trained("", bench, prepared, base_pipe, settings,
                                                  scorer=TrainedScorer(model, cfg.pipeline))
-                     if r.method.endswith("_graph"))
+                     if r.method == "gralc")
             table[f"init:{variant}+sent={w:g}:{r.method}"] = {
                 "folds": fold_means(r.per_query, bench.questions, fold_of, args.folds)}
     for variant in args.variants if args.train else []:
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, means in sentence_evidence_rows(args, k, variant, trained, ckpt, bench,
                                                           prepared, base_pipe, settings).items():
                     per_fold.setdefault(name, []).append(means)
-                weight = per_fold[f"{variant}+sent=cv:gralc_graph"][-1]["chosen"]
+                weight = per_fold[f"{variant}+sent=cv:gralc"][-1]["chosen"]
             if args.wise and variant == args.variants[0]:
                 for name, means in wise_rows(args, k, variant, ckpt, weight, bench, prepared,
                                              base_pipe, settings).items():
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("%s fold %d done (%.0f s)", variant, k, time.perf_counter() - t0)
         for name, folds in per_fold.items():
             table[name] = {"folds": folds, "s_per_epoch": statistics.fmean(epochs) if epochs else None}
-            if name.endswith(("+sent=cv:gralc_graph", "+wise=cv:gralc_graph")):
+            if name.endswith(("+sent=cv:gralc", "+wise=cv:gralc")):
                 print(f"{name}: chosen on dev per fold: {[f.pop('chosen') for f in folds]}")
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "

@@ -4,7 +4,7 @@ three entry points a user has, which must rank alike:
 1. ``python -m gralc.index covidqa_dev.json --model EXPORT`` then ``python -m gralc.search``
    (the CLI for ``--cli-questions`` questions; ``Retriever.load(...).search``, the code it
    runs, for every question);
-2. ``python eval.py data=squad models=[EXPORT]`` (its ``gralc_graph`` row's top 20).
+2. ``python eval.py data=squad models=[EXPORT]`` (its ``gralc`` row's top 20).
 
 Prints the learned values, the eval row's evidence metrics and how many questions rank
 identically (top 20 chunk ids) through the index and through eval.py.
@@ -150,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
        f"paths.output_dir={out / 'eval'}", "paths.force=true", f"paths.cache_dir={args.cache_dir}",
        *[o for o in args.set if o.startswith("pipeline.knowledge.")])
     rows = [json.loads(line) for line in (out / "eval" / "per_query.jsonl").open()]
-    evaluated = {r["question_id"]: r["top"] for r in rows if r["method"] == "gralc_graph"}
+    evaluated = {r["question_id"]: r["top"] for r in rows if r["method"] == "gralc"}
     payload = json.loads((out / "eval" / "metrics.json").read_text())
-    metrics = next(rows["gralc_graph"] for name, rows in payload.items() if name != "run")
+    metrics = next(rows["gralc"] for name, rows in payload.items() if name != "run")
     from gralc.inference import Retriever
 
     retriever = Retriever.load(index)
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
              else f"{args.epochs} epochs on all {len(bench.documents)} articles, {t_train:.0f} s"))
     print(f"selected: {result['selected']}; learned values: "
           + ", ".join(f"{k}={v:.4f}" for k, v in result["learned_values"].items()))
-    print("eval.py gralc_graph: " + ", ".join(
+    print("gralc eval's gralc row: " + ", ".join(
         f"{k} {metrics[k]:.4f}" for k in ("ev_mrr", "ev_recall@5", "ev_recall@512wp", "wa_ndcg@10", "mrr")))
     print(f"identical top-20 through gralc.index + Retriever.search: {same_api}/{len(bench.questions)}; "
           f"through the gralc.search CLI: {same_cli}/{min(args.cli_questions, len(bench.questions))}")

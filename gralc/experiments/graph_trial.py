@@ -4,7 +4,7 @@ and off, five folds by article, paired bootstrap over held-out articles.
 For each fold of a ``gralc.experiments.crossval`` run trained with the full MeSH 2024 graph (``--run``,
 e.g. ``results/cv_late_mesh/lora_lexical_small_late``), the fold's selected model with the
 export settings of record (W = 0.3, M = 0.8, g = 0.05, cuts at sentence starts) chunks the
-held-out articles and searches their questions with the product's search (``gralc_graph``:
+held-out articles and searches their questions with the product's search (``gralc``:
 two stages, token codes). Rows:
 
 * ``full graph``: the model as trained (GAT fusion, kg_prox with the learned beta, entity
@@ -121,8 +121,8 @@ def chunked(scorer: TrainedScorer, pipe: Pipeline, prepared, search: CandidateCo
 
 
 def row(search: TrainedSearch, side, settings, metrics=METRICS) -> dict:
-    """Per-question values (questions with evidence) of the ``gralc_graph`` row."""
-    r = searched_rows(search, side, replace(settings, search=search.config), rows=("graph",))[0]
+    """Per-question values (questions with evidence) of the ``gralc`` row."""
+    r = searched_rows(search, side, replace(settings, search=search.config), rows=("",))[0]
     kept = [q for q in r.per_query if "ev_mrr" in q]
     return {"questions": {m: [float(q.get(m, float("nan"))) for q in kept] for m in metrics},
             "articles": [q["gold_doc_id"] for q in kept]}

@@ -2,7 +2,7 @@
 
 For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``, e.g.
 ``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
-(``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc_graph`` row does, with sentence
+(``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc`` row does, with sentence
 evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
 ``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; the product's own
 chunk tokens, question word-pieces and MaxSim; a check asserts the model's ``score_all``

@@ -5,7 +5,7 @@ For each fold of a ``gralc.experiments.crossval`` run (``--run``: a variant fold
 record ``results/cv_soup_mesh/lora_lexical_small_late``), the fold's selected model with the
 export settings of record (``--sentence-evidence 0.3 --late-interaction 0.8 --phrase-weight
 0.05 --cut-unit sentence``) chunks all 49 articles once; its held-out questions are then
-searched four ways, the ``gralc_graph`` row of eval.py each time:
+searched four ways, the ``gralc`` row of eval.py each time:
 
 * ``exhaustive, float16``: every chunk scored, exact token vectors (the product before two
   stages);
@@ -75,7 +75,7 @@ def fold_rows(scorer: TrainedScorer, test, base_pipe: Pipeline, settings, search
         for stage, config in (("exhaustive", CandidateConfig(exhaustive=True)), ("two-stage", search)):
             s = searchable(scorer, pipe, chunks, config)
             t0 = time.perf_counter()
-            row = searched_rows(s, test, replace(settings, search=config), rows=("graph",))[0]
+            row = searched_rows(s, test, replace(settings, search=config), rows=("",))[0]
             seconds = time.perf_counter() - t0
             kept = [q for q in row.per_query if "ev_mrr" in q]
             out[f"{stage}, {tokens}"] = {

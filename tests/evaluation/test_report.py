@@ -14,7 +14,7 @@ from gralc.evaluation.plots import write_plots
 from gralc.evaluation.report import PAPER_REFERENCE, format_table, markdown_tables, write_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-METHODS = ("naive", "semantic", "gralc_kg")
+METHODS = ("naive", "semantic", "gralc_cosine")
 
 
 def result(method: str, bench: str, base: float, with_sections: bool = True) -> MethodResult:
@@ -61,8 +61,8 @@ def test_write_report_files(tmp_path):
     assert {"benchmark", "method", "mrr", "recall@1", "recall@5", "recall@10", "ndcg@10", "seccov_pairs@5",
             "seccov_doc_frac@20", "cross_section_recall@20", "n_questions", "chunks.n_chunks",
             "chunks.tokens_mean", "time.ms_per_query"} <= set(rows[0])
-    kg_pmc = next(r for r in rows if r["benchmark"] == "pmc[full]" and r["method"] == "gralc_kg")
-    assert float(kg_pmc["mrr"]) == pytest.approx(0.75) and float(kg_pmc["chunks.n_chunks"]) == 180
+    kg_pmc = next(r for r in rows if r["benchmark"] == "pmc[full]" and r["method"] == "gralc_cosine")
+    assert float(kg_pmc["mrr"]) == pytest.approx(0.75) and float(kg_pmc["chunks.n_chunks"]) == 220
     assert next(r for r in rows if r["benchmark"] == "pubmedqa[all]")["seccov_pairs@5"] == ""
 
     lines = (tmp_path / "per_query.jsonl").read_text().splitlines()
@@ -90,7 +90,7 @@ def test_table1_paper_and_delta_columns():
     cells = {r.split("|")[1].strip(): [c.strip() for c in r.strip("|").split("|")] for r in rows}
     assert cells["naive"][1:4] == ["0.5000", "0.9787", "-0.4787"]
     assert cells["semantic"][1:4] == ["0.6000", "0.9802", "-0.3802"]
-    assert cells["gralc_kg"][1:4] == ["**0.7000**", "0.9687", "-0.2687"]  # best MRR in bold
+    assert cells["gralc_cosine"][1:4] == ["**0.7000**", "0.9687", "-0.2687"]  # best MRR in bold
     assert cells["semantic"][-2:] == ["180", "50.6"]
 
 
@@ -114,7 +114,7 @@ def test_table4_and_table5_long_format():
     intro_sem = next(r for r in t4.splitlines() if r.startswith("| pmc[introduction] | semantic"))
     assert "| 0.6500 | 0.4880 | +0.1620 |" in intro_sem  # base 0.65, paper 0.488
     t5 = md.split("## Table 5 style")[1].split("##")[0]
-    full_kg = next(r for r in t5.splitlines() if r.startswith("| pmc[full] | gralc_kg"))
+    full_kg = next(r for r in t5.splitlines() if r.startswith("| pmc[full] | gralc_cosine"))
     # seccov pairs@5 = 1 + 10 * 0.7, paper 4.46; CS R@20 = 0.7 / 3
     assert "8.00" in full_kg and "4.46" in full_kg and "+3.5400" in full_kg and "0.2333" in full_kg
 
@@ -205,7 +205,7 @@ def test_a_reference_that_is_no_row_is_refused_and_one_not_run_is_warned(caplog)
     cfg.significance.reference = "bm25"
     check_reference(cfg)
     assert "not among this run's rows" in caplog.text
-    cfg.significance.reference = "gralc_graph"
+    cfg.significance.reference = "gralc_graph"  # GraLC 0.1's name of the gralc row
     cfg.models = ["some/export"]
     check_reference(cfg)  # a trained row of the given model
     with pytest.raises(ValueError, match="significance.level=1.5"):

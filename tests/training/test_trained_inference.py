@@ -88,7 +88,7 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
     prepared = pipeline.prepare(bench.documents, progress=False)
     settings = RunSettings((1, 5), pieces=PieceCounter(pipeline.encoder.tokenizer))
     rows = evaluate_trained("", bench, prepared, pipeline, settings, scorer=scorer)
-    assert [r.method for r in rows] == ["gralc_kg", "gralc_graph", "gralc_kg_hybrid", "gralc_graph_hybrid"]
+    assert [r.method for r in rows] == ["gralc_cosine", "gralc", "gralc_cosine_hybrid", "gralc_hybrid"]
     for r in rows:
         assert all(len(q["top"]) == 5 for q in r.per_query)  # every row ranks to max(ks)
         assert r.metrics["n_evidence_questions"] == 6

@@ -389,7 +389,7 @@ PHRASE_AND_SENTENCE_CUTS = {"phrase_weight": 0.2, "cut_unit": "sentence"}
                                                          ("lexical_run", 0.3, 0.4, PHRASE_AND_SENTENCE_CUTS)])
 def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, late, extra, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
-    models=[...] (its gralc_graph row) return the same ranking for a question (with the
+    models=[...] (its gralc row) return the same ranking for a question (with the
     lexical term too: BM25 saved with the index; exported with sentence evidence: the
     sentence units saved with the index; with late interaction: the token vectors; with a
     term-pair BM25 and cuts at sentence starts only: the term-pair BM25 in ``phrase/``)."""
@@ -423,7 +423,7 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
     rows = evaluate_trained(out, bench, pipeline.prepare(bench.documents, progress=False), pipeline,
                             RunSettings((1, 10), pieces=PieceCounter(pipeline.encoder.tokenizer)),
                             scorer=scorer)
-    graph = next(r for r in rows if r.method == "gralc_graph")
+    graph = next(r for r in rows if r.method == "gralc")
     evaluated = [q["top"] for q in graph.per_query]
     assert searched == evaluated and all(len(s) == 10 for s in searched)
     if extra:  # an index that lost its term-pair BM25 says what is missing and the fix
