@@ -14,7 +14,7 @@ import logging
 import sys
 
 from gralc.artefacts import OutputDirError
-from gralc.cli import run
+from gralc.cli import configure_output, pop_verbose, run
 from gralc.config import load_config
 from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.run import evaluate, print_tables
@@ -41,9 +41,8 @@ class EvalKeysFilter(logging.Filter):
 
 
 def main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("bm25s", "matplotlib", "PIL", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    verbose, argv = pop_verbose(argv)  # -v / -vv beside the key=value settings
+    configure_output(verbose)
     artefacts_log = logging.getLogger("gralc.artefacts")
     if not any(isinstance(f, EvalKeysFilter) for f in artefacts_log.filters):
         artefacts_log.addFilter(EvalKeysFilter())

@@ -16,17 +16,17 @@ Config schema: gralc/training/config.py; defaults: configs/train.yaml.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 
-from gralc.cli import run
+from gralc.cli import configure_output, pop_verbose, run
 from gralc.config import load_config
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
 
 def main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    verbose, argv = pop_verbose(argv)  # -v / -vv beside the key=value settings
+    configure_output(verbose)
     cfg = load_config(TrainConfig, "configs/train.yaml", argv)
     result = train(cfg)
     print(json.dumps(result, indent=2))

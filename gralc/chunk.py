@@ -30,7 +30,7 @@ from gralc.chunking.quality import (
     recommendation_evidence_linking_rate,
     semantic_coherence,
 )
-from gralc.cli import pipeline_overrides
+from gralc.cli import add_verbose_flag, configure_output, pipeline_overrides
 from gralc.documents.model import Document
 
 
@@ -177,7 +177,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--vocabulary", default=None, help="MeSH/UMLS vocabulary (default: demo)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="encoder id or folder")
     parser.add_argument("--pmid", default=None, help="PubMedQA entry (default: the first)")
+    add_verbose_flag(parser)
     args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
+    configure_output(args.verbose)
     if args.strategy == "list":
         for name, text in strategy_descriptions().items():
             print(f"{name}\t{text}")

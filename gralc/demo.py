@@ -9,12 +9,12 @@ trained model and ends with the evaluation tables. A few minutes on a 2-core CPU
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from rich.console import Console
 from rich.table import Table
 
+from gralc.cli import add_verbose_flag, configure_output
 from gralc.data.demo import demo_articles
 from gralc.documents.__main__ import inspect as inspect_document
 from gralc.documents.imrad import is_imrad
@@ -128,8 +128,9 @@ STAGES = ("documents", "train", "evaluate")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", nargs="*", default=list(STAGES), choices=STAGES)
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -16,7 +16,7 @@ from dataclasses import fields
 
 from omegaconf import OmegaConf
 
-from gralc.cli import add_debug_flag, run
+from gralc.cli import add_debug_flag, add_verbose_flag, configure_output, run
 from gralc.model.persistence import (  # noqa: F401  (load_* re-exported for scripts)
     ADAPTER_DIR,
     ENCODER_DIR,
@@ -66,7 +66,9 @@ def _main(argv: list[str]) -> int:
                         help="where the hard cuts of the learned boundary scores may fall "
                              "(pipeline.chunking.boundary.cut_unit); default: the checkpoint's")
     add_debug_flag(parser)
+    add_verbose_flag(parser)
     args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
+    configure_output(args.verbose)
     settings = ScoringConfig.from_dict(scoring_settings(args))
     # a user's mistake (OutputDirError included) propagates to gralc.cli.run: one message and
     # exit 2 (--debug: its traceback)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from gralc.artefacts import check_output_dir, output_lock, write_artefact
-from gralc.cli import pipeline_overrides
+from gralc.cli import add_verbose_flag, configure_output, pipeline_overrides
 from gralc.config import load_config
 from gralc.retrieval.graph_search import GraphConfig, GraphIndex
 
@@ -116,8 +116,9 @@ def _main(argv: list[str]) -> int:
     ap.add_argument("--out", help="save the graph folder of a corpus here")
     ap.add_argument("--force", action="store_true",
                     help="--out holds other files: move them aside to OUT.replaced-<time>")
+    add_verbose_flag(ap)
     args = ap.parse_intermixed_args(argv)  # key=value anywhere on the line
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     source = Path(args.source)
     graph_keys = [o.removeprefix("graph.") for o in args.overrides if o.startswith("graph.")]
     graph_cfg = load_config(GraphConfig, None, graph_keys)

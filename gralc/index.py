@@ -14,11 +14,10 @@ graph with each indexed batch and saves it, with its communities and reports, in
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from gralc.artefacts import check_output_dir, output_lock
-from gralc.cli import add_debug_flag, pipeline_overrides, run
+from gralc.cli import add_debug_flag, add_verbose_flag, configure_output, pipeline_overrides, run
 from gralc.config import load_config
 from gralc.inference import SEARCHERS, Retriever
 from gralc.retrieval.candidates import CandidateConfig
@@ -61,8 +60,9 @@ def _main(argv: list[str]) -> int:
                                         "(a folder of `python -m gralc.shard_index codec`) instead of "
                                         "training one on the corpus's first tokens")
     add_debug_flag(parser)
+    add_verbose_flag(parser)
     args = parser.parse_intermixed_args(argv)  # key=value anywhere on the line
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     # a user's mistake (FileNotFoundError / ValueError, OutputDirError included) propagates to
     # the boundary of gralc.cli.run: one message and exit 2, or its traceback with --debug
     overrides = pipeline_overrides(args.overrides)

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from gralc.cli import add_debug_flag, run
+from gralc.cli import add_debug_flag, add_verbose_flag, configure_output, run
 from gralc.documents.question import clean_question_text
 from gralc.documents.textio import load_json
 from gralc.inference import Retriever
@@ -88,7 +88,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--search", nargs="+", default=[], metavar="key=value",
                         help="a trained model's search settings, e.g. exhaustive=true dense=200")
     add_debug_flag(parser)
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    configure_output(args.verbose)
     if (args.question is None) == (args.queries is None):
         parser.error("give one question or --queries FILE.jsonl")
     if args.k < 1:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gralc.artefacts import check_output_dir, output_lock, write_artefact
-from gralc.cli import pipeline_overrides
+from gralc.cli import add_verbose_flag, configure_output, pipeline_overrides
 from gralc.documents.corpus import corpus_files
 from gralc.inference import (
     CONCEPTS_DIR,
@@ -282,12 +282,14 @@ def _main(argv: list[str]) -> int:
     m.add_argument("--shards", nargs="+", required=True, help="shard directories (any order)")
     m.add_argument("--out", required=True, help="merged index directory to write")
     m.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
+    for sub_parser in (b, c, m):
+        add_verbose_flag(sub_parser)
     # key=value settings anywhere on the line (argparse cannot intermix with sub-commands)
     settings = [a for a in argv[1:] if argv and argv[0] == "build" and OVERRIDE.match(a)]
     args = p.parse_args([a for a in argv if a not in settings])
     if args.command == "build":
         args.overrides = [*settings, *args.overrides]
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     if args.command == "build":
         r = build_shard(args.corpus, args.shard, args.num_shards, args.out, args.strategy,
                         IndexConfig(kind=args.index), force=args.force,

@@ -9,10 +9,9 @@ vocabulary, ~470 MB as float32; ``e5-small-enpt``: English + Portuguese pruned v
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
-from gralc.cli import add_debug_flag, run
+from gralc.cli import add_debug_flag, add_verbose_flag, configure_output, run
 from gralc.encoding.install import INSTALL_NAMES, install_encoder
 from gralc.encoding.models import encoder_cache_root
 
@@ -36,8 +35,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--force", action="store_true",
                         help="--out holds other files: move them aside to OUT.replaced-<time>")
     add_debug_flag(parser)
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     out = args.out or encoder_cache_root() / INSTALL_NAMES[args.encoder]
     folder = install_encoder(args.encoder, out, force=args.force)
     print(f"{folder}\nuse it with encoder.model={folder}"
