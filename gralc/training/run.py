@@ -77,7 +77,7 @@ import pytorch_lightning as pl
 import torch
 from filelock import FileLock
 from lightning_fabric.plugins.environments import SLURMEnvironment
-from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint, TQDMProgressBar
 from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 from tqdm.contrib.logging import logging_redirect_tqdm
@@ -361,9 +361,10 @@ def wandb_run_id(out: Path) -> str:
 
 
 def progress_bar(setting: bool | None) -> bool:
-    """``trainer.enable_progress_bar``: None (the default) draws Lightning's bar only when
-    stderr is a terminal, never into a log file; true / false: always / never."""
-    return sys.stderr.isatty() if setting is None else bool(setting)
+    """``trainer.enable_progress_bar``: None (the default) draws Lightning's bar only on a
+    terminal (it writes to stdout; the log lines go to stderr), never into a log file or the
+    result JSON train.py prints; true / false: always / never."""
+    return sys.stdout.isatty() and sys.stderr.isatty() if setting is None else bool(setting)
 
 
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
@@ -592,8 +593,11 @@ def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callbac
     initial_path, initial_score = (
         _initial_record(out, monitor) if cfg.trainer.validate_before_fit and dev else (None, None)
     )
-    # log lines (one per epoch) above a progress bar, not through it
-    bar = logging_redirect_tqdm() if trainer.progress_bar_callback is not None else nullcontext()
+    # log lines (one per epoch) above a progress bar, not through it: Lightning's Rich bar (its
+    # default where rich is installed) takes what is written to sys.stderr above it, tqdm's
+    # needs its write
+    tqdm_bar = isinstance(trainer.progress_bar_callback, TQDMProgressBar)
+    bar = logging_redirect_tqdm() if tqdm_bar else nullcontext()
     with warnings.catch_warnings(), bar:
         if encoder is not None:  # LoraEncoder keeps its frozen transformer in eval mode on purpose
             warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode")
