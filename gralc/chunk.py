@@ -111,13 +111,28 @@ def chunk_document(
 ) -> tuple[PreparedDocument, list[Chunk]]:
     """Prepare (encode + link) ``doc`` and chunk it; ``decoder``: the structure-aware one
     (None: the pipeline's ``chunking.boundary.decoder``)."""
+    prepared = pipeline.prepare([doc], progress=False)[0]
+    return prepared, make_chunker(pipeline, strategy, decoder).chunk(prepared)
+
+
+def make_chunker(pipeline, strategy: str, decoder: str | None = None):
+    """The ``strategy`` chunker of ``pipeline``'s chunking settings (``decoder``: the
+    structure-aware one; None: the pipeline's ``chunking.boundary.decoder``)."""
     from gralc.pipeline import build_chunker
 
     cfg = pipeline.config.chunking
     if decoder is not None:
         cfg = dataclasses.replace(cfg, boundary=dataclasses.replace(cfg.boundary, decoder=decoder))
-    prepared = pipeline.prepare([doc], progress=False)[0]
-    return prepared, build_chunker(strategy, pipeline.encoder, cfg).chunk(prepared)
+    return build_chunker(strategy, pipeline.encoder, cfg)
+
+
+def boundary_signals(pipeline, prepared: PreparedDocument, strategy: str, decoder: str | None = None):
+    """The per-token boundary signals a strategy cuts on (structure-aware, DP over sentences),
+    for ``--plot``; None for a strategy without them."""
+    chunker = make_chunker(pipeline, strategy, decoder)
+    if not hasattr(chunker, "signals"):
+        return None
+    return chunker.signals(prepared, chunker.tokens(prepared))
 
 
 def chunk_with_model(model: str, doc: Document, overrides: tuple[str, ...] = ()
@@ -251,8 +266,9 @@ def _main(argv: list[str]) -> int:
     if args.plot:
         from gralc.chunking.plots import plot_boundaries
 
-        print(f"boundary scores drawn: {plot_boundaries(prepared, chunks, args.plot)}",
-              file=sys.stderr if args.format == "jsonl" else sys.stdout)
+        signals = None if args.model else boundary_signals(pipeline, prepared, args.strategy, args.decoder)
+        drawn = plot_boundaries(prepared, chunks, args.plot, signals=signals)
+        print(f"boundary scores drawn: {drawn}", file=sys.stderr if args.format == "jsonl" else sys.stdout)
     return 0
 
 

@@ -8,7 +8,6 @@ trained model and ends with the evaluation tables. A few minutes on a 2-core CPU
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import TYPE_CHECKING
 
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from gralc.cli import CommandParser
+    from gralc.cli import CommandParser, configure_output
 
     parser = CommandParser("gralc demo", description=__doc__.split("\n\n")[1].replace("\n", " "),
                            takes_settings=False)
@@ -152,7 +151,7 @@ def _main(argv: list[str]) -> int:
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         parser.error(f"--stages: unknown {', '.join(unknown)}; choose from {', '.join(STAGES)}")
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_output(args.verbose)
     checkpoint = None
     if "documents" in stages:
         documents_stage()

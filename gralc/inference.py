@@ -22,11 +22,14 @@ import json
 import logging
 import os
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gralc.artefacts import model_digest, verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
@@ -118,6 +121,7 @@ class Retriever:
         graph: GraphConfig | bool | None = None,
         search: CandidateConfig | None = None,
         token_codec: TokenCodecConfig | TokenCodec | None = None,
+        progress: bool = True,
     ) -> Retriever:
         """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
 
@@ -132,6 +136,7 @@ class Retriever:
         A trained model's index: ``search`` its two-stage search settings; ``token_codec``
         how its chunks' token vectors are stored (a config: the codec is trained on the
         corpus's first tokens; a trained codec, e.g. the one every shard of a build shares).
+        ``progress``: a bar over the documents on a terminal (never into a log file).
         """
         if searcher not in SEARCHERS:
             raise ValueError(f"searcher {searcher!r}: use one of {', '.join(SEARCHERS)}")
@@ -172,16 +177,20 @@ class Retriever:
             corpus_graph = CorpusGraph(graph.corpus)
         # documents stream through encode -> chunk in batches: only chunks are kept, never
         # every document's token vectors at once (that would need ~36 GB for 2,359 articles)
-        for start in range(0, len(docs), batch_docs):
-            prepared = pipeline.prepare(docs[start : start + batch_docs], progress=False)
-            if scorer is not None:
-                batch = scorer.chunk(pipeline, prepared, reset=start == 0)
-            else:
-                batch = pipeline.chunk(prepared, strategy, progress=False)
-            chunks.extend(batch)
-            if corpus_graph is not None:  # the graph grows with each indexed batch
-                linked.extend((p.doc, p.mentions) for p in prepared)
-                corpus_graph.add([(p.doc, p.mentions) for p in prepared], batch)
+        # a bar on a terminal only (tqdm's disable=None), log lines written above it
+        with tqdm(total=len(docs), desc="indexing", unit="doc", disable=None if progress else True) as bar, \
+                (nullcontext() if bar.disable else logging_redirect_tqdm()):
+            for start in range(0, len(docs), batch_docs):
+                prepared = pipeline.prepare(docs[start : start + batch_docs], progress=False)
+                if scorer is not None:
+                    batch = scorer.chunk(pipeline, prepared, reset=start == 0)
+                else:
+                    batch = pipeline.chunk(prepared, strategy, progress=False)
+                chunks.extend(batch)
+                if corpus_graph is not None:  # the graph grows with each indexed batch
+                    linked.extend((p.doc, p.mentions) for p in prepared)
+                    corpus_graph.add([(p.doc, p.mentions) for p in prepared], batch)
+                bar.update(len(prepared))
         graph_index = None
         if corpus_graph is not None:
             graph_index = finish_index_graph(corpus_graph, linked, pipeline, graph)

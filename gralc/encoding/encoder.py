@@ -318,7 +318,7 @@ class DocumentEncoder:
                 model_id=self.model_id,
                 windows=windows,
             )
-            logger.info(
+            logger.debug(  # one line per document: -vv on a command line
                 "encoded document %d: n_tokens=%d n_windows=%d windowed=%s",
                 i,
                 n,

@@ -7,8 +7,12 @@ import json
 import logging
 import re
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
+
+from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gralc.artefacts import check_output_dir, claim_dir, output_lock
 from gralc.config import to_dict
@@ -149,56 +153,68 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         results: list[MethodResult] = []
         timings: dict[str, float] = {}
         prepared_for: dict[int, list] = {}
-        for bench in load_benchmarks(cfg.data, linker=pipeline.linker, cv_side="test"):
-            t0 = time.perf_counter()
-            key = id(bench.documents)  # splits of one corpus share the same document list
-            if key not in prepared_for:
-                prepared_for[key] = pipeline.prepare(bench.documents, progress=cfg.progress)
-            prepared = prepared_for[key]
-            timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
-            logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
-            q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
-            chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
-            graphs: dict[tuple, object] = {}  # and one corpus graph
-            for spec in specs:
-                row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
-                if cfg.resume and (done := _read_saved(row_file, digest)) is not None:
-                    logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
-                    results.append(done)
-                    continue
-                ck = chunk_key(spec)
-                if ck not in chunked:
-                    t1 = time.perf_counter()
-                    chunker = make_chunker(pipeline, spec)
-                    chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
-                chunks, t_chunk = chunked[ck]
-                if spec.searcher in GRAPH_SEARCHERS and ck not in graphs:
-                    graphs[ck] = method_graph(prepared, chunks, pipeline, settings)
-                result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
-                                         q_vecs=q_vecs, graph_index=graphs.get(ck))
-                result.timings["chunk_s"] = t_chunk
-                results.append(result)
-                write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
-                logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
-                            result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
-            for name, model_path in models:
-                from gralc.artefacts import model_digest
-                from gralc.evaluation.trained_rows import evaluate_trained
-                from gralc.model.persistence import resolve_model
+        # a bar over the rows on a terminal only (tqdm's disable=None), log lines above it
+        with tqdm(total=0, desc="rows", unit="row", disable=None if cfg.progress else True) as bar, \
+                (nullcontext() if bar.disable else logging_redirect_tqdm()):
+            for bench in load_benchmarks(cfg.data, linker=pipeline.linker, cv_side="test"):
+                bar.total += len(specs) + len(models)
+                bar.refresh()
+                t0 = time.perf_counter()
+                key = id(bench.documents)  # splits of one corpus share the same document list
+                if key not in prepared_for:
+                    prepared_for[key] = pipeline.prepare(bench.documents, progress=cfg.progress)
+                prepared = prepared_for[key]
+                timings[f"{bench.name}/prepare_s"] = time.perf_counter() - t0
+                logger.info("%s: %d documents, %d questions", bench.name, len(bench.documents), len(bench.questions))
+                q_vecs = pipeline.encoder.encode_queries([q.text for q in bench.questions]).numpy()
+                chunked: dict[tuple, tuple[list, float]] = {}  # rows with one chunking share one pass
+                graphs: dict[tuple, object] = {}  # and one corpus graph
+                for spec in _ticked(specs, bar):
+                    row_file = out / "rows" / _file_name(f"{bench.name}__{spec.name}.json")
+                    if cfg.resume and (done := _read_saved(row_file, digest)) is not None:
+                        logger.info("%s / %s: kept from %s", bench.name, spec.name, row_file)
+                        results.append(done)
+                        continue
+                    ck = chunk_key(spec)
+                    if ck not in chunked:
+                        t1 = time.perf_counter()
+                        chunker = make_chunker(pipeline, spec)
+                        chunked[ck] = ([c for p in prepared for c in chunker.chunk(p)], time.perf_counter() - t1)
+                    chunks, t_chunk = chunked[ck]
+                    if spec.searcher in GRAPH_SEARCHERS and ck not in graphs:
+                        graphs[ck] = method_graph(prepared, chunks, pipeline, settings)
+                    result = evaluate_method(spec, bench, prepared, pipeline, settings, chunks=chunks,
+                                             q_vecs=q_vecs, graph_index=graphs.get(ck))
+                    result.timings["chunk_s"] = t_chunk
+                    results.append(result)
+                    write_json_atomic(row_file, {"settings": digest, **asdict(result)})  # survives a kill
+                    logger.info("%s / %s: ev_recall@5=%.4f mrr=%.4f", bench.name, spec.name,
+                                result.metrics.get("ev_recall@5", float("nan")), result.metrics["mrr"])
+                for name, model_path in _ticked(models, bar):
+                    from gralc.artefacts import model_digest
+                    from gralc.evaluation.trained_rows import evaluate_trained
+                    from gralc.model.persistence import resolve_model
 
-                model_path = str(resolve_model(model_path))  # a run folder: its selected model
-                row_file = out / "rows" / _file_name(f"{bench.name}__model__{name}.json")
-                model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too
-                if cfg.resume and (done := _read_saved(row_file, model_key, rows=True)) is not None:
-                    logger.info("%s / %s: kept from %s", bench.name, name, row_file)
-                    results.extend(done)
-                    continue
-                rows = evaluate_trained(model_path, bench, prepared, pipeline, settings, prefix=name)
-                results.extend(rows)
-                write_json_atomic(row_file, {"settings": model_key, "rows": [asdict(r) for r in rows]})
+                    model_path = str(resolve_model(model_path))  # a run folder: its selected model
+                    row_file = out / "rows" / _file_name(f"{bench.name}__model__{name}.json")
+                    model_key = f"{digest}:{model_digest(model_path)}"  # the model's weights too
+                    if cfg.resume and (done := _read_saved(row_file, model_key, rows=True)) is not None:
+                        logger.info("%s / %s: kept from %s", bench.name, name, row_file)
+                        results.extend(done)
+                        continue
+                    rows = evaluate_trained(model_path, bench, prepared, pipeline, settings, prefix=name)
+                    results.extend(rows)
+                    write_json_atomic(row_file, {"settings": model_key, "rows": [asdict(r) for r in rows]})
         timings["total_s"] = time.perf_counter() - started
         _write(results, out, cfg, timings)
         return results, out
+
+
+def _ticked(items, bar):
+    """``items``, one step of ``bar`` after each (one ``continue``d included)."""
+    for item in items:
+        yield item
+        bar.update()
 
 
 def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dict[str, float]) -> None:

@@ -110,6 +110,10 @@ class TokenCodec:
         # than FAISS's defaults (25, 256 x 256); the quality cost is measured (docs/scaling.md)
         ivfpq.pq.cp.niter = 10
         ivfpq.pq.cp.max_points_per_centroid = 64
+        # FAISS warns (on fd 2, once per sub-quantiser: 48 lines) below 39 points a centroid;
+        # the threshold gates nothing but that warning, and the sample size is checked above
+        ivfpq.pq.cp.min_points_per_centroid = 1
+        ivfpq.cp.min_points_per_centroid = 1
         ivfpq.do_polysemous_training = False  # a search-time Hamming filter codes never use
         index.train(sample)
         return cls(dim, config, index)

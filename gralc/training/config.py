@@ -105,7 +105,8 @@ class TrainerConfig:
     limit_train_batches: float | None = None
     val_check_interval: float | None = None
     gradient_clip_val: float | None = 1.0
-    enable_progress_bar: bool = False
+    # None: a progress bar on a terminal (none in a log file, SLURM); true / false
+    enable_progress_bar: bool | None = None
     # torch intra-op threads for the run (None: torch's count when train() starts); pinned for
     # the whole run and recorded in run.json (torch_threads): the trained weights depend on it
     # (a parallel sum splits by thread count), so one seed trains bit-identical weights only

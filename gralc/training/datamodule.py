@@ -269,7 +269,7 @@ def build_training_data(cfg: TrainConfig, bench: Benchmark) -> TrainingData:
         pipeline.encoder.encode_texts,
         Path(cfg.paths.cache_dir) / f"concepts-{model_tag}.safetensors",
     )
-    prepared = pipeline.prepare(corpus, progress=cfg.trainer.enable_progress_bar)
+    prepared = pipeline.prepare(corpus, progress=cfg.trainer.enable_progress_bar is not False)
     feats = build_features(pipeline, prepared, embedder, cfg.pipeline.chunking.boundary)
     by_id = {f.doc_id: f for f in feats}
     source = PAIR_SOURCES.get(cfg.data.name)

@@ -64,11 +64,12 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import time
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,10 @@ import pytorch_lightning as pl
 import torch
 from filelock import FileLock
 from lightning_fabric.plugins.environments import SLURMEnvironment
-from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint, TQDMProgressBar
 from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gralc.artefacts import MARKER, OutputDirError, artefact_kind, check_output_dir, claim_dir
 from gralc.atomic import atomic_path, write_json_atomic, write_text_atomic
@@ -87,6 +89,7 @@ from gralc.data.demo import check_vocabulary
 from gralc.model.gralc_model import GraLCModel
 from gralc.runinfo import expand_run_dir, run_metadata, seed_everything
 from gralc.safe_load import load_torch
+from gralc.training.callbacks import EpochReport
 from gralc.training.checkpoints import (
     RESUME_KEYS,
     WHAT,
@@ -357,6 +360,13 @@ def wandb_run_id(out: Path) -> str:
     return run_id
 
 
+def progress_bar(setting: bool | None) -> bool:
+    """``trainer.enable_progress_bar``: None (the default) draws Lightning's bar only on a
+    terminal (it writes to stdout; the log lines go to stderr), never into a log file or the
+    result JSON train.py prints; true / false: always / never."""
+    return sys.stdout.isatty() and sys.stderr.isatty() if setting is None else bool(setting)
+
+
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
     out = Path(cfg.paths.output_dir)
     es = cfg.callbacks.early_stopping
@@ -378,6 +388,7 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
             save_top_k=1,
             enable_version_counter=False,
         ),
+        EpochReport(out),  # a line per epoch, training_curve.png
         *callbacks,
     ]
     if es.enabled:
@@ -426,7 +437,7 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
         limit_val_batches=None if dev else 0,
         val_check_interval=t.val_check_interval,
         gradient_clip_val=t.gradient_clip_val,
-        enable_progress_bar=t.enable_progress_bar,
+        enable_progress_bar=progress_bar(t.enable_progress_bar),
         deterministic=cfg.deterministic,
         detect_anomaly=False,
         callbacks=cbs,
@@ -576,7 +587,12 @@ def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callbac
     initial_path, initial_score = (
         _initial_record(out, monitor) if cfg.trainer.validate_before_fit and dev else (None, None)
     )
-    with warnings.catch_warnings():
+    # log lines (one per epoch) above a progress bar, not through it: Lightning's Rich bar (its
+    # default where rich is installed) takes what is written to sys.stderr above it, tqdm's
+    # needs its write
+    tqdm_bar = isinstance(trainer.progress_bar_callback, TQDMProgressBar)
+    bar = logging_redirect_tqdm() if tqdm_bar else nullcontext()
+    with warnings.catch_warnings(), bar:
         if encoder is not None:  # LoraEncoder keeps its frozen transformer in eval mode on purpose
             warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode")
         trainer.fit(lit, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)  # never unpickle code

@@ -110,6 +110,26 @@ def test_codec_round_trips_and_refuses_a_changed_file(tmp_path):
         TokenCodec.train(x, TokenCodecConfig(pq_bytes=7))
 
 
+def test_codec_training_prints_nothing_and_codes_as_with_faiss_defaults(monkeypatch, capfd):
+    """FAISS's k-means writes "WARNING clustering N points to 512 centroids" on fd 2 once per
+    sub-quantiser below 39 points a centroid; the codec lowers that threshold, which gates
+    nothing but the warning: the codes are bit for bit those of FAISS's default (39)."""
+    import faiss
+
+    x = clustered(12_000)  # 12,000 < 39 x 512: FAISS's default warns for each sub-quantiser
+    config = TokenCodecConfig(pq_bytes=8, pq_bits=9, centroids=64)
+    capfd.readouterr()
+    codes = TokenCodec.train(x, config).encode(x[:2000])
+    out, err = capfd.readouterr()
+    assert not err.strip() and not out.strip(), err
+    with monkeypatch.context() as m:  # the threshold stays FAISS's 39: the warnings are back
+        m.setattr(faiss.ClusteringParameters, "min_points_per_centroid",
+                  property(lambda cp: 39, lambda cp, value: None))
+        default = TokenCodec.train(x, config).encode(x[:2000])
+    assert capfd.readouterr().err.count("WARNING clustering 12000 points to 512 centroids") == 8
+    assert np.array_equal(codes, default)
+
+
 def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path, monkeypatch):
     """MaxSim over decoded codes is the exact MaxSim within the quantisation error; from the
     centroids alone it is coarser but still ranks the chunks; a store reloads (memory-mapped)

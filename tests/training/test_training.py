@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -601,3 +602,27 @@ def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path)
     assert model.lexical.logit.grad is None or model.lexical.logit.grad.abs() == 0
     with pytest.raises(ConfigError, match="dense_weight"):
         validate(make_cfg(tmp_path, "optim.dense_weight=-1"))
+
+
+def test_every_epoch_logs_a_line_and_the_run_folder_gets_its_training_curve(train_once, tmp_path, caplog):
+    """One INFO line per epoch (train loss, val/mrr, val/ev_mrr, seconds) and a valid
+    training_curve.png in the run folder; the epoch's values travel in the checkpoint, so a
+    resumed run's curve keeps the epochs before it."""
+    import logging
+
+    from matplotlib.image import imread
+
+    from gralc.training.callbacks import CURVE_FILE
+
+    caplog.set_level(logging.INFO, logger="gralc.training.callbacks")
+    last = train_once(tmp_path / "run")
+    lines = [r.getMessage() for r in caplog.records if r.name == "gralc.training.callbacks"]
+    assert len(lines) == 1, lines
+    assert re.fullmatch(r"epoch 1/1: train/loss \d+\.\d{4}, val/mrr \d\.\d{4}, val/ev_mrr \d\.\d{4} "
+                        r"\(\d+\.\d s; \d+\.\d s in all\)", lines[0]), lines[0]
+    curve = tmp_path / "run" / CURVE_FILE
+    assert curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert imread(curve).shape[1] >= 800  # decodes: a whole image
+    state = torch.load(last, weights_only=True)["callbacks"]["EpochReport"]
+    assert [h["epoch"] for h in state["history"]] == [1.0]
+    assert state["history"][0]["train/loss"] > 0 and state["initial"]["val/mrr"] is not None
