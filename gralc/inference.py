@@ -1,9 +1,14 @@
-"""Inference API: index a corpus with a strategy (or a trained GraLC export) and search it.
+"""Inference API: chunk documents, index a corpus with a strategy (or a trained GraLC model)
+and search it.
 
-    from gralc.inference import Retriever
+    from gralc import Chunker, Retriever
+    chunks = Chunker("structure_aware")("# Title\n\n## Methods\n\nMetformin was titrated ...")
     r = Retriever.build("articles/", strategy="structure_aware")      # or model="export/"
     r.save("index/")
     hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)
+
+A corpus is a path (an article, a folder, a BEIR folder, a JSON corpus), a
+:class:`~gralc.documents.model.Document`, or a list of them (:func:`gralc.pipeline.load_documents`).
 
 An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.faiss_index``)
 plus ``retriever.json`` (strategy, model, searcher, fusion, pipeline config) so ``load``
@@ -34,7 +39,14 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from gralc.artefacts import model_digest, verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
-from gralc.pipeline import RUNTIME_KEYS, Pipeline, PipelineConfig, load_documents_from
+from gralc.documents.model import Document
+from gralc.pipeline import (
+    RUNTIME_KEYS,
+    Pipeline,
+    PipelineConfig,
+    load_documents,
+    load_documents_from,
+)
 from gralc.retrieval.bm25 import BM25Index
 from gralc.retrieval.candidates import CandidateConfig
 from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
@@ -92,7 +104,21 @@ def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index
 
 
 class Retriever:
-    """A searchable index plus the encoder (and trained scorer) that built it."""
+    """A searchable index plus the encoder (and trained scorer) that built it.
+
+    :meth:`build` chunks and indexes a corpus (a path, Documents, or a list of them) with a
+    strategy or a trained model; :meth:`save` writes it as a folder that travels (a trained
+    model is named by digest and by its path relative to the index, or carried inside it);
+    :meth:`load` opens one; :meth:`search` / :meth:`search_batch` return :class:`Hit` lists
+    (the chunk with its document, character span, section path and IMRaD types, the score and
+    its parts).
+
+    >>> r = Retriever.build("gralc/data/demo/articles", strategy="late")      # doctest: +SKIP
+    >>> r.save("index/")                                                      # doctest: +SKIP
+    >>> hit = Retriever.load("index/").search("What limits adherence?", k=1)[0]  # doctest: +SKIP
+    >>> hit.chunk.doc_id, hit.chunk.section_path, hit.components              # doctest: +SKIP
+    ('PMC9000001', ['Discussion'], {'cos': 0.41})
+    """
 
     def __init__(self, spec: RetrieverSpec, index: ChunkIndex, pipeline: Pipeline, scorer: Any = None,
                  lexical: BM25Index | None = None, graph: GraphIndex | None = None,
@@ -108,7 +134,7 @@ class Retriever:
     @classmethod
     def build(
         cls,
-        corpus: str | Path,
+        corpus: str | Path | Document | Sequence[str | Path | Document],
         strategy: str = "structure_aware",
         model: str | Path | None = None,
         pipeline_config: PipelineConfig | None = None,
@@ -123,7 +149,14 @@ class Retriever:
         token_codec: TokenCodecConfig | TokenCodec | None = None,
         progress: bool = True,
     ) -> Retriever:
-        """Parse ``corpus`` (a JATS file or directory, or a PubMedQA JSON), chunk, index.
+        """Parse ``corpus``, chunk, index. ``corpus``: a path (a JATS / text file, a folder of
+        them, a BEIR folder, ori_pqal.json, a SQuAD-format JSON), a Document, or a list of
+        them (:func:`~gralc.pipeline.load_documents`).
+
+        >>> from gralc.data.demo import demo_articles
+        >>> r = Retriever.build(demo_articles()[:2], strategy="late")   # doctest: +SKIP
+        >>> r.search("What limits metformin adherence?", k=1)[0].chunk.doc_id   # doctest: +SKIP
+        'PMC9000001'
 
         ``files``: index only these files of ``corpus`` (one shard, :mod:`gralc.shard_index`),
         in the given order; an unreadable one is skipped with a warning, as in a directory.
@@ -157,9 +190,10 @@ class Retriever:
             if strategy not in registered():
                 raise ValueError(f"unknown strategy {strategy!r}; available: "
                                  f"{', '.join(sorted(registered()))}")
-        docs = load_documents_from(corpus) if files is None else read_files(files)
+        docs = load_documents(corpus) if files is None else read_files(files)
+        label = str(corpus) if isinstance(corpus, str | Path) else f"{len(docs)} documents given"
         if not docs:
-            raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
+            raise ValueError(f"{label}: no documents could be read (see the warnings above)")
         scorer = None
         if model is not None:
             scorer, pipeline_config = trained_model(model, pipeline_config, overrides)
@@ -167,7 +201,7 @@ class Retriever:
                 scorer.token_codec = token_codec
             strategy = "gralc"
         else:
-            check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, corpus)
+            check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, label)
         pipeline = Pipeline(pipeline_config or PipelineConfig())
         chunks = []
         corpus_graph, linked = None, []
@@ -509,3 +543,49 @@ def copy_export(export: Path, dest: Path) -> None:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, dest / rel)
     shutil.copy2(root / MARKER, dest / MARKER)
+
+
+class Chunker:
+    """Chunk documents or text with a strategy or a trained model, as ``gralc chunk`` does.
+
+    ``strategy``: a registered chunking strategy (``structure_aware``, ``late``, ``fixed``,
+    ``semantic``, ``multilevel``, ``dp_sentences``); ``model``: a trained GraLC export,
+    checkpoint or run folder instead (its own settings; ``settings`` then only runtime keys);
+    ``settings``: ``key=value`` pipeline settings (``encoder.model=...``,
+    ``knowledge.vocabulary=...``, ``chunking.boundary.max_tokens=512``). The encoder loads once
+    per Chunker. Call it on a string (read as a Markdown / plain-text article), a Document, a
+    path, or a list of them; it returns the chunks, each with its character and token span,
+    section path, IMRaD types, entity ids and boundary scores.
+
+    >>> chunker = Chunker("structure_aware")                                   # doctest: +SKIP
+    >>> chunks = chunker("# Titration\\n\\n## Methods\\n\\nMetformin was titrated over eight weeks.")  # doctest: +SKIP
+    >>> chunks[0].section_path, chunks[0].text[:9]                             # doctest: +SKIP
+    (['Methods'], 'Metformin')
+    """
+
+    def __init__(self, strategy: str = "structure_aware", model: str | Path | None = None,
+                 settings: Sequence[str] = ()) -> None:
+        from gralc.chunking import registered
+
+        self.strategy, self.scorer = ("gralc", None) if model is not None else (strategy, None)
+        if model is not None:
+            self.scorer, config = trained_model(model, None, list(settings))
+        else:
+            if strategy not in registered():
+                raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(sorted(registered()))}")
+            config = load_config(PipelineConfig, None, list(settings))
+        self.pipeline = Pipeline(config)
+
+    def __call__(self, source: str | Path | Document | Sequence[str | Path | Document]) -> list:
+        """The chunks of ``source`` (module docstring), documents in order."""
+        from gralc.documents.plaintext import document_from_text
+
+        if isinstance(source, str) and not Path(source).exists() and ("\n" in source or len(source) > 255
+                                                                      or not Path(source).suffix):
+            docs = [document_from_text(source)]
+        else:
+            docs = load_documents(source)
+        prepared = self.pipeline.prepare(docs, progress=False)
+        if self.scorer is not None:
+            return self.scorer.chunk(self.pipeline, prepared)
+        return self.pipeline.chunk(prepared, self.strategy, progress=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,38 @@ def load_documents_from(path: str | Path) -> list[Document]:
             return load_squad_documents(path, lambda message: logger.warning("%s", message))
         return load_pqal(path).documents
     return [parse_document(path)]
+
+
+def load_documents(source: Any) -> list[Document]:
+    """Documents from whatever a user has: a :class:`Document`, a path (an article, a folder
+    of them, a BEIR folder, ori_pqal.json, a SQuAD-format JSON: :func:`load_documents_from`),
+    or a list mixing both. A string that is no existing path is an error pointing at
+    :func:`gralc.documents.plaintext.document_from_text` (text is never guessed from a typo'd
+    path).
+
+    >>> from gralc.data.demo import demo_articles
+    >>> docs = load_documents(demo_articles()[:2])
+    >>> [d.id for d in docs]
+    ['PMC9000001', 'PMC9000002']
+    """
+    if isinstance(source, Document):
+        return [source]
+    if isinstance(source, str | Path):
+        if not Path(source).exists():
+            raise FileNotFoundError(
+                f"{str(source)[:200]!r} is no file or folder: pass an article, a folder of them, "
+                "a BEIR folder or a JSON corpus; for a text, gralc.document_from_text(text)")
+        return load_documents_from(source)
+    if isinstance(source, Sequence | set | frozenset) and not isinstance(source, bytes):
+        out: list[Document] = []
+        for item in source:
+            if not isinstance(item, Document | str | Path):
+                raise TypeError(f"a corpus list holds Documents and paths, not {type(item).__name__}")
+            out.extend(load_documents(item))
+        ids = [d.id for d in out]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise ValueError(f"two documents share an id ({', '.join(dup)}): give each its own")
+        return out
+    raise TypeError(f"documents come from a Document, a path or a list of them, not "
+                    f"{type(source).__name__}")

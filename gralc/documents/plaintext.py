@@ -391,3 +391,19 @@ def parse_text_file(path: str | Path, fmt: str = "auto") -> Document:
         fmt = "markdown"
     raw = raw.replace("\r\n", "\n").replace("\r", "\n")
     return parse_plain_text(raw, path.stem, source=str(path), fmt=fmt)[0]
+
+
+def document_from_text(text: str, doc_id: str = "doc", title: str | None = None,
+                       fmt: str = "auto") -> Document:
+    """A :class:`Document` from a string, read as the plain-text reader reads a file
+    (:func:`parse_plain_text`): the first line or ``#`` heading is the title, ``##`` headings
+    (or known section names on their own line) start sections, blank lines separate
+    paragraphs (``title``: given apart from the text instead).
+
+    >>> doc = document_from_text("# Metformin titration\\n\\n## Methods\\n\\nIt was titrated over 8 weeks.", "n1")
+    >>> doc.id, doc.title, [s.title for s in doc.sections]
+    ('n1', 'Metformin titration', ['Methods'])
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"document_from_text takes a string, not {type(text).__name__}")
+    return parse_plain_text(text, doc_id, source="<text>", fmt=fmt, title=title)[0]
