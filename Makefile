@@ -42,7 +42,7 @@ test-slurm: $(VENV)/.installed
 	bash slurm/test_slurm.sh
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check gralc tests bench train.py eval.py
+	$(PY) -m ruff check gralc tests bench tools train.py eval.py
 
 # A deliberate upgrade: install what you want into the venv, then rewrite the pins from it.
 lock: $(VENV)/.installed
