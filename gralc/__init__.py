@@ -13,7 +13,8 @@ gralc`` is instant)::
     for hit in gralc.Retriever.load("index/").search("What limits metformin adherence?", k=3):
         print(hit.score, hit.chunk.doc_id, hit.chunk.section_path, hit.components)
 
-The command line is ``gralc`` (``gralc --help``); the API reference is docs/api/.
+The command line is ``gralc`` (``gralc --help``); the API reference is docs/api.md
+(``mkdocs serve`` shows it as a site).
 """
 
 from __future__ import annotations

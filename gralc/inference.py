@@ -2,7 +2,7 @@
 and search it.
 
     from gralc import Chunker, Retriever
-    chunks = Chunker("structure_aware")("# Title\n\n## Methods\n\nMetformin was titrated ...")
+    chunks = Chunker("structure_aware")("# Title\\n\\n## Methods\\n\\nMetformin was titrated ...")
     r = Retriever.build("articles/", strategy="structure_aware")      # or model="export/"
     r.save("index/")
     hits = Retriever.load("index/").search("What dose of metformin ...?", k=10)

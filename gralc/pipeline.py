@@ -91,6 +91,18 @@ class ChunkingConfig:
 
 @dataclass
 class PipelineConfig:
+    """Every setting of the indexing pipeline: the ``encoder``
+    (:class:`~gralc.encoding.encoder.EncoderConfig`), where concepts come from (``knowledge``,
+    :class:`KnowledgeConfig`) and every strategy's parameters (``chunking``,
+    :class:`ChunkingConfig`). :func:`gralc.config.load_config` builds one from a YAML file and
+    ``key=value`` settings, as :class:`gralc.inference.Retriever` and :class:`gralc.inference.Chunker`
+    read theirs.
+
+    >>> from gralc import PipelineConfig, load_config
+    >>> load_config(PipelineConfig, overrides=["chunking.boundary.max_tokens=512"]).chunking.boundary.max_tokens
+    512
+    """
+
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
