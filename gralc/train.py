@@ -72,6 +72,7 @@ def _main(argv: list[str]) -> int:
         return 0
     from gralc.training.run import train
 
+    configure_output(args.verbose)  # again: importing Lightning reset its loggers' levels
     result = train(cfg)
     print(json.dumps(result, indent=2))
     return 0

@@ -5,8 +5,8 @@ Each ``docs/results/NAME.md`` is rendered from ``docs/results/NAME.json``, the f
 experiment wrote (with its configuration, command line and git hash: :func:`gralc.runinfo.
 run_metadata`), by the renderer :data:`TABLES` names; the README's headline table (between
 ``<!-- headline:begin -->`` and ``<!-- headline:end -->``) is ``headline.md``'s body, the
-README's encoder table is ``encoder_trial.md``'s first table, and the memory tables of
-README.md and docs/guarantees.md are ``memory_per_strategy.md``'s (:data:`COPIES`).
+encoder table of docs/encoders.md is ``encoder_trial.md``'s first table, and the memory table
+of docs/guarantees.md is ``memory_per_strategy.md``'s (:data:`COPIES`).
 
     python -m gralc.experiments.tables            # rewrite every table from its JSON
     python -m gralc.experiments.tables --check    # exit 1 naming each table that differs
@@ -321,9 +321,10 @@ def _table_lines(table: str) -> str:
 #: documents relative to the repository); the documents' text between the markers is replaced
 COPIES: dict[str, tuple[tuple[str, str], Callable[[str], str], tuple[str, ...]]] = {
     "headline": (HEADLINE_MARKERS, _body, ("README.md",)),
-    "encoder_trial": (("<!-- encoders:begin -->", "<!-- encoders:end -->"), _first_table, ("README.md",)),
+    "encoder_trial": (("<!-- encoders:begin -->", "<!-- encoders:end -->"), _first_table,
+                      ("docs/encoders.md",)),
     "memory_per_strategy": (("<!-- memory-table:begin -->", "<!-- memory-table:end -->"), _table_lines,
-                            ("README.md", "docs/guarantees.md")),
+                            ("docs/guarantees.md",)),
 }
 
 

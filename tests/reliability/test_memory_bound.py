@@ -243,9 +243,9 @@ def test_semantic_pooling_reads_only_the_units_a_span_covers():
     np.testing.assert_allclose(got, want, atol=1e-6)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/guarantees.md"])
+@pytest.mark.parametrize("doc", ["docs/guarantees.md"])
 def test_the_memory_tables_in_the_docs_are_the_generated_one(doc):
-    """The memory tables of README.md and docs/guarantees.md are copies of the one
+    """The memory table of docs/guarantees.md is a copy of the one
     ``bench.long_document --write`` generated (never typed)."""
     text = (REPO / doc).read_text(encoding="utf-8")
     copy = text.split("<!-- memory-table:begin -->")[1].split("<!-- memory-table:end -->")[0]
