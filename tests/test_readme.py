@@ -32,12 +32,28 @@ def test_the_tour_has_every_step():
         assert command in script, command
 
 
+def tour_python() -> tuple[str, Path]:
+    """``(interpreter, its gralc package folder)``: this checkout's, or with
+    ``GRALC_TOUR_PYTHON`` set (CI, .ci/wheel_tour.sh) a fresh environment where the built wheel
+    was installed (``pip install gralc-*.whl``, not editable)."""
+    python = os.environ.get("GRALC_TOUR_PYTHON")
+    if not python:
+        return sys.executable, REPO / "gralc"
+    found = subprocess.run([python, "-c", "import gralc, os; print(os.path.dirname(gralc.__file__))"],
+                           cwd="/", capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    package = Path(found.stdout.strip())
+    assert REPO not in package.parents, f"{package}: GRALC_TOUR_PYTHON must use an installed wheel"
+    return python, package
+
+
 def test_the_readme_tour_runs_as_written(tmp_path):
+    python, package = tour_python()
     work = tmp_path / "clone"
     work.mkdir()
-    (work / "gralc").symlink_to(REPO / "gralc", target_is_directory=True)
-    bin_dir = Path(sys.executable).parent
-    if (REPO / ".venv" / "bin" / "activate").is_file():
+    (work / "gralc").symlink_to(package, target_is_directory=True)  # $A=gralc/data/demo/articles
+    bin_dir = Path(python).parent
+    if python == sys.executable and (REPO / ".venv" / "bin" / "activate").is_file():
         (work / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
     else:  # a checkout without make's environment: the running interpreter's
         (work / ".venv" / "bin").mkdir(parents=True)
@@ -45,7 +61,7 @@ def test_the_readme_tour_runs_as_written(tmp_path):
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "MPLBACKEND": "Agg"}
     env.pop("GRALC_DEBUG", None)
     # what `make demo` leaves behind: its trained model in outputs/demo_train
-    demo = subprocess.run([sys.executable, "-m", "gralc", "demo", "--stages", "train"], cwd=work,
+    demo = subprocess.run([python, "-m", "gralc", "demo", "--stages", "train"], cwd=work,
                           env=env, capture_output=True, text=True, timeout=900)
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert (work / "outputs" / "demo_train" / "result.json").is_file()

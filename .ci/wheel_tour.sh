@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# A wheel install runs the README's tour (issue 55): build the wheel, install it (not editable)
+# into a fresh environment outside the checkout, and run tests/test_readme.py's tour with that
+# environment's interpreter (GRALC_TOUR_PYTHON). Needs make's .venv for pytest itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+$PY -m pip wheel --quiet --no-deps . -w "$tmp/dist"
+python3 -m venv "$tmp/env"
+for attempt in 1 2 3; do
+  "$tmp/env/bin/python" -m pip install --quiet --retries 10 --timeout 60 "${TORCH_SPEC:-torch==2.13.0}" && break
+  echo "wheel_tour: torch install attempt $attempt failed" >&2; sleep 20
+done
+for attempt in 1 2 3; do
+  "$tmp/env/bin/python" -m pip install --quiet --retries 10 --timeout 60 -c constraints.txt "$tmp"/dist/gralc-*.whl && break
+  echo "wheel_tour: gralc install attempt $attempt failed" >&2; sleep 20
+done
+(cd "$tmp" && "$tmp/env/bin/gralc" --help >/dev/null)  # the console script, outside the checkout
+GRALC_TOUR_PYTHON="$tmp/env/bin/python" $PY -m pytest -q tests/test_readme.py -p no:cacheprovider

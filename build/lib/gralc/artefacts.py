@@ -1,0 +1,500 @@
+"""Output folders that never lose a user's files, and that are verified before they are read.
+
+Every folder GraLC writes whole (an index, a BM25 index, a merged shard index, an export, a
+token codec, a corpus graph) is an *artefact*: its marker file ``.gralc-artefact.json`` names
+its kind and is its **manifest**: every file GraLC wrote there, with its size and SHA-256.
+
+Writing (:func:`write_artefact`)
+  1. :func:`check_output_dir` validates the target before any work: it may not exist, be
+     empty, or be an artefact of the same kind *with a manifest*; anything else (a user's
+     folder, a GraLC folder of another kind, an older GraLC folder without a manifest) needs
+     ``force``, which moves that content aside to ``<target>.replaced-<time>``, never deletes
+     it. A target equal to an input, inside one or holding one, or inside the installed
+     package, is always refused.
+  2. :func:`output_lock` takes the lock ``.<target>.lock`` beside the target (PID, host, time).
+     Commands take it *before* their expensive work; a lock whose process is dead (same host)
+     is taken over with a warning, together with the dead writer's temporary folders.
+  3. The caller writes every file into a temporary folder beside the target; every file and
+     folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
+     (:func:`gralc.atomic.default_modes`); the manifest is written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
+     the file system cannot exchange).
+  4. Of the old folder only the files its manifest lists are deleted; every other file (the
+     user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
+     user's file whose name the new artefact also writes is never overwritten: the write is
+     refused before the swap; with ``force`` that file is moved aside to
+     ``<target>.replaced-<time>/`` (same relative path) and the write goes on.
+
+Reading (:func:`verify_artefact`)
+  Every loader calls it before its first answer: the artefact (the folder, or the nearest
+  enclosing artefact of a sub-folder) must have a manifest, and every listed file must exist
+  with its size and SHA-256 (checked once per process while the files' sizes and times are
+  unchanged). A missing manifest is an error, never "an older index".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gralc.atomic import default_modes, write_text_atomic
+
+logger = logging.getLogger(__name__)
+
+MARKER = ".gralc-artefact.json"
+MANIFEST_FORMAT = "gralc.artefact/2"
+#: kinds written file by file by a long job (no manifest of files; see :func:`claim_dir`)
+OPEN_KINDS = ("eval_results", "train_run")
+
+
+class OutputDirError(ValueError):
+    """An output folder cannot be written without risking someone's files."""
+
+
+class ArtefactError(ValueError):
+    """An artefact is incomplete, altered or not written by this GraLC: rebuild it."""
+
+
+# ----- the manifest --------------------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files(folder: Path) -> list[str]:
+    """Every file under ``folder`` (relative POSIX paths; a symbolic link counts as a file and
+    is never followed), the marker excluded."""
+    out = []
+    for root, dirs, names in os.walk(folder):
+        links = [d for d in dirs if (Path(root) / d).is_symlink()]
+        dirs[:] = sorted(d for d in dirs if d not in links)
+        for name in sorted([*names, *links]):
+            rel = (Path(root) / name).relative_to(folder).as_posix()
+            if rel != MARKER:
+                out.append(rel)
+    return out
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The marker of ``folder`` as a dict, None when it has none or it is unreadable."""
+    from gralc.safe_load import read_json_untrusted
+
+    marker = folder / MARKER
+    if not marker.is_file():
+        return None
+    try:
+        data = read_json_untrusted(marker)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("kind"), str) else None
+
+
+def artefact_kind(folder: Path) -> str | None:
+    """The kind of GraLC artefact ``folder`` holds (from its marker), else None."""
+    marker = read_marker(folder)
+    return None if marker is None else marker["kind"]
+
+
+def listed_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    files = None if marker is None else marker.get("files")
+    if not isinstance(files, dict):
+        return None
+    return files
+
+
+def _write_marker(folder: Path, kind: str, files: bool = True) -> None:
+    from gralc.runinfo import provenance
+
+    doc: dict[str, Any] = {"format": MANIFEST_FORMAT, "kind": kind, **provenance(),
+                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if files:
+        doc["files"] = {rel: {"size": (folder / rel).stat().st_size, "sha256": file_sha256(folder / rel)}
+                        for rel in _files(folder)}
+    write_text_atomic(folder / MARKER, json.dumps(doc, indent=1))
+
+
+_verified: dict[Path, tuple] = {}
+_verified_lock = threading.Lock()
+
+
+def artefact_root(folder: str | os.PathLike[str], levels: int = 4) -> Path | None:
+    """``folder`` or its nearest ancestor (``levels`` up) that carries a marker, else None."""
+    here = Path(folder).resolve()
+    for cand in [here, *here.parents][: levels + 1]:
+        if (cand / MARKER).is_file():
+            return cand
+    return None
+
+
+def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -> Path:
+    """Check the artefact holding ``folder`` against its manifest (module docstring); returns
+    its root. ``kinds``: the kinds the caller can read (empty: any)."""
+    folder = Path(folder)
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder} does not exist")
+    root = artefact_root(folder)
+    marker = None if root is None else read_marker(root)
+    files = listed_files(marker)
+    where = folder if root is None else root
+    if marker is None or files is None or marker.get("kind") in OPEN_KINDS:
+        raise ArtefactError(
+            f"{where} has no GraLC manifest ({MARKER} listing its files and checksums): it was "
+            "written by an older GraLC or by hand, so nothing proves its files belong together; "
+            "rebuild it with this GraLC (or re-export the model)")
+    kinds = tuple(kinds)
+    if kinds and marker["kind"] not in kinds:
+        raise ArtefactError(f"{root} is a GraLC {marker['kind']}, not a {' or '.join(kinds)}")
+    stats = []
+    for rel, entry in sorted(files.items()):
+        path = _inside_root(root, rel)
+        if not isinstance(entry, dict) or not isinstance(entry.get("size"), int) \
+                or not isinstance(entry.get("sha256"), str):
+            raise ArtefactError(f"{root / MARKER}: entry {rel!r} has no size and sha256: rebuild {root}")
+        try:
+            st = path.stat()
+        except OSError:
+            raise FileNotFoundError(f"{path} is missing: the artefact {root} is incomplete; "
+                                    "rebuild it") from None
+        stats.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
+    signature = (tuple(stats), (root / MARKER).stat().st_mtime_ns)
+    with _verified_lock:
+        if _verified.get(root) == signature:
+            return root
+    for rel, entry in sorted(files.items()):
+        path = root / rel
+        if path.stat().st_size != entry["size"] or file_sha256(path) != entry["sha256"]:
+            raise ArtefactError(f"{path} was changed after GraLC wrote it (size or SHA-256 differs from "
+                                f"{root / MARKER}): its contents no longer match the rest of {root}; "
+                                "rebuild it, or restore the file")
+    with _verified_lock:
+        _verified[root] = signature
+    return root
+
+
+def model_digest(model: str | os.PathLike[str]) -> str:
+    """SHA-256 naming a trained model: a checkpoint file's, or the files an export's manifest
+    lists (verified; a user's own files beside them, e.g. notes, do not change it)."""
+    path = Path(model)
+    if path.is_file():
+        return file_sha256(path)
+    root = verify_artefact(path, ("export",))
+    files = listed_files(read_marker(root)) or {}
+    return hashlib.sha256("".join(f"{rel}:{files[rel]['sha256']}\n"
+                                  for rel in sorted(files)).encode()).hexdigest()
+
+
+def _inside_root(root: Path, rel: str) -> Path:
+    from gralc.safe_load import path_inside
+
+    try:
+        return path_inside(root, rel, f"{root / MARKER}")
+    except ValueError as exc:
+        raise ArtefactError(str(exc)) from None
+
+
+# ----- where an artefact may be written ------------------------------------------------------
+def _related(target: Path, inp: Path) -> bool:
+    return target == inp or inp in target.parents or target in inp.parents
+
+
+def _protected() -> list[Path]:
+    import gralc
+
+    return [Path(gralc.__file__).resolve().parent]
+
+
+def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
+                     inputs: Iterable[str | os.PathLike[str] | None] = (), out_key: str = "--out ",
+                     force_key: str = "--force") -> Path:
+    """Validate ``target`` for an artefact of ``kind`` before any expensive work (module
+    docstring); returns it resolved. Raises :class:`OutputDirError` naming the fix
+    (``out_key`` / ``force_key``: how the calling command spells those options)."""
+    out = Path(target).expanduser().resolve()
+    for inp in inputs:
+        if inp is None:
+            continue
+        src = Path(inp).expanduser().resolve()
+        if _related(out, src):
+            raise OutputDirError(f"{out_key}{out} overlaps the input {src}: writing there could "
+                                 "destroy it; choose an output folder outside every input")
+    for pkg in _protected():
+        if _related(out, pkg):
+            raise OutputDirError(f"{out_key}{out} overlaps the installed GraLC package {pkg}: "
+                                 "choose an output folder outside it")
+    if not out.exists():
+        return out
+    if not out.is_dir():
+        raise OutputDirError(f"{out_key}{out} is a file, not a folder: choose another path")
+    entries = sorted(p.name for p in out.iterdir())
+    marker = read_marker(out)
+    if not entries or (marker is not None and marker["kind"] == kind
+                       and (kind in OPEN_KINDS or listed_files(marker) is not None)):
+        return out
+    if marker is not None and marker["kind"] == kind:
+        what = f"a GraLC {kind} without a manifest of its files (written by an older GraLC)"
+    elif marker is not None:
+        what = f"a GraLC {marker['kind']}"
+    else:
+        what = f"{len(entries)} entries that GraLC did not write (e.g. {', '.join(entries[:3])})"
+    if not force:
+        raise OutputDirError(f"{out_key}{out} already holds {what}, not a GraLC {kind} it can update: "
+                             f"choose another folder, empty it, or pass {force_key} to move its "
+                             f"content aside to {out.name}.replaced-<time> (nothing is deleted)")
+    return out
+
+
+# ----- the lock ------------------------------------------------------------------------------
+_held: dict[Path, int] = {}
+_held_lock = threading.Lock()
+
+
+def _lock_path(out: Path) -> Path:
+    return out.parent / f".{out.name}.lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale(lock: Path) -> str | None:
+    """Why ``lock`` is stale (its writer is dead on this host), else None."""
+    try:
+        raw = lock.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    try:
+        info = json.loads(raw)
+        pid, host = int(info["pid"]), str(info["host"])
+    except (ValueError, KeyError, TypeError):
+        if raw.isdigit():  # a lock of an older GraLC: its PID only, this host assumed
+            pid, host = int(raw), socket.gethostname()
+        else:
+            return None
+    if host != socket.gethostname():
+        return None
+    return None if _pid_alive(pid) else f"process {pid} on {host} is gone"
+
+
+@contextmanager
+def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the write lock of ``target`` (reentrant within this process; module docstring)."""
+    out = Path(target).expanduser().resolve()
+    with _held_lock:
+        if out in _held:
+            _held[out] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield out
+        finally:
+            with _held_lock:
+                _held[out] -= 1
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = _lock_path(out)
+    payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                          "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    for attempt in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            why = _stale(lock)
+            if why is None or attempt:
+                raise OutputDirError(
+                    f"another GraLC process is writing {out} (lock {lock}: "
+                    f"{lock.read_text(errors='replace').strip() if lock.exists() else '?'}); wait for "
+                    "it to finish; if no such process runs (e.g. on another host), delete the lock") from None
+            logger.warning("taking over the stale lock %s (%s)", lock, why)
+            lock.unlink(missing_ok=True)
+    with os.fdopen(fd, "w") as f:
+        f.write(payload + "\n")
+    with _held_lock:
+        _held[out] = 1
+    try:
+        _clean_leftovers(out)
+        yield out
+    finally:
+        with _held_lock:
+            del _held[out]
+        lock.unlink(missing_ok=True)
+
+
+def _clean_leftovers(out: Path) -> None:
+    """Temporary folders of a dead writer of ``out`` (we hold the lock, so nobody else writes
+    them): a new artefact that never got swapped in is removed; an old one swapped out gives
+    its user files back (:func:`_dispose`)."""
+    for tmp in sorted(out.parent.glob(f".{out.name}.tmp-*")) + sorted(out.parent.glob(f".{out.name}.old-*")):
+        if not tmp.is_dir():
+            continue
+        logger.warning("cleaning up %s, left by an interrupted write of %s", tmp, out)
+        if read_marker(tmp) is None:  # a new artefact cut short: only GraLC's files
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            _dispose(tmp, out)
+
+
+# ----- writing -------------------------------------------------------------------------------
+@contextmanager
+def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = False,
+                   inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Iterator[Path]:
+    """Yield a temporary folder to write the whole artefact into; on success it replaces
+    ``target`` (module docstring); on error it is removed and ``target`` is untouched."""
+    inputs = list(inputs)
+    out = check_output_dir(target, kind, force, inputs)
+    with output_lock(out):
+        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            yield tmp
+            default_modes(tmp)  # e.g. safetensors writes 0600: readable like every other file
+            _write_marker(tmp, kind)
+            check_output_dir(out, kind, force, inputs)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # only the new content lives there
+            raise
+        _swap_in(tmp, out, kind, force)
+
+
+def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
+              inputs: Iterable[str | os.PathLike[str] | None] = (), out_key: str = "--out ",
+              force_key: str = "--force") -> Path:
+    """A folder that a long job writes file by file (an evaluation run, a training run):
+    validated like :func:`check_output_dir`, foreign content moved aside under ``force``,
+    created, and marked as an artefact of ``kind`` at once (so a resumed run recognises it)."""
+    out = check_output_dir(target, kind, force, inputs, out_key, force_key)
+    if out.exists() and any(out.iterdir()) and artefact_kind(out) != kind:
+        _move_aside(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / MARKER).is_file():
+        _write_marker(out, kind, files=False)
+    return out
+
+
+def _aside_name(out: Path) -> Path:
+    return out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+def _move_aside(out: Path) -> Path:
+    aside = _aside_name(out)
+    os.replace(out, aside)
+    logger.warning("--force: the previous content of %s was moved to %s", out, aside)
+    return aside
+
+
+def _move_files_aside(out: Path, rels: list[str]) -> Path:
+    """Move the files ``rels`` (relative to ``out``) to ``<out>.replaced-<time>/`` at the same
+    relative paths (``force``: a user's files whose names a new artefact needs)."""
+    aside = _aside_name(out)
+    for rel in rels:
+        dest = aside / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out / rel, dest)
+    logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) moved to %s",
+                   ", ".join(rels), aside)
+    return aside
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic ``renameat2(RENAME_EXCHANGE)``; False where unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def user_files(folder: Path) -> list[str]:
+    """Files in the artefact ``folder`` that its manifest does not list (the user's)."""
+    listed = listed_files(read_marker(folder)) or {}
+    return [rel for rel in _files(folder) if rel not in listed]
+
+
+def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    marker = read_marker(out)
+    if not any(out.iterdir()):
+        os.replace(tmp, out)  # onto an empty folder
+        return
+    if marker is None or marker["kind"] != kind or listed_files(marker) is None:
+        _move_aside(out)  # only reached with force (check_output_dir)
+        os.replace(tmp, out)
+        return
+    clash = [rel for rel in user_files(out)
+             if (tmp / rel).exists() or any((tmp / p).exists() and not (tmp / p).is_dir()
+                                            for p in Path(rel).parents if str(p) != ".")]
+    if clash and not force:
+        shutil.rmtree(tmp, ignore_errors=True)  # the new content only: nothing was swapped
+        raise OutputDirError(f"{out} holds files GraLC did not write whose names the new {kind} "
+                             f"needs ({', '.join(clash[:5])}): move or rename them, then rebuild, "
+                             f"or pass --force to move them aside to {out.name}.replaced-<time>; "
+                             "nothing was changed")
+    if clash:
+        _move_files_aside(out, clash)
+    if _exchange(tmp, out):
+        old = tmp  # the old content now lives at the temporary name
+    else:
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(out, old)
+        os.replace(tmp, out)
+    _dispose(old, out)
+
+
+def _dispose(old: Path, out: Path) -> None:
+    """Delete the files ``old``'s manifest lists; move every other file into ``out`` (or, when
+    ``out`` has one of that name, keep it in ``<out>.recovered-<time>``)."""
+    listed = listed_files(read_marker(old)) or {}
+    for rel in _files(old):
+        src = old / rel
+        if rel in listed:
+            src.unlink()
+            continue
+        dest = out / rel
+        if dest.exists() or not out.is_dir():
+            dest = out.parent / f"{out.name}.recovered-{time.strftime('%Y%m%d-%H%M%S')}" / rel
+            logger.warning("kept %s (a file GraLC did not write) in %s", rel, dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dest)
+    (old / MARKER).unlink(missing_ok=True)
+    for root, dirs, _ in os.walk(old, topdown=False):
+        for d in dirs:
+            try:
+                (Path(root) / d).rmdir()
+            except OSError:
+                pass
+    try:
+        old.rmdir()
+    except OSError:
+        logger.warning("left %s: it still holds entries that are not plain files", old)

@@ -1,0 +1,75 @@
+"""Naive fixed-size chunking: windows of word-piece tokens, each chunk embedded on its own.
+
+The paper's baseline "naive, 256 tokens, 32 overlap". Sizes count word-pieces of the encoder's
+own tokenizer over the whole ``Document.text`` (not whitespace words, which the encoder would
+silently truncate), and every chunk is encoded INDEPENDENTLY (chunk-then-embed), which is what
+late chunking is compared against.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
+from gralc.chunking.chunk import Chunk, register
+from gralc.chunking.sentence_spans import (
+    embed_independently,
+    text_token_limit,
+    token_windows,
+    tokenize_offsets,
+)
+
+if TYPE_CHECKING:
+    from gralc.encoding.encoder import DocumentEncoder
+
+NAME = "fixed"
+log = logging.getLogger(__name__)
+
+
+@register(NAME)
+class FixedSizeChunker:
+    """Windows of ``size`` tokens with stride ``size - overlap``; the last may be shorter.
+
+    Uses ``prepared.tokens.offsets`` when present (same tokens as late chunking), else
+    tokenises ``doc.text`` with ``encoder.tokenizer``. Embeddings: ``encoder.encode_texts``
+    of the chunk texts, float32 (d,), L2-normalised.
+    """
+
+    needs_tokens = False
+
+    def __init__(self, encoder: DocumentEncoder, size: int = 256, overlap: int = 32) -> None:
+        if size <= 0 or not 0 <= overlap < size:
+            raise ValueError(
+                f"fixed chunking needs size > 0 and 0 <= overlap < size, got size={size}, "
+                f"overlap={overlap}"
+            )
+        limit = text_token_limit(encoder)
+        if size > limit:
+            log.warning(
+                "fixed chunk size %d exceeds the %d tokens encoder.encode_texts embeds: the "
+                "last %d tokens of each full chunk do not reach its embedding; use size <= %d "
+                "to embed every token",
+                size, limit, size - limit, limit,
+            )
+        self.encoder = encoder
+        self.size = size
+        self.overlap = overlap
+
+    def chunk(self, prepared: PreparedDocument) -> list[Chunk]:
+        """Chunks of ``prepared.doc`` in document order."""
+        doc = prepared.doc
+        if prepared.tokens is not None:
+            offsets = prepared.tokens.offsets
+        else:
+            offsets = tokenize_offsets(self.encoder.tokenizer, doc.text)
+        locator = SectionLocator(doc)
+        chunks = [
+            make_chunk(
+                prepared, NAME, i, int(offsets[ts, 0]), int(offsets[te - 1, 1]), ts, te,
+                locator=locator,
+            )
+            for i, (ts, te) in enumerate(token_windows(0, len(offsets), self.size, self.overlap))
+        ]
+        embed_independently(self.encoder, chunks)
+        return chunks

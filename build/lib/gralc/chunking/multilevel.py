@@ -1,0 +1,159 @@
+"""Multiple-abstraction-level chunks (MAL-RAG): document, section, paragraph, sentence groups.
+
+All four levels are returned together (``Chunk.level``), each level on its own covering the
+document's body, so single-level ablations stay possible:
+
+* ``document``: one chunk spanning the whole text;
+* ``section``: one per section of the tree, top-level AND subsections (MAL-RAG chunks at
+  every section header), each spanning its title and all content, subsections included;
+* ``paragraph``: one per paragraph (list items and captions are paragraphs);
+* ``sentences``: groups of ``sentences_per_chunk`` consecutive sentences inside a paragraph
+  (a paragraph of <= k sentences gives one group equal to the paragraph).
+
+Higher levels are embedded from a SUMMARY, lower levels from their own text (as in MAL-RAG),
+while every chunk's char span is its full extent. MAL-RAG summarises with an LLM (map-reduce);
+pass ``summariser`` to do that. The default is extractive and offline: the element's title
+followed by the ``summary_sentences`` sentences whose contextual vectors (late-pooled from the
+whole-document token embeddings) are closest in cosine to the element's centroid (mean of its
+token vectors), in document order (centroid-based extractive summarisation, as in MEAD).
+Summaries are encoded with ``encoder.encode_texts``; paragraph and sentence-group vectors are
+late-pooled from ``prepared.tokens``. Every vector is L2-normalised float32 (d,).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
+from gralc.chunking.chunk import Chunk, register
+from gralc.documents.model import Document, Sentence
+from gralc.encoding.types import TokenEmbeddings
+from gralc.knowledge.mention import token_span
+
+if TYPE_CHECKING:
+    from gralc.encoding.encoder import DocumentEncoder
+
+NAME = "multilevel"
+LEVELS = ("document", "section", "paragraph", "sentences")
+
+
+@register(NAME)
+class MultiLevelChunker:
+    """MAL-RAG four-level chunking; needs ``prepared.tokens`` (computed with
+    ``encoder.encode_document`` when absent)."""
+
+    needs_tokens = True
+
+    def __init__(
+        self,
+        encoder: DocumentEncoder,
+        sentences_per_chunk: int = 3,
+        summary_sentences: int = 3,
+        summariser: Callable[[str], str] | None = None,
+    ) -> None:
+        if sentences_per_chunk <= 0 or summary_sentences <= 0:
+            raise ValueError(
+                "multilevel chunking needs sentences_per_chunk > 0 and summary_sentences > 0, "
+                f"got {sentences_per_chunk} and {summary_sentences}"
+            )
+        self.encoder = encoder
+        self.sentences_per_chunk = sentences_per_chunk
+        self.summary_sentences = summary_sentences
+        self.summariser = summariser
+
+    def chunk(self, prepared: PreparedDocument) -> list[Chunk]:
+        """All levels, document first, then sections, paragraphs, sentence groups."""
+        return self.chunk_with_summaries(prepared)[0]
+
+    def chunk_with_summaries(
+        self, prepared: PreparedDocument
+    ) -> tuple[list[Chunk], dict[str, str]]:
+        """Chunks, and the summary text embedded for each document/section chunk by chunk_id."""
+        doc = prepared.doc
+        tokens = prepared.tokens
+        if tokens is None:
+            tokens = self.encoder.encode_document(doc.text)
+        if tokens.n_tokens == 0:
+            return [], {}
+        offsets = tokens.offsets
+        locator = SectionLocator(doc)
+
+        def chunk_of(level: str, index: int, start: int, end: int) -> Chunk:
+            ts, te = token_span(offsets, start, end)
+            return make_chunk(prepared, NAME, index, start, end, ts, te, level=level,
+                              locator=locator)
+
+        # higher levels: embedded from summaries
+        titled = [(chunk_of("document", 0, 0, len(doc.text)), doc.title)]
+        for i, sec in enumerate(doc.iter_sections()):
+            titled.append((chunk_of("section", i, sec.start, sec.end), sec.title))
+        titled = [(c, t) for c, t in titled if c.n_tokens > 0]
+        high = [c for c, _ in titled]
+        summaries = self._summaries(doc, tokens, titled)
+        vecs = F.normalize(self.encoder.encode_texts(list(summaries.values())).float(), dim=-1)
+        for c, v in zip(high, vecs.cpu().numpy().astype(np.float32)):
+            c.embedding = v
+
+        # lower levels: their own text, late-pooled
+        low: list[Chunk] = []
+        for p in doc.paragraphs:
+            low.append(chunk_of("paragraph", len(low), p.start, p.end))
+        n_par = len(low)
+        k = self.sentences_per_chunk
+        for p in doc.paragraphs:
+            groups = [p.sentences[i : i + k] for i in range(0, len(p.sentences), k)]
+            spans = [(g[0].start, g[-1].end) for g in groups] or [(p.start, p.end)]
+            for start, end in spans:
+                low.append(chunk_of("sentences", len(low) - n_par, start, end))
+        low = [c for c in low if c.n_tokens > 0]
+        if low:
+            pooled = self.encoder.pool_spans(tokens, [(c.token_start, c.token_end) for c in low])
+            for c, v in zip(low, F.normalize(pooled.float(), dim=-1).cpu().numpy()):
+                c.embedding = v.astype(np.float32)
+        return high + low, summaries
+
+    # ----- summaries ----------------------------------------------------------------------
+    def _summaries(
+        self, doc: Document, tokens: TokenEmbeddings, titled: list[tuple[Chunk, str]]
+    ) -> dict[str, str]:
+        """Summary text per chunk_id of the (chunk, title) pairs, in their order."""
+        if self.summariser is not None:
+            return {c.chunk_id: self.summariser(c.text) for c, _ in titled}
+        chunks = [c for c, _ in titled]
+        sents, vecs = self._sentence_vectors(doc, tokens)
+        starts = np.array([s.start for s in sents], dtype=np.int64)
+        ends = np.array([s.end for s in sents], dtype=np.int64)
+        centroids = F.normalize(
+            self.encoder.pool_spans(tokens, [(c.token_start, c.token_end) for c in chunks]).float(),
+            dim=-1,
+        )
+        out: dict[str, str] = {}
+        for (c, title), centroid in zip(titled, centroids):
+            inside = np.flatnonzero((starts >= c.char_start) & (ends <= c.char_end))
+            if len(inside) == 0:
+                out[c.chunk_id] = title or c.text
+                continue
+            scores = (vecs[inside] @ centroid).cpu().numpy()
+            top = inside[np.argsort(-scores, kind="stable")[: self.summary_sentences]]
+            picked = " ".join(doc.text[sents[i].start : sents[i].end] for i in sorted(top.tolist()))
+            out[c.chunk_id] = f"{title}\n\n{picked}" if title else picked
+        return out
+
+    def _sentence_vectors(
+        self, doc: Document, tokens: TokenEmbeddings
+    ) -> tuple[list[Sentence], torch.Tensor]:
+        """Sentences with at least one token, and their late-pooled unit vectors (S, d)."""
+        sents, spans = [], []
+        for s in doc.sentences:
+            ts, te = token_span(tokens.offsets, s.start, s.end)
+            if te > ts:
+                sents.append(s)
+                spans.append((ts, te))
+        if not spans:
+            return [], torch.zeros(0, tokens.vectors.shape[1])
+        return sents, F.normalize(self.encoder.pool_spans(tokens, spans).float(), dim=-1)

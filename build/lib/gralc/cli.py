@@ -1,0 +1,447 @@
+"""What every GraLC command line shares: one grammar, one error boundary, offline by default.
+
+**Grammar.** ``gralc <command> POSITIONALS [key=value ...] [--flag ...]``: positionals (files,
+folders, a question), ``key=value`` settings anywhere on the line (a token that looks like
+``name.name=...`` is a setting, whatever its position; after ``--`` every token is a
+positional), and a few flags. No option takes more than one value, so none swallows a
+positional. :class:`CommandParser` implements it on top of :mod:`argparse`; its ``--help``
+ends with the settings the command takes, their defaults and one-line meanings, generated
+from the config dataclasses (:func:`settings_help`).
+
+**Error boundary.** A user's mistake (a missing file, a bad config key or value, a corrupt
+input: the ``FileNotFoundError`` / ``ValueError`` family our code raises with a message naming
+the file, key or entry and the fix) ends with exit code 2 and that one message on stderr.
+Anything else is a bug and keeps its traceback. ``--debug`` or ``GRALC_DEBUG=1`` shows the
+traceback of user errors too.
+
+**Offline by default.** Every entry point sets ``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``
+and ``WANDB_MODE=offline`` unless the user set them (:func:`offline_by_default`), before
+anything imports ``huggingface_hub``: an uncached model id fails at once with GraLC's message
+instead of retrying downloads for a minute. ``HF_HUB_OFFLINE=0`` lets a command download.
+
+This module imports nothing of GraLC (every layer's command line may use it) and nothing heavy
+(``gralc <command> --help`` must answer at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import re
+import sys
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+#: a user's mistake or situation, not a bug (ConnectionError: a server we need cannot be reached)
+USER_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+               PermissionError, ValueError, ConnectionError)
+
+#: ``key=value``: a dotted name, ``=``, anything (``models=[a,b]``, ``+x.y=1``, ``data=squad``)
+SETTING = re.compile(r"^\+?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*=")
+
+#: environment an entry point sets unless the user did (see the module docstring)
+OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline",
+                    "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def offline_by_default() -> None:
+    """Set :data:`OFFLINE_DEFAULTS` where the environment does not already say otherwise."""
+    for key, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
+    """``main(argv)`` inside the boundary (module docstring); returns the exit code.
+
+    ``main`` must let user errors propagate: one that catches them itself and prints them
+    (``except ValueError: print(...); return 2``) hides their traceback from ``--debug``. A
+    module whose ``main(argv)`` is also called from Python (tests expecting 2) defines it as
+    ``return run(_main, argv)`` and ends with ``sys.exit(main())``, not ``run(main)`` (a
+    second ``run`` would no longer see ``--debug``)."""
+    offline_by_default()
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("GRALC_DEBUG") == "1"
+    args = [a for a in args if a != "--debug"]
+    try:
+        return main(args)
+    except SystemExit as exc:  # argparse's usage error (2) or --help (0): a code for callers too
+        if isinstance(exc.code, int | None):
+            return exc.code or 0
+        raise
+    except USER_ERRORS as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
+        return 2
+
+
+def add_debug_flag(parser) -> None:
+    """List ``--debug`` in an argparse parser's help (:func:`run` takes it off the command line
+    before ``main`` parses it)."""
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error (also GRALC_DEBUG=1)")
+
+
+def pipeline_overrides(items: Sequence[str]) -> list[str]:
+    """``key=value`` pipeline settings from a command line, with or without the ``pipeline.``
+    prefix (``gralc index``, ``gralc shard`` take them as ``gralc eval`` does)."""
+    return [i.removeprefix("pipeline.") for i in items]
+
+
+# ----- what a command prints -------------------------------------------------------------
+#: third-party loggers that chatter at INFO (library loading, hardware found, tips, index
+#: builds): WARNING unless ``-v``, which gives them back the level their library set
+THIRD_PARTY_LOGGERS = (
+    "faiss", "faiss.loader", "urllib3", "bm25s", "matplotlib", "PIL", "filelock", "numexpr",
+    "httpx", "huggingface_hub", "transformers", "sentence_transformers",
+    "pytorch_lightning", "lightning", "lightning.pytorch", "lightning.fabric", "lightning_fabric",
+)
+
+_LIGHTNING = r"(pytorch_lightning|lightning|lightning_fabric)(\.|$)"
+
+#: third-party warnings that tell a user of the command nothing to act on, as
+#: ``(category, message regex, module regex)`` (module: where the warning is attributed);
+#: anything else still shows
+KNOWN_WARNINGS: tuple[tuple[type[Warning], str, str], ...] = (
+    # torch 2.13 deprecates LeafSpec; Lightning 2.6's _pytree still builds one per batch
+    (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated", _LIGHTNING),
+    # a resumed run's checkpoints: GraLC checks and claims its run folder itself
+    # (gralc.artefacts, gralc.training.run.check_run_dir) before Lightning sees it
+    (UserWarning, r"Checkpoint directory .* exists and is not empty", _LIGHTNING),
+)
+
+_added_filters: list[tuple] = []  # the warnings filters configure_output put in place
+_library_levels: dict[str, int] = {}  # the levels of THIRD_PARTY_LOGGERS before it changed them
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the ``sys.stderr`` of the moment (as :data:`logging.lastResort` does), so a
+    replaced stream (pytest's capture, a redirect) is never written after it is closed."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):  # noqa: D102 - the StreamHandler attribute
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _ShortFormatter(logging.Formatter):
+    """INFO lines as their message; warnings and errors prefixed ``warning:`` / ``error:``
+    (as :func:`run` writes a user's mistake)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
+
+
+def add_verbose_flag(parser) -> None:
+    """``-v`` / ``--verbose`` (count) in an argparse parser, for :func:`configure_output`."""
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more output: -v every library's INFO lines and warnings, -vv "
+                             "GraLC's DEBUG lines too")
+
+
+def pop_verbose(argv: Sequence[str]) -> tuple[int, list[str]]:
+    """``(verbosity, the rest)`` of a ``key=value`` command line (train.py, eval.py): ``-v``,
+    ``-vv``, ``--verbose`` anywhere count as :func:`add_verbose_flag`'s."""
+    level, rest = 0, []
+    for arg in argv:
+        if arg == "--verbose" or (len(arg) > 1 and arg[0] == "-" and set(arg[1:]) == {"v"}):
+            level += 1 if arg == "--verbose" else len(arg) - 1
+        else:
+            rest.append(arg)
+    return level, rest
+
+
+def configure_output(verbose: int = 0) -> None:
+    """Set up what a command line prints on stderr (call it once, in ``main``, after parsing).
+
+    ``verbose=0``: GraLC's INFO lines (a summary per command, one line per training epoch)
+    as bare messages, warnings as ``warning: ...``; third-party loggers
+    (:data:`THIRD_PARTY_LOGGERS`) at WARNING; the third-party warnings of
+    :data:`KNOWN_WARNINGS` ignored. ``verbose=1`` (``-v``): every INFO line of every library
+    and every warning, as ``LEVEL logger: message``; ``verbose>=2`` (``-vv``): GraLC's DEBUG
+    lines too (one per encoded document, ...). Off a terminal (stderr not a TTY: a log
+    file, SLURM) no library draws a progress bar. Like :func:`logging.basicConfig`, a logging
+    set up by someone else (an application calling ``main``, pytest) is left alone; calling
+    it again replaces what an earlier call set."""
+    import warnings
+
+    root = logging.getLogger()
+    ours = [h for h in root.handlers if isinstance(h, _StderrHandler)]
+    if len(ours) == len(root.handlers):  # nobody else configured logging
+        for h in ours:
+            root.removeHandler(h)
+        handler = _StderrHandler()
+        handler.setFormatter(_ShortFormatter("%(message)s") if verbose <= 0
+                             else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING if verbose <= 0 else logging.INFO)
+        logging.getLogger("gralc").setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)
+        for name in THIRD_PARTY_LOGGERS:
+            log = logging.getLogger(name)
+            _library_levels.setdefault(name, log.level)
+            log.setLevel(logging.WARNING if verbose <= 0 else _library_levels[name])
+    for entry in _added_filters:
+        if entry in warnings.filters:
+            warnings.filters.remove(entry)
+    _added_filters.clear()
+    if verbose <= 0:
+        for category, message, module in KNOWN_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=category, module=module)
+            _added_filters.append(warnings.filters[0])
+    if not sys.stderr.isatty():
+        quiet_progress_bars()
+
+
+def quiet_progress_bars() -> None:
+    """No progress bar from Hugging Face libraries (transformers' "Loading weights" draws one
+    even into a log file): before their import through ``HF_HUB_DISABLE_PROGRESS_BARS``,
+    after it through their switches."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
+# ----- settings help, generated from the config dataclasses --------------------------------
+@dataclasses.dataclass
+class Settings:
+    """One group of ``key=value`` settings a command takes: the keys of ``schema`` (a config
+    dataclass) under ``prefix`` (``""``: at the top; ``"search."``: ``search.dense=200``),
+    listed in ``--help`` under ``title``. ``optional_prefix``: the keys may also be written
+    with it (``pipeline.encoder.model=`` = ``encoder.model=``)."""
+
+    title: str
+    schema: type
+    prefix: str = ""
+    optional_prefix: str = ""
+    skip: tuple[str, ...] = ()
+
+
+def field_meanings(cls: type) -> dict[str, str]:
+    """One line per field of a config dataclass: the ``#:`` comment above the field, else the
+    sentence about ````name```` in the class docstring, else ``""``."""
+    import ast
+    import inspect
+
+    out: dict[str, str] = {}
+    try:
+        source = inspect.getsource(cls)
+        lines = source.splitlines()
+        tree = ast.parse(inspect.cleandoc("\n" + source) if source[:1].isspace() else source)
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node in body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                comment = []
+                i = node.lineno - 2
+                while i >= 0 and lines[i].strip().startswith("#:"):
+                    comment.insert(0, lines[i].strip()[2:].strip())
+                    i -= 1
+                if comment:
+                    out[node.target.id] = " ".join(comment)
+    except (OSError, TypeError, SyntaxError, IndexError):
+        pass
+    doc = " ".join((cls.__doc__ or "").split())
+    for f in dataclasses.fields(cls):
+        if f.name in out:
+            continue
+        m = re.search(rf"``{re.escape(f.name)}``(?:\s*\([^)]*\))?\s*:\s*(.*)", doc)
+        if m:
+            text = re.split(r"(?<=[.;])\s|\s``[a-z_]+``\s*[:(]", m.group(1), maxsplit=1)[0]
+            out[f.name] = text.strip(" ;.")
+    return {k: _short(v.replace("``", "")) for k, v in out.items()}
+
+
+def _short(text: str, width: int = 96) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def _is_schema(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _field_type(cls: type, f: dataclasses.Field) -> Any:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # a forward reference that cannot be resolved here: show it as written
+        return f.type
+    return hints.get(f.name, f.type)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return "(required)"
+
+
+def setting_rows(schema: type, prefix: str = "", skip: Iterable[str] = ()) -> list[tuple[str, str, str]]:
+    """``(key, default, meaning)`` of every leaf setting of ``schema``, nested dataclasses
+    walked (``encoder.model``), in field order."""
+    rows: list[tuple[str, str, str]] = []
+    meanings = field_meanings(schema)
+    for f in dataclasses.fields(schema):
+        key = f"{prefix}{f.name}"
+        if key in skip or f.name.startswith("_"):
+            continue
+        tp = _field_type(schema, f)
+        if _is_schema(tp):
+            rows.extend(setting_rows(tp, f"{key}.", skip))
+            continue
+        value = _default(f)
+        if dataclasses.is_dataclass(value):  # a default instance of a union-typed section
+            rows.extend(setting_rows(type(value), f"{key}.", skip))
+            continue
+        rows.append((key, _value_text(value), meanings.get(f.name, "")))
+    return rows
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list | tuple):
+        text = "[" + ",".join(_value_text(v) for v in value) + "]"
+        return text if len(text) <= 48 else f"{text[:40].rsplit(',', 1)[0]},...] ({len(value)} items)"
+    if dataclasses.is_dataclass(value):
+        return "{...}"
+    return str(value)
+
+
+def settings_help(groups: Sequence[Settings]) -> str:
+    """The settings section of a command's ``--help``: per group its title, then one line per
+    key: ``key=default  meaning``."""
+    out = ["settings (key=value, anywhere on the line; lists as key=[a,b]):"]
+    for group in groups:
+        rows = setting_rows(group.schema, group.prefix, group.skip)
+        if not rows:
+            continue
+        note = f" (also written {group.optional_prefix}KEY=...)" if group.optional_prefix else ""
+        out.append(f"\n  {group.title}{note}:")
+        width = min(44, max(len(f"{k}={v}") for k, v, _ in rows))
+        for key, value, meaning in rows:
+            left = f"{key}={value}"
+            if len(left) > width:
+                out.append(f"    {left}")
+                if meaning:
+                    out.append(f"    {'':{width}}  {meaning}")
+            else:
+                out.append(f"    {left:{width}}  {meaning}".rstrip())
+    return "\n".join(out)
+
+
+# ----- the parser --------------------------------------------------------------------------
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30, width=100)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argparse parser with GraLC's grammar (module docstring).
+
+    ``settings``: a callable returning the :class:`Settings` groups the command takes; called
+    only to print ``--help`` (importing the schemas may import torch). ``renamed``: flags of an
+    earlier release and how they are written now; using one is an error that says so.
+    :meth:`parse` returns the namespace with ``settings``: the ``key=value`` tokens, in order.
+    Every parser has ``-v/--verbose`` and ``--debug``."""
+
+    def __init__(self, prog: str, description: str | None = None, *,
+                 settings: Callable[[], Sequence[Settings]] | None = None,
+                 renamed: dict[str, str] | None = None, epilog: str | None = None,
+                 takes_settings: bool = True, **kwargs: Any) -> None:
+        if description:
+            description = description[:1].upper() + description[1:]
+        super().__init__(prog=prog, description=description, epilog=epilog,
+                         formatter_class=_HelpFormatter, allow_abbrev=False, **kwargs)
+        self._settings = settings
+        self._renamed = dict(renamed or {})
+        self._takes_settings = takes_settings
+        add_verbose_flag(self)
+        add_debug_flag(self)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        if self._settings is not None:
+            text = text.rstrip("\n") + "\n\n" + settings_help(self._settings()) + "\n"
+        return text
+
+    def error(self, message: str) -> typing.NoReturn:
+        for old, new in self._renamed.items():
+            if re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", message):
+                message += f" ({old} is now written {new})"
+                break
+        super().error(message)
+
+    def split_settings(self, argv: Sequence[str]) -> tuple[list[str], list[str]]:
+        """``(arguments for argparse, key=value settings)``: a token is a setting when it looks
+        like one (:data:`SETTING`), is not the value of an option and comes before ``--``."""
+        rest: list[str] = []
+        settings: list[str] = []
+        takes_value = False
+        positional_only = False
+        for token in argv:
+            if positional_only:
+                rest.append(token)
+            elif takes_value:
+                rest.append(token)
+                takes_value = False
+            elif token == "--":
+                positional_only = True
+                rest.append(token)
+            elif token.startswith("-") and len(token) > 1 and not token[1:2].isdigit():
+                rest.append(token)
+                action = self._option_string_actions.get(token.split("=", 1)[0])
+                takes_value = (action is not None and "=" not in token and action.nargs != 0
+                               and not isinstance(action, argparse._CountAction))
+            elif self._takes_settings and SETTING.match(token):
+                settings.append(token)
+            else:
+                rest.append(token)
+        return rest, settings
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        """Parse ``argv`` with the grammar; ``namespace.settings`` holds the ``key=value``
+        tokens (refused with a clear message by a command that takes none)."""
+        rest, settings = self.split_settings(argv)
+        args = self.parse_intermixed_args(rest)
+        if settings and not self._takes_settings:
+            self.error(f"takes no key=value settings: {' '.join(settings)}")
+        args.settings = settings
+        return args
+
+
+def subcommand_parser(parent: CommandParser, name: str, description: str, **kwargs: Any) -> CommandParser:
+    """A :class:`CommandParser` for ``PROG NAME`` (``gralc shard build``), for commands with
+    sub-commands of their own."""
+    return CommandParser(f"{parent.prog} {name}", description, **kwargs)
+
+
+def route_settings(settings: Sequence[str], sections: Sequence[str],
+                   default_prefix: str = "pipeline.") -> dict[str, list[str]]:
+    """``key=value`` settings by section: ``{"search": ["dense=200"], ...}`` for a key written
+    ``search.dense=200`` (one of ``sections``), ``{"": [...]}`` for every other key, with
+    ``default_prefix`` taken off (``pipeline.encoder.model=`` = ``encoder.model=``)."""
+    out: dict[str, list[str]] = {"": [], **{s: [] for s in sections}}
+    for item in settings:
+        head, _, rest = item.partition(".")
+        if head in sections and rest:
+            out[head].append(rest)
+        else:
+            out[""].append(item.removeprefix(default_prefix))
+    return out

@@ -1,0 +1,72 @@
+"""Load a directory of articles (JATS ``.nxml``/``.xml``, plain-text ``.txt``, Markdown ``.md``),
+skipping (and logging) the files that cannot be parsed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gralc.documents.jats import parse_jats
+from gralc.documents.model import Document
+from gralc.documents.plaintext import parse_text_file
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PATTERN = "**/*.nxml|**/*.xml|**/*.txt|**/*.md"
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+def parse_document(path: str | Path) -> Document:
+    """Parse one article file by suffix: ``.txt``/``.md`` -> :func:`parse_text_file`, anything
+    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``."""
+    if Path(path).suffix.lower() in TEXT_SUFFIXES:
+        return parse_text_file(path)
+    return parse_jats(path)
+
+
+@dataclass
+class CorpusLoadResult:
+    """Parsed documents (sorted by path) and the ``(path, reason)`` of every skipped file."""
+
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def corpus_files(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> list[Path]:
+    """Files under ``directory`` matching any ``|``-separated glob, sorted, de-duplicated."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise FileNotFoundError(f"corpus directory {root} does not exist or is not a directory")
+    files = {p for glob in pattern.split("|") for p in root.glob(glob.strip()) if p.is_file()}
+    return sorted(files)
+
+
+def iter_corpus(
+    directory: str | Path,
+    pattern: str = DEFAULT_PATTERN,
+    skipped: list[tuple[Path, str]] | None = None,
+) -> Iterator[Document]:
+    """Yield each parseable article in path order; unparseable files are logged and, when
+    ``skipped`` is given, appended to it as ``(path, reason)``. Never aborts on one file."""
+    files = corpus_files(directory, pattern)
+    if not files:
+        log.warning("no files matching %r under %s", pattern, directory)
+    for path in files:
+        try:
+            yield parse_document(path)
+        except Exception as exc:  # one bad file must not stop a corpus load
+            reason = f"{type(exc).__name__}: {exc}"
+            log.warning("skipping %s: %s", path, reason)
+            if skipped is not None:
+                skipped.append((path, reason))
+
+
+def load_corpus(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> CorpusLoadResult:
+    """Parse every matching file under ``directory`` (see :func:`iter_corpus`)."""
+    result = CorpusLoadResult()
+    result.documents = list(iter_corpus(directory, pattern, result.skipped))
+    log.info("loaded %d documents from %s (%d skipped)", len(result.documents), directory,
+             len(result.skipped))  # fmt: skip
+    return result

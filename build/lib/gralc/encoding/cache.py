@@ -1,0 +1,78 @@
+"""On-disk cache of whole-document token embeddings (safetensors files, atomic writes)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from gralc.atomic import atomic_path
+from gralc.encoding.types import TokenEmbeddings
+
+
+def cache_key(text: str, model_id: str, window: int, overlap: int, precision: str) -> str:
+    """Hex sha256 over the text and every setting that changes the vectors."""
+    digest = hashlib.sha256()
+    text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    for part in (text_hash, model_id, str(window), str(overlap), precision):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+logger = logging.getLogger(__name__)
+
+class EmbeddingCache:
+    """``TokenEmbeddings`` stored as ``<cache_dir>/<key[:2]>/<key>.safetensors``.
+
+    Vectors are stored as ``dtype`` (default float32, exact round trip); offsets and
+    windows as int64; the model id in the file metadata.
+    """
+
+    def __init__(self, cache_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):
+        self.cache_dir = Path(cache_dir)
+        self.dtype = dtype
+
+    def path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.safetensors"
+
+    def get(self, key: str) -> TokenEmbeddings | None:
+        """The stored embeddings for ``key``, or None when absent."""
+        path = self.path(key)
+        if not path.is_file():
+            return None
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                model_id = (handle.metadata() or {}).get("model_id", "")
+            tensors = load_file(str(path))
+            windows = [(int(s), int(e)) for s, e in tensors["windows"].tolist()]
+            vectors, offsets = tensors["vectors"], tensors["offsets"]
+        except Exception as exc:  # noqa: BLE001 - any unreadable entry is a miss, never a crash
+            logger.warning("token cache entry %s is unreadable (%s: %s); recomputing it", path,
+                           type(exc).__name__, exc)
+            return None
+        return TokenEmbeddings(
+            vectors=vectors.float(),
+            offsets=offsets.numpy().astype(np.int64),
+            model_id=model_id,
+            windows=windows,
+        )
+
+    def put(self, key: str, te: TokenEmbeddings) -> None:
+        """Store ``te`` under ``key`` (write a temporary file, then atomically rename it)."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tensors = {
+            "vectors": te.vectors.detach().to("cpu", self.dtype).contiguous(),
+            "offsets": torch.from_numpy(np.ascontiguousarray(te.offsets, dtype=np.int64)),
+            "windows": torch.tensor(te.windows, dtype=torch.int64).reshape(-1, 2),
+        }
+        with atomic_path(path) as tmp:
+            save_file(tensors, str(tmp), metadata={"model_id": te.model_id})

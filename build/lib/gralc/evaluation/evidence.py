@@ -1,0 +1,235 @@
+"""Evidence-level retrieval metrics: does a retrieved chunk hold the answer?
+
+**Evidence** of a question is a list of character spans ``[start, end)`` in its gold
+document's ``Document.text``: the answer spans (SQuAD-format benchmarks such as COVID-QA),
+the gold paragraphs (PMC template questions, the demo questions) or the whole gold abstract
+(PubMedQA*). :func:`resolve_evidence` finds them.
+
+**Hit rule.** A retrieved chunk (or a retrieved piece of one) *hits* an evidence span when
+both are in the same document and their overlap covers at least ``min_coverage`` (default
+0.5) of the SHORTER of the two, in characters: a 40-character answer inside a 1,000-character
+chunk is hit; a 3,000-character gold paragraph is hit by a 256-piece chunk lying inside it.
+
+Per-question metrics (``n`` = number of evidence spans, ranks are chunk positions):
+
+* ``ev_mrr``: 1 / rank of the first chunk that hits any evidence span (0 if none does).
+* ``ev_recall@k``: share of the ``n`` evidence spans hit by at least one of the top k chunks.
+* ``ev_ndcg@10``: binary gain 1 at a position whose chunk hits an evidence span that no
+  earlier chunk hit (each span counts once); ideal DCG = sum over i = 1..min(10, n) of
+  1 / log2(i + 1); always in [0, 1].
+* **Budgeted**, for B word-pieces: walk the ranking best first, taking each chunk's text
+  until B word-pieces of retrieved text (the encoder's tokenizer, no special tokens) are
+  taken; the last chunk is cut at the budget (at the end of its last word-piece that fits).
+  ``ev_recall@Bwp``: share of evidence spans hit by a taken piece; ``ev_precision@Bwp``:
+  evidence characters among the retrieved characters (|R ∩ E| / |R|); ``ev_iou@Bwp``:
+  |R ∩ E| / |R ∪ E|, with R the union of the taken character ranges (per document; overlapping
+  chunks count once) and E the union of the evidence spans, as Chroma's chunking evaluation
+  measures them.
+* ``wa_ndcg@10``: ``ev_ndcg@10`` of the **within-article** ranking, where only the gold
+  document's chunks are ranked (MTEB's CovidQA setting).
+
+Averages run over the questions that have evidence (``n_evidence_questions``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+Span = tuple[int, int]
+#: ``piece_ends(chunk)``: the end offset of each word-piece of ``chunk.text``, relative to it
+PieceEnds = Callable[[Any], Sequence[int]]
+
+BUDGETS = (128, 256, 512, 1024, 2048)
+
+
+def _chunk(item: Any) -> Any:
+    if isinstance(item, tuple):
+        return item[0]
+    return getattr(item, "chunk", item)
+
+
+def overlap(a: Span, b: Span) -> int:
+    """Characters shared by two half-open spans."""
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def span_hits(piece: Span, evidence: Span, min_coverage: float = 0.5) -> bool:
+    """The hit rule: overlap >= ``min_coverage`` x the shorter span's length (and > 0)."""
+    shorter = min(piece[1] - piece[0], evidence[1] - evidence[0])
+    if shorter <= 0:
+        return False
+    ov = overlap(piece, evidence)
+    return ov > 0 and ov >= min_coverage * shorter
+
+
+def resolve_evidence(question: Any, doc: Any) -> list[Span]:
+    """The question's evidence spans in ``doc.text``: its ``evidence_spans`` when set, else
+    the spans of its ``gold_paragraph_ids`` present in ``doc``; [] when it has neither."""
+    if question.evidence_spans:
+        return [(int(s), int(e)) for s, e in question.evidence_spans]
+    wanted = set(question.gold_paragraph_ids)
+    return [(p.start, p.end) for p in doc.paragraphs if p.id in wanted]
+
+
+def _hit_set(spans: Iterable[Span], evidence: Sequence[Span], min_coverage: float) -> set[int]:
+    return {j for s in spans for j, ev in enumerate(evidence) if span_hits(s, ev, min_coverage)}
+
+
+def hit_spans(chunk: Any, gold_doc_id: str, evidence: Sequence[Span], min_coverage: float = 0.5) -> set[int]:
+    """Indices of the ``evidence`` spans (in ``gold_doc_id``'s text) that ``chunk`` (a chunk,
+    a ``(chunk, score)`` pair or a Hit) hits by the hit rule; none for another document's
+    chunk. The one test behind every evidence metric and the evidence qrels
+    (:func:`gralc.evaluation.trec.evidence_qrels`).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> hit_spans(Chunk("d1", "d1::0", "", 0, 100), "d1", [(10, 50), (90, 300), (120, 130)])
+    {0}
+    """
+    c = _chunk(chunk)
+    if c.doc_id != gold_doc_id:
+        return set()
+    return _hit_set([(c.char_start, c.char_end)], evidence, min_coverage)
+
+
+def _union_length(spans: Iterable[Span]) -> int:
+    total, end = 0, -1
+    for s, e in sorted(spans):
+        if e <= end:
+            continue
+        total += e - max(s, end)
+        end = e
+    return total
+
+
+def _intersection_length(a: Sequence[Span], b: Sequence[Span]) -> int:
+    """Characters in (union of a) ∩ (union of b)."""
+    return _union_length(a) + _union_length(b) - _union_length([*a, *b])
+
+
+def budget_pieces(run: Sequence[Any], budget: int, piece_ends: PieceEnds) -> list[tuple[str, Span]]:
+    """``(doc_id, span)`` of the text taken from ``run`` within ``budget`` word-pieces."""
+    taken, used = [], 0
+    for item in run:
+        if used >= budget:
+            break
+        c = _chunk(item)
+        ends = piece_ends(c)
+        if not ends:
+            continue
+        if used + len(ends) <= budget:
+            taken.append((c.doc_id, (c.char_start, c.char_end)))
+            used += len(ends)
+        else:
+            cut = ends[budget - used - 1]
+            taken.append((c.doc_id, (c.char_start, c.char_start + cut)))
+            used = budget
+    return taken
+
+
+def ev_ndcg(run: Sequence[Any], gold_doc_id: str, evidence: Sequence[Span], k: int = 10,
+            min_coverage: float = 0.5) -> float:
+    """Evidence nDCG@k (module docstring); 0 when there is no evidence."""
+    if not evidence:
+        return 0.0
+    seen: set[int] = set()
+    dcg = 0.0
+    for pos, item in enumerate(run[:k], start=1):
+        new = hit_spans(item, gold_doc_id, evidence, min_coverage) - seen
+        if new:
+            seen |= new
+            dcg += 1.0 / math.log2(pos + 1)
+    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, len(evidence)) + 1))
+    return dcg / idcg
+
+
+def evidence_metrics(
+    run: Sequence[Any],
+    gold_doc_id: str,
+    evidence: Sequence[Span],
+    ks: Sequence[int] = (1, 5, 20),
+    budgets: Sequence[int] = BUDGETS,
+    piece_ends: PieceEnds | None = None,
+    within_article: Sequence[Any] | None = None,
+    min_coverage: float = 0.5,
+) -> dict[str, float]:
+    """Every evidence metric of one question (module docstring). ``run``: retrieved chunks
+    (or ``(chunk, score)`` pairs / Hits) best first; ``piece_ends`` is needed for the
+    budgeted metrics; ``within_article``: the gold document's chunks in ranked order."""
+    if not evidence:
+        raise ValueError(f"question on {gold_doc_id!r} has no evidence spans")
+    n = len(evidence)
+    chunks = [_chunk(item) for item in run]
+    first_hit = [hit_spans(c, gold_doc_id, evidence, min_coverage) for c in chunks]
+    out: dict[str, float] = {"ev_mrr": 0.0}
+    for pos, hit in enumerate(first_hit, start=1):
+        if hit:
+            out["ev_mrr"] = 1.0 / pos
+            break
+    for k in ks:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        out[f"ev_recall@{k}"] = len(set().union(*first_hit[:k])) / n
+    out["ev_ndcg@10"] = ev_ndcg(chunks, gold_doc_id, evidence, 10, min_coverage)
+    if piece_ends is not None:
+        ev_len = _union_length(evidence)
+        for b in budgets:
+            taken = budget_pieces(chunks, b, piece_ends)
+            gold = [s for d, s in taken if d == gold_doc_id]
+            out[f"ev_recall@{b}wp"] = len(_hit_set(gold, evidence, min_coverage)) / n
+            by_doc: dict[str, list[Span]] = {}
+            for d, s in taken:
+                by_doc.setdefault(d, []).append(s)
+            retrieved = sum(_union_length(v) for v in by_doc.values())
+            inter = _intersection_length(gold, evidence)
+            out[f"ev_precision@{b}wp"] = inter / retrieved if retrieved else 0.0
+            out[f"ev_iou@{b}wp"] = inter / (retrieved + ev_len - inter)
+    if within_article is not None:
+        out["wa_ndcg@10"] = ev_ndcg(within_article, gold_doc_id, evidence, 10, min_coverage)
+    return out
+
+
+class PieceCounter:
+    """Word-piece end offsets of chunk texts from a Hugging Face fast tokenizer (no special
+    tokens), cached by ``(doc_id, chunk_id, char_start, char_end)``."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._cache: dict[tuple, list[int]] = {}
+
+    def _key(self, c: Any) -> tuple:
+        return c.doc_id, c.chunk_id, c.char_start, c.char_end
+
+    def prime(self, chunks: Sequence[Any], batch: int = 256) -> None:
+        """Tokenise the chunks not yet cached, in batches."""
+        todo = [c for c in chunks if self._key(c) not in self._cache]
+        for i in range(0, len(todo), batch):
+            part = todo[i : i + batch]
+            enc = self.tokenizer([c.text for c in part], add_special_tokens=False,
+                                 return_offsets_mapping=True, truncation=False, verbose=False)
+            for c, offs in zip(part, enc["offset_mapping"]):
+                self._cache[self._key(c)] = [e for _, e in offs]
+
+    def __call__(self, chunk: Any) -> list[int]:
+        key = self._key(chunk)
+        if key not in self._cache:
+            self.prime([chunk])
+        return self._cache[key]
+
+
+def budget_counter(encoder: Any) -> PieceCounter:
+    """The word-piece counter of retrieved-text budgets (``ev_recall@Nwp``): always
+    all-MiniLM-L6-v2's tokenizer, so budgets stay one fixed unit when encoders are compared
+    (an encoder with a larger vocabulary would otherwise count fewer pieces for the same text).
+    ``encoder``: the pipeline's encoder, whose tokenizer is reused when it is MiniLM's."""
+    from gralc.encoding.models import DEFAULT_MODEL_ID
+
+    if getattr(encoder, "model_id", None) == DEFAULT_MODEL_ID:
+        return PieceCounter(encoder.tokenizer)
+    from transformers import AutoTokenizer
+
+    from gralc.encoding.models import default_model_path
+
+    return PieceCounter(AutoTokenizer.from_pretrained(default_model_path()))
+

@@ -1,0 +1,308 @@
+"""Evaluation rows of a trained model named ``NAME`` (``gralc`` unless the evaluation names
+its models):
+
+* ``NAME``: the product: the model's chunks ranked by its own score, searched as ``gralc
+  search`` searches (:class:`~gralc.retrieval.trained_search.TrainedSearch`, two stages
+  unless ``settings.search.exhaustive``); its ``ms_per_query`` is what one question costs
+  there (the median of single-question searches, ``k`` = 10, encoding included);
+* ``NAME_cosine``: the same KG-infused chunk vectors ranked by cosine alone;
+* ``NAME_hybrid`` and ``NAME_cosine_hybrid``: each fused with BM25 over the same chunks (the
+  evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini).
+
+GraLC 0.1 named them ``gralc_graph``, ``gralc_kg``, ``gralc_graph_hybrid`` and
+``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows` (or, for probes
+that hold every chunk's score, a :class:`TrainedSearcher`), scored through the
+:class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gralc.chunking.base import PreparedDocument
+from gralc.chunking.chunk import Chunk
+from gralc.config import config_conflicts
+from gralc.data.benchmarks import Benchmark
+from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
+from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
+from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.concept_match import question_concepts
+from gralc.retrieval.fusion import FusionConfig, fuse
+from gralc.retrieval.ranking import rank_chunks, rank_order
+from gralc.retrieval.trained_scorer import TrainedScorer
+
+logger = logging.getLogger(__name__)
+#: the row suffixes of a trained model (``""``: the product), in the order of GraLC 0.1's rows
+ROWS = ("cosine", "", "cosine_hybrid", "hybrid")
+PRODUCT = ""
+#: row names of GraLC 0.1 -> today's, so earlier result files and settings still read
+ROW_ALIASES = {"gralc_kg": "gralc_cosine", "gralc_graph": "gralc", "gralc_kg_hybrid": "gralc_cosine_hybrid",
+               "gralc_graph_hybrid": "gralc_hybrid"}
+#: questions timed one at a time for the product row's ms_per_query
+TIMED_QUESTIONS = 16
+
+
+def row_name(prefix: str, suffix: str) -> str:
+    """``NAME`` for the product row, ``NAME_SUFFIX`` for the others."""
+    return f"{prefix}_{suffix}" if suffix else prefix
+
+
+def row_names(prefix: str) -> list[str]:
+    """Every row a trained model named ``prefix`` adds (:data:`ROWS`)."""
+    return [row_name(prefix, s) for s in ROWS]
+
+
+def _top(chunks, scores: torch.Tensor, k: int):
+    """Top-k (chunk, score) with the metrics' fixed tie-break (score, doc id, chunk id)."""
+    n = min(len(chunks), k + 50)  # slack so ties at the cut are ordered by the rule
+    idx = torch.topk(scores, n).indices.tolist()
+    return rank_chunks([(chunks[i], float(scores[i])) for i in idx])[:k]
+
+
+class TrainedSearcher:
+    """One trained row as a :class:`~gralc.evaluation.methods.Scorer`: each question's score of
+    every chunk (``scores[i]`` (K,), computed once by the model and shared by the rows), fused
+    with BM25 (``lexical[i]`` (K,)) when given."""
+
+    def __init__(self, chunks: list[Chunk], scores: list[torch.Tensor],
+                 lexical: list[np.ndarray] | None, fusion: FusionConfig, candidates: int) -> None:
+        self.chunks, self.scores, self.lexical = chunks, scores, lexical
+        self.fusion, self.candidates = fusion, candidates
+        self.by_doc: dict[str, list[int]] = {}
+        for i, c in enumerate(chunks):
+            self.by_doc.setdefault(c.doc_id, []).append(i)
+
+    def search(self, depth: int) -> list[Run]:
+        n = max(depth, self.candidates)
+        runs = []
+        for i, s in enumerate(self.scores):
+            dense = _top(self.chunks, s, n)
+            if self.lexical is None:
+                runs.append(dense[:depth])
+            else:
+                lexical = _top(self.chunks, torch.from_numpy(self.lexical[i]), n)
+                runs.append(_pairs(fuse(dense, lexical, self.fusion, depth)))
+        return runs
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        idx = self.by_doc.get(doc_id, [])
+        own = [self.chunks[i] for i in idx]
+        own_dense = _ranked(own, self.scores[qi].numpy()[idx])
+        if self.lexical is None:
+            return own_dense
+        return _pairs(fuse(own_dense, _ranked(own, self.lexical[qi][idx]), self.fusion))
+
+
+@dataclass
+class TrainedScores:
+    """A trained model's scores of one benchmark: its ``chunks`` (K), per question the
+    ``cosine`` (K,) of the KG-infused chunk vectors, the model's learned score ``graph``
+    (K,) and the ``lexical`` BM25 (K,) over the same chunks; the questions' vectors
+    ``queries`` (Q, d) from the encoder the model runs with; seconds spent chunking and
+    scoring."""
+
+    chunks: list[Chunk]
+    queries: torch.Tensor
+    cosine: list[torch.Tensor]
+    graph: list[torch.Tensor]
+    lexical: list[np.ndarray]
+    timings: dict[str, float]
+
+
+def trained_scores(
+    scorer: TrainedScorer,
+    bench: Benchmark,
+    prepared: list[PreparedDocument],
+    pipeline: Pipeline,
+    prefix: str = "gralc",
+    model_path: str | Path = "",
+) -> TrainedScores:
+    """Chunk ``bench``'s documents with the trained model and score every question against
+    every chunk. The model runs with the pipeline settings saved in it (encoder, LoRA-adapted
+    or not, knowledge base, boundary window): where ``pipeline`` differs in any of them the
+    documents and questions are prepared again with the model's (``pipeline``'s runtime
+    settings, e.g. its encoder cache, are kept) and a warning names the differences."""
+    pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
+    t0 = time.perf_counter()
+    chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
+    t_chunk = time.perf_counter() - t0
+    vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
+    t1 = time.perf_counter()
+    texts = [q.text for q in bench.questions]
+    q_vecs = pipeline.encoder.encode_queries(texts)
+    # the model's lexical inputs, and the chunks' BM25 for the fused rows whatever the model
+    terms = replace(scorer.terms, lexical=True)
+    ids = question_concepts(pipeline.linker, texts) if terms.concepts else None
+    inputs = scorer.score_inputs(texts, scorer.indexes(chunks, lexical=True), ids, terms)
+    cosine, graph = [], []
+    for i, (q, qv) in enumerate(zip(bench.questions, q_vecs)):
+        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs, inputs=inputs.select(i))
+        cosine.append(cos)
+        graph.append(score)
+    return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, list(inputs.lexical),
+                         {"chunk_s": t_chunk, "score_s": time.perf_counter() - t1})
+
+
+def trained_rows(scores: TrainedScores, bench: Benchmark, settings: RunSettings,
+                 scorer: TrainedScorer, prefix: str = "gralc") -> list[MethodResult]:
+    """The four rows (:data:`ROWS`) of ``scores``, each scored like every baseline row."""
+    out = []
+    for name in ROWS:
+        searcher = TrainedSearcher(scores.chunks,
+                                   scores.cosine if name.startswith("cosine") else scores.graph,
+                                   scores.lexical if name.endswith("hybrid") else None,
+                                   settings.fusion, settings.fusion.candidates)
+        r = score_scorer(row_name(prefix, name), bench, scores.chunks, searcher, settings,
+                         scores.timings)
+        r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
+        out.append(r)
+    return out
+
+
+class RankedRows:
+    """One trained row from rankings already made: per question its top ``runs`` and its
+    ranking of its gold document's chunks (``within``), fused with BM25 (``lexical`` runs)
+    when given."""
+
+    def __init__(self, runs: list[Run], within: list[Run], gold: list[str],
+                 lexical: list[Run] | None, fusion: FusionConfig) -> None:
+        self.runs, self._within, self.gold, self.lexical, self.fusion = runs, within, gold, lexical, fusion
+
+    def search(self, depth: int) -> list[Run]:
+        if self.lexical is None:
+            return [run[:depth] for run in self.runs]
+        return [_pairs(fuse(d, lex, self.fusion, depth)) for d, lex in zip(self.runs, self.lexical)]
+
+    def within(self, qi: int, doc_id: str) -> Run:
+        if doc_id != self.gold[qi]:
+            raise ValueError(f"question {qi}: only its gold document's ranking is kept")
+        return self._within[qi]
+
+
+def evaluate_trained(
+    model_path: str | Path,
+    bench: Benchmark,
+    prepared: list[PreparedDocument],
+    pipeline: Pipeline,
+    settings: RunSettings | None = None,
+    scorer: TrainedScorer | None = None,
+    prefix: str = "gralc",
+) -> list[MethodResult]:
+    """The trained rows (:data:`ROWS`) on one benchmark (``scorer`` reuses an already loaded
+    model; the model runs with the pipeline settings saved in it, see :func:`own_pipeline`).
+    ``gralc_graph`` is the product's search (:class:`TrainedSearch` with ``settings.search``:
+    candidates, token codes) of every question over all the benchmark's chunks, each
+    question's gold document ranked by the same score."""
+    settings = settings or RunSettings()
+    scorer = scorer or TrainedScorer.load(model_path)
+    pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
+    t0 = time.perf_counter()
+    chunks = scorer.chunk(pipeline, prepared, strategy="gralc")
+    search = searchable(scorer, pipeline, chunks, settings.search)
+    return searched_rows(search, bench, settings, prefix, {"chunk_s": time.perf_counter() - t0})
+
+
+def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], config=None):
+    """A :class:`~gralc.retrieval.trained_search.TrainedSearch` over ``chunks`` (just made by
+    ``scorer.chunk``): an exact FAISS index of their vectors, their BM25 and, for a model that
+    adds them, their term-pair BM25 and concept match, as ``gralc.index --model`` builds them."""
+    from gralc.retrieval.faiss_index import ChunkIndex
+    from gralc.retrieval.trained_search import TrainedSearch
+
+    index = ChunkIndex(pipeline.encoder.dim)
+    index.add(chunks)
+    made = scorer.indexes(chunks)
+    return TrainedSearch(scorer, pipeline, index, made.lexical, made.phrase, config, made.concepts)
+
+
+def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",
+                  timings: dict[str, float] | None = None, rows: tuple[str, ...] = ROWS
+                  ) -> list[MethodResult]:
+    """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
+    ``graph`` its top hits and each question's gold document ranked by the same score,
+    ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25 (module docstring);
+    ``rows``: the suffixes to score (:data:`ROWS`)."""
+    index, chunks = search.index, search.index.chunks
+    texts = [q.text for q in bench.questions]
+    gold = [q.gold_doc_id for q in bench.questions]
+    by_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_doc.setdefault(c.doc_id, []).append(i)
+    own = [np.asarray(by_doc.get(d, []), dtype=np.int64) for d in gold]
+    n = max(settings.depth, settings.fusion.candidates)
+    t1 = time.perf_counter()
+    q = search.encode(texts)
+    graph = [_pairs(h) for h in search.search_encoded(q, n)]
+    t_graph = time.perf_counter() - t1
+    graph_within = [_pairs(h) for h in search.search_encoded(q, max(1, max(map(len, own), default=1)), own)]
+    kg = index.search(q.vectors.numpy(), n)
+    unit = q.vectors.numpy() / np.linalg.norm(q.vectors.numpy(), axis=1, keepdims=True).clip(1e-12)
+    kg_within = [_ranked([chunks[j] for j in r], np.asarray(index.vectors)[r] @ v) for r, v in zip(own, unit)]
+    lexical = None
+    if any(name.endswith("hybrid") for name in rows):
+        bm25 = search.lexical
+        if bm25 is None or not bm25.chunks:  # none, or loaded for its scores only
+            bm25 = BM25Index()
+            bm25.index(chunks)
+        lexical = bm25.search(texts, n)
+    out = []
+    for name in rows:
+        runs, within = (kg, kg_within) if name.startswith("cosine") else (graph, graph_within)
+        row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
+                         settings.fusion)
+        row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
+        r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings)
+        r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
+        if name == PRODUCT:
+            r.metrics["search/candidates_per_question"] = search.candidates_per_question
+            # what one question costs the product (gralc search): not the batch above
+            r.timings["batch_ms_per_query"] = r.timings["ms_per_query"]
+            r.timings["ms_per_query"] = single_question_ms(search, texts)
+        out.append(r)
+    return out
+
+
+def single_question_ms(search, texts: list[str], k: int = 10) -> float:
+    """Median milliseconds of one question searched alone, as ``gralc search -k 10`` does
+    (encoding, candidates, decoding), over the first :data:`TIMED_QUESTIONS` questions after
+    one warm-up search."""
+    import statistics
+
+    sample = texts[:TIMED_QUESTIONS]
+    if not sample:
+        return 0.0
+    search.search_batch(sample[:1], k)  # warm-up: first-call allocations, lazy tables
+    times = []
+    for text in sample:
+        t0 = time.perf_counter()
+        search.search_batch([text], k)
+        times.append(1000 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def own_pipeline(scorer: TrainedScorer, pipeline: Pipeline, prepared: list[PreparedDocument],
+                 model_path: str | Path = "") -> tuple[Pipeline, list[PreparedDocument]]:
+    """The model's own saved pipeline settings (encoder, LoRA-adapted or not, knowledge base,
+    boundary window) with ``pipeline``'s runtime settings; where they differ in any input
+    setting the documents are prepared again with them and a warning names the differences."""
+    own = with_runtime(scorer.pipeline_config, pipeline.config)
+    differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
+    if not differ:
+        return pipeline, prepared
+    logger.warning("%s runs with its own saved pipeline settings, not the evaluation's: %s",
+                   model_path or "the model", "; ".join(differ))
+    pipeline = Pipeline(own)
+    return pipeline, pipeline.prepare([p.doc for p in prepared], progress=False)
+
+
+def _ranked(chunks, scores) -> list:
+    return [(chunks[j], float(scores[j])) for j in rank_order(chunks, scores)]
+
+
+def _pairs(hits) -> list:
+    return [(h.chunk, h.score) for h in hits]

@@ -1,0 +1,30 @@
+"""Where published result files live (``docs/results/NAME.json``) and how an experiment puts
+one there; the tables are rendered from them by :mod:`gralc.experiments.tables` (which imports
+the experiments' renderers, so the experiments import this module, never that one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gralc.data.real_knowledge import REPO
+
+RESULTS = REPO / "docs" / "results"
+
+
+def report_arguments(ap, what: str) -> None:
+    """``--report JSON`` (only print the tables of an earlier run's ``what``) and ``--publish
+    NAME`` (with it: copy it to docs/results/NAME.json, rendered by gralc.experiments.tables)."""
+    ap.add_argument("--report", type=Path, metavar="JSON", help=f"only print the tables of a {what}")
+    ap.add_argument("--publish", metavar="NAME", help="with --report: copy it to docs/results/NAME.json "
+                    "(its table: python -m gralc.experiments.tables)")
+
+
+def publish_result(name: str, saved: dict, folder: Path = RESULTS) -> Path:
+    """Write ``folder/name.json`` (atomically) and say how its table is generated."""
+    from gralc.runinfo import write_json_atomic
+
+    path = Path(folder) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, saved)
+    print(f"wrote {path}; its table: python -m gralc.experiments.tables")
+    return path

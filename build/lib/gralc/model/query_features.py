@@ -1,0 +1,50 @@
+"""The question side of the model's input: frozen query vectors and linked query concepts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from gralc.knowledge.concept_graph import build_concept_graph
+
+if TYPE_CHECKING:
+    from gralc.knowledge.concept_embeddings import ConceptEmbedder
+    from gralc.pipeline import Pipeline
+
+
+class QueryEncoder:
+    """Frozen encodings of question-side texts with the pipeline's encoder and linker."""
+
+    def __init__(self, pipeline: Pipeline, concept_embedder: ConceptEmbedder) -> None:
+        self.pipeline, self.embedder = pipeline, concept_embedder
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        return (
+            self.pipeline.encoder.encode_queries(texts).float()
+            if texts
+            else torch.zeros(0, self.pipeline.encoder.dim)
+        )
+
+    def concepts(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """Linked concept ids, u (Cq, d_k) and the query's concept graph edges (2, Eq)."""
+        return self.concepts_batch([text])[0]
+
+    def concepts_batch(self, texts: list[str]) -> list[tuple[list[str], torch.Tensor, torch.Tensor]]:
+        """:meth:`concepts` of several questions; the concepts not yet embedded are embedded
+        together (one encoder batch, not one per question)."""
+        graphs = [build_concept_graph(self.pipeline.linker.link(t), [(0, len(t))],
+                                      self.pipeline.knowledge_base) for t in texts]
+        every = list(dict.fromkeys(c for g in graphs for c in g.concept_ids))
+        if every:
+            self.embedder.embed_ids(every, self.pipeline.vocabulary)  # fills the cache at once
+        out = []
+        for graph in graphs:
+            ids = list(graph.concept_ids)
+            u = (
+                self.embedder.embed_ids(ids, self.pipeline.vocabulary).float()
+                if ids
+                else torch.zeros(0, self.pipeline.encoder.dim)
+            )
+            out.append((ids, u, graph.edge_index.long()))
+        return out

@@ -1,0 +1,269 @@
+"""The indexing pipeline: documents -> prepared documents -> chunks with vectors.
+
+``Pipeline(PipelineConfig())`` owns one encoder and one entity linker and prepares every
+document ONCE (whole-document token embeddings, from the on-disk cache when configured, and
+entity mentions in ``Document.text`` coordinates); any registered strategy then chunks the
+prepared documents. Training and evaluation share it, so nothing is encoded twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from gralc.chunking import registered
+from gralc.chunking.base import PreparedDocument
+from gralc.chunking.boundaries import BoundaryConfig
+from gralc.chunking.chunk import Chunk
+from gralc.documents.model import Document
+from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.knowledge.concept_graph import KnowledgeBase, RelationSources
+from gralc.knowledge.linker import EntityLinker, LinkerConfig
+from gralc.knowledge.vocabulary import Vocabulary, load_vocabulary
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class KnowledgeConfig:
+    """Where concepts and relations come from. ``vocabulary``: a MeSH thesaurus TSV,
+    ``descYYYY.xml`` or UMLS ``MRCONSO.RRF`` (None: the demo corpus's bundled vocabulary);
+    ``tree_file``: ``mtreesYYYY.bin`` (None with the demo vocabulary: its bundled tree)."""
+
+    vocabulary: str | None = None
+    tree_file: str | None = None
+    relations: RelationSources = field(default_factory=RelationSources)
+    linker: LinkerConfig = field(default_factory=LinkerConfig)
+    add_neighbours: bool = False
+
+
+@dataclass
+class FixedConfig:
+    size: int = 256
+    overlap: int = 32
+
+
+@dataclass
+class SemanticConfig:
+    threshold: float = 0.75
+    percentile: float | None = None
+    buffer_size: int = 1
+    max_tokens: int = 1024
+    sub_overlap: int = 128
+    #: buffered sentence groups: "pooled" from one encoding of each sentence, or "encoded"
+    #: as text on their own (SemRAG to the letter, ~3x the sentence pass for buffer_size 1)
+    groups: str = "pooled"
+    #: chunk vectors: "encoded" (each chunk's text on its own) or "pooled" from the sentences
+    chunk_vectors: str = "encoded"
+    #: word-pieces (special tokens included) of every text it encodes (sentences, groups,
+    #: chunks): null = the model card's max_seq_length (256 for MiniLM, as sentence-
+    #: transformers' encode() truncates), at most the model's context (512 for MiniLM)
+    encode_max_length: int | None = None
+
+
+@dataclass
+class LateConfig:
+    max_tokens: int = 256
+
+
+@dataclass
+class MultiLevelConfig:
+    sentences_per_chunk: int = 3
+    summary_sentences: int = 3
+
+
+@dataclass
+class ChunkingConfig:
+    """Parameters of every strategy (the paper's defaults)."""
+
+    fixed: FixedConfig = field(default_factory=FixedConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    late: LateConfig = field(default_factory=LateConfig)
+    boundary: BoundaryConfig = field(default_factory=BoundaryConfig)
+    multilevel: MultiLevelConfig = field(default_factory=MultiLevelConfig)
+
+
+@dataclass
+class PipelineConfig:
+    """Every setting of the indexing pipeline: the ``encoder``
+    (:class:`~gralc.encoding.encoder.EncoderConfig`), where concepts come from (``knowledge``,
+    :class:`KnowledgeConfig`) and every strategy's parameters (``chunking``,
+    :class:`ChunkingConfig`). :func:`gralc.config.load_config` builds one from a YAML file and
+    ``key=value`` settings, as :class:`gralc.inference.Retriever` and :class:`gralc.inference.Chunker`
+    read theirs.
+
+    >>> from gralc import PipelineConfig, load_config
+    >>> load_config(PipelineConfig, overrides=["chunking.boundary.max_tokens=512"]).chunking.boundary.max_tokens
+    512
+    """
+
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+
+
+#: Pipeline settings that change how fast, not what, is computed (free to differ from the
+#: settings a trained model was saved with).
+RUNTIME_KEYS = (
+    "encoder.cache_dir",
+    "encoder.device",
+    "encoder.batch_size",
+    "encoder.precision",
+    "encoder.stream_tokens",
+)
+#: The settings a trained model's input features depend on.
+MODEL_INPUT_KEYS = (
+    "encoder.",
+    "knowledge.",
+    "chunking.boundary.window",
+    "chunking.boundary.struct_weights",
+)
+
+
+def with_runtime(saved: PipelineConfig, current: PipelineConfig) -> PipelineConfig:
+    """``saved`` (a trained model's pipeline config) with ``current``'s runtime encoder
+    settings (:data:`RUNTIME_KEYS`: cache, device, batch size, precision)."""
+    from dataclasses import replace
+
+    runtime = {k.split(".", 1)[1]: getattr(current.encoder, k.split(".", 1)[1]) for k in RUNTIME_KEYS}
+    return replace(saved, encoder=replace(saved.encoder, **runtime))
+
+
+def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
+    """The vocabulary (with tree numbers) and the relation tables the config names."""
+    if cfg.vocabulary is None:
+        from gralc.knowledge.builtin import builtin_tree_path, builtin_vocabulary_path
+
+        vocab = load_vocabulary(builtin_vocabulary_path())
+        tree = cfg.tree_file or str(builtin_tree_path())
+    else:
+        vocab = load_vocabulary(cfg.vocabulary)
+        tree = cfg.tree_file
+    if tree:
+        vocab.add_tree_file(tree)
+    return vocab, KnowledgeBase(vocab, cfg.relations)
+
+
+def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> Any:
+    """Instantiate the registered strategy ``name`` with its parameters from ``cfg``."""
+    strategies = registered()
+    if name not in strategies:
+        raise ValueError(f"unknown chunking strategy {name!r}; available: {', '.join(sorted(strategies))}")
+    params: dict[str, Any] = {
+        "fixed": vars(cfg.fixed),
+        "semantic": vars(cfg.semantic),
+        "late": vars(cfg.late),
+        "multilevel": vars(cfg.multilevel),
+        "structure_aware": {"config": cfg.boundary},
+        "dp_sentences": {"config": cfg.boundary},
+    }.get(name, {})
+    return strategies[name](encoder, **params)
+
+
+class Pipeline:
+    """Encoder + linker + strategies, sharing one preparation per document."""
+
+    def __init__(self, config: PipelineConfig | None = None) -> None:
+        self.config = config or PipelineConfig()
+        self.encoder = DocumentEncoder(self.config.encoder)
+        self.vocabulary, self.knowledge_base = load_knowledge(self.config.knowledge)
+        self.linker = EntityLinker(self.vocabulary, self.config.knowledge.linker)
+        self._chunkers: dict[str, Any] = {}
+
+    def prepare(self, docs: list[Document], progress: bool = True) -> list[PreparedDocument]:
+        """Whole-document token embeddings and entity mentions for each document."""
+        tokens = self.encoder.encode_documents([d.text for d in docs], progress=progress)
+        return [
+            PreparedDocument(doc=d, tokens=t, mentions=self.linker.link(d.text))
+            for d, t in zip(docs, tokens)
+        ]
+
+    def chunker(self, name: str) -> Any:
+        if name not in self._chunkers:
+            self._chunkers[name] = build_chunker(name, self.encoder, self.config.chunking)
+        return self._chunkers[name]
+
+    def chunk(
+        self, prepared: list[PreparedDocument], strategy: str, progress: bool = True
+    ) -> list[Chunk]:
+        """All chunks of all documents by one strategy, in document order."""
+        chunker = self.chunker(strategy)
+        out: list[Chunk] = []
+        for p in tqdm(prepared, desc=f"chunk:{strategy}", disable=None if progress else True):
+            out.extend(chunker.chunk(p))
+        return out
+
+
+def load_documents_from(path: str | Path) -> list[Document]:
+    """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, a BEIR
+    folder (its ``corpus.jsonl``; or that file), a PubMedQA JSON file, or a SQuAD-format JSON
+    file of whole articles (COVID-QA: one document per context, as ``gralc eval data=squad``
+    reads them)."""
+    from gralc.documents.beir import is_beir_folder, read_beir_corpus
+    from gralc.documents.corpus import load_corpus, parse_document
+    from gralc.documents.pubmedqa import load_pqal
+    from gralc.documents.squad import is_squad, load_squad_documents
+
+    path = Path(path)
+    if is_beir_folder(path) or (path.name == "corpus.jsonl" and path.is_file()):
+        return read_beir_corpus(path / "corpus.jsonl" if path.is_dir() else path)[0]
+    if path.is_dir():
+        result = load_corpus(path)
+        for skipped, reason in result.skipped:
+            logger.warning("skipped %s: %s", skipped, reason)
+        return result.documents
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} does not exist: pass a JATS/.txt/.md article, a folder of them, a BEIR folder, "
+            "ori_pqal.json or a SQuAD-format JSON"
+        )
+    if path.suffix == ".json":
+        try:
+            squad = is_squad(json.loads(path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            squad = False  # load_pqal names the problem
+        if squad:
+            return load_squad_documents(path, lambda message: logger.warning("%s", message))
+        return load_pqal(path).documents
+    return [parse_document(path)]
+
+
+def load_documents(source: Any) -> list[Document]:
+    """Documents from whatever a user has: a :class:`Document`, a path (an article, a folder
+    of them, a BEIR folder, ori_pqal.json, a SQuAD-format JSON: :func:`load_documents_from`),
+    or a list mixing both. A string that is no existing path is an error pointing at
+    :func:`gralc.documents.plaintext.document_from_text` (text is never guessed from a typo'd
+    path).
+
+    >>> from gralc.data.demo import demo_articles
+    >>> docs = load_documents(demo_articles()[:2])
+    >>> [d.id for d in docs]
+    ['PMC9000001', 'PMC9000002']
+    """
+    if isinstance(source, Document):
+        return [source]
+    if isinstance(source, str | Path):
+        if not Path(source).exists():
+            raise FileNotFoundError(
+                f"{str(source)[:200]!r} is no file or folder: pass an article, a folder of them, "
+                "a BEIR folder or a JSON corpus; for a text, gralc.document_from_text(text)")
+        return load_documents_from(source)
+    if isinstance(source, Sequence | set | frozenset) and not isinstance(source, bytes):
+        out: list[Document] = []
+        for item in source:
+            if not isinstance(item, Document | str | Path):
+                raise TypeError(f"a corpus list holds Documents and paths, not {type(item).__name__}")
+            out.extend(load_documents(item))
+        ids = [d.id for d in out]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise ValueError(f"two documents share an id ({', '.join(dup)}): give each its own")
+        return out
+    raise TypeError(f"documents come from a Document, a path or a list of them, not "
+                    f"{type(source).__name__}")

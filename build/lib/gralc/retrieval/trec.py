@@ -1,0 +1,260 @@
+"""TREC run and qrels files: what trec_eval, pytrec_eval, ranx and ir_measures score.
+
+A **run** has one line per retrieved item, ``qid Q0 docno rank score run_name``, best first
+within each query; a **qrels** file one line per judgement, ``qid 0 docno relevance``
+(relevance > 0: relevant). :func:`write_trec_run` writes our rankings at one of two levels:
+
+* ``chunk``: docno = ``chunk_id``, every retrieved chunk; scored against
+  :func:`gralc.evaluation.trec.evidence_qrels` (the chunks holding each question's evidence),
+  it reproduces the evidence-level metrics;
+* ``doc``: docno = ``doc_id``, each document once, at its first (best) chunk with that
+  chunk's score (:func:`doc_hits`); scored against :func:`document_qrels`.
+
+**Order.** The rows' order IS the ranking (what our metrics score): the searchers produce it
+by the one tie-break rule (:mod:`gralc.retrieval.ranking`: score, then ``doc_id``, then
+``chunk_id``, descending), a re-ranker by its own logic. TREC tools do not read the rank
+column: they sort by score, trec_eval and pytrec_eval after storing it as a 32-bit float
+and breaking ties by docno descending, ranx with an unstable sort. So the written scores are
+32-bit floats strictly decreasing down each query's list: a score is written as its nearest
+32-bit float, or, when that would not lie below the score written above it (a tie, or a
+re-ranked list whose scores rise), as the next 32-bit float below that one. Every
+score-descending sort then keeps our order exactly, whatever its tie rule; a written score
+differs from ours by at most a few units in the 7th significant digit where it was nudged.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from gralc.atomic import atomic_write
+from gralc.documents.errors import DocumentParseError
+from gralc.documents.question import Question
+
+LEVELS = ("chunk", "doc")
+#: ``{qid: {docno: relevance}}``: what ranx's ``Qrels`` and pytrec_eval take
+Qrels = dict[str, dict[str, int]]
+#: ``{qid: {docno: score}}``: what ranx's ``Run`` and pytrec_eval take
+Run = dict[str, dict[str, float]]
+Rows = Iterable[tuple[str, Sequence[Any]]]
+
+
+def _pair(item: Any) -> tuple[Any, float]:
+    """``(chunk, score)`` of a pair or a retrieval Hit."""
+    if hasattr(item, "chunk") and hasattr(item, "score"):
+        return item.chunk, float(item.score)
+    chunk, score = item
+    return chunk, float(score)
+
+
+def doc_hits(hits: Sequence[Any]) -> list[tuple[Any, float]]:
+    """Each document of a ranked list once, at its first chunk: ``[(chunk, score)]`` in order
+    (for a list ranked by score, each document's best chunk; the documents then follow
+    :func:`gralc.evaluation.metrics.rank_docs`' order).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> c = [Chunk("d1", "d1::0", "", 0, 0), Chunk("d2", "d2::0", "", 0, 0), Chunk("d1", "d1::1", "", 0, 0)]
+    >>> [(ch.chunk_id, s) for ch, s in doc_hits([(c[0], 0.9), (c[1], 0.8), (c[2], 0.7)])]
+    [('d1::0', 0.9), ('d2::0', 0.8)]
+    """
+    seen: set[str] = set()
+    out = []
+    for item in hits:
+        chunk, score = _pair(item)
+        if chunk.doc_id not in seen:
+            seen.add(chunk.doc_id)
+            out.append((chunk, score))
+    return out
+
+
+def _check_token(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value.split()) != 1 or value != value.strip():
+        raise ValueError(f"{what} {value!r} is empty or holds whitespace; TREC files are "
+                         "whitespace-separated columns, so every id must be one word")
+    return value
+
+
+def trec_scores(scores: Iterable[float]) -> list[np.float32]:
+    """The scores as written (module docstring): 32-bit floats, strictly decreasing.
+
+    >>> [str(s) for s in trec_scores([0.5, 0.5, 0.25, 0.75])]
+    ['0.5', '0.49999997', '0.25', '0.24999999']
+    """
+    out: list[np.float32] = []
+    for s in scores:
+        if not math.isfinite(s):
+            raise ValueError(f"score {s} is not a finite number; a TREC run needs real scores")
+        w = np.float32(s)
+        if out and not w < out[-1]:
+            w = np.nextafter(out[-1], np.float32(-np.inf))
+        out.append(w)
+    return out
+
+
+def trec_run_lines(rows: Rows, run_name: str = "gralc", level: str = "chunk") -> Iterator[str]:
+    """The lines of :func:`write_trec_run` (without line breaks), query by query."""
+    if level not in LEVELS:
+        raise ValueError(f"level={level!r}: use one of {', '.join(LEVELS)}")
+    _check_token(run_name, "run name")
+    seen_q: set[str] = set()
+    for qid, hits in rows:
+        _check_token(qid, "question id")
+        if qid in seen_q:
+            raise ValueError(f"question id {qid!r} twice in one run; every question needs its own id")
+        seen_q.add(qid)
+        pairs = doc_hits(hits) if level == "doc" else [_pair(h) for h in hits]
+        names = [c.doc_id if level == "doc" else c.chunk_id for c, _ in pairs]
+        seen: set[str] = set()
+        for name in names:
+            _check_token(name, "document id" if level == "doc" else "chunk id")
+            if name in seen:
+                raise ValueError(f"question {qid!r}: chunk {name!r} retrieved twice; a run lists each once")
+            seen.add(name)
+        for rank, (name, score) in enumerate(zip(names, trec_scores(s for _, s in pairs)), start=1):
+            yield f"{qid} Q0 {name} {rank} {score!s} {run_name}"
+
+
+def write_trec_run(rows: Rows, out: str | Path | TextIO, run_name: str = "gralc",
+                   level: str = "chunk") -> int:
+    """Write ranked hits as a TREC run; return the number of lines written.
+
+    ``rows``: ``(question id, hits)`` per question, in order; ``hits`` best first, each a
+    retrieval :class:`~gralc.retrieval.hits.Hit` or a ``(chunk, score)`` pair. ``out``: a
+    path (written atomically) or an open text stream (``sys.stdout``). ``level``: ``chunk``
+    (docno = chunk id) or ``doc`` (docno = document id, each document at its first chunk).
+    Ranks are 1, 2, ...; scores as the module docstring says. A question with no hits writes
+    no line. Ids holding whitespace and a chunk listed twice are a ``ValueError``.
+
+    >>> import sys
+    >>> from gralc.chunking.chunk import Chunk
+    >>> a, b = Chunk("d1", "d1::0", "", 0, 0), Chunk("d2", "d2::0", "", 0, 0)
+    >>> write_trec_run([("q1", [(a, 0.75), (b, 0.75)])], sys.stdout, "minilm")
+    q1 Q0 d1::0 1 0.75 minilm
+    q1 Q0 d2::0 2 0.74999994 minilm
+    2
+    """
+    lines = trec_run_lines(rows, run_name, level)
+    if isinstance(out, (str, Path)):
+        n = 0
+        with atomic_write(out) as f:
+            for n, line in enumerate(lines, start=1):  # noqa: B007 (n counts the lines)
+                f.write(line + "\n")
+        return n
+    n = 0
+    for line in lines:
+        out.write(line + "\n")
+        n += 1
+    return n
+
+
+def document_qrels(questions: Iterable[Question]) -> Qrels:
+    """Document-level qrels: every relevant document of every question with its relevance
+    (:meth:`Question.relevant_docs`); score a ``level="doc"`` run against them.
+
+    >>> document_qrels([Question("q1", "Which drug?", "d2", relevance={"d2": 2, "d7": 1})])
+    {'q1': {'d2': 2, 'd7': 1}}
+    """
+    out: Qrels = {}
+    for q in questions:
+        if q.id in out:
+            raise ValueError(f"question id {q.id!r} twice; qrels need one entry per question")
+        out[q.id] = q.relevant_docs()
+    return out
+
+
+def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: str | Path | TextIO) -> int:
+    """Write qrels (``{qid: {docno: relevance}}``) as TREC qrels lines ``qid 0 docno rel``;
+    return the number of lines. ``out``: a path (written atomically) or a text stream.
+
+    >>> import sys
+    >>> write_trec_qrels({"q1": {"d2": 2, "d7": 1}}, sys.stdout)
+    q1 0 d2 2
+    q1 0 d7 1
+    2
+    """
+    lines = []
+    for qid, judged in qrels.items():
+        _check_token(qid, "question id")
+        for docno, rel in judged.items():
+            _check_token(docno, "docno")
+            if not isinstance(rel, (int, np.integer)) or isinstance(rel, bool):
+                raise ValueError(f"question {qid!r}: relevance of {docno!r} must be an integer, got {rel!r}")
+            lines.append(f"{qid} 0 {docno} {int(rel)}\n")
+    if isinstance(out, (str, Path)):
+        with atomic_write(out) as f:
+            f.writelines(lines)
+    else:
+        out.writelines(lines)
+    return len(lines)
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentParseError(f"cannot read {path}: {exc.strerror}", path=path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DocumentParseError(f"{path}:{line}: not UTF-8 text", path=path, line=line) from None
+    for n, line in enumerate(io.StringIO(text, newline=None), start=1):
+        if line.strip():
+            yield n, line.split()
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """A TREC run file as ``{qid: {docno: score}}`` (the scores as written); a line without
+    six columns, a score that is not a number or a docno listed twice for one query is a
+    ``ValueError`` naming ``FILE:LINE``."""
+    path = Path(path)
+    run: Run = {}
+    first: dict[tuple[str, str], int] = {}
+    for n, cols in _read_lines(path):
+        if len(cols) != 6:
+            raise DocumentParseError(f"{path}:{n}: {len(cols)} columns; a TREC run line is "
+                                     "'qid Q0 docno rank score run_name'", path=path, line=n)
+        qid, _, docno, _, score, _ = cols
+        try:
+            value = float(score)
+        except ValueError:
+            raise DocumentParseError(f"{path}:{n}: score {score!r} is not a number", path=path, line=n) from None
+        if (qid, docno) in first:
+            raise DocumentParseError(f"{path}:{n}: {docno} listed again for {qid} (first on line "
+                                     f"{first[qid, docno]})", path=path, line=n)
+        first[qid, docno] = n
+        run.setdefault(qid, {})[docno] = value
+    return run
+
+
+def read_trec_qrels(path: str | Path) -> Qrels:
+    """A TREC qrels file as ``{qid: {docno: relevance}}``; a line without four columns, a
+    relevance that is not an integer or a pair judged twice is a ``ValueError`` naming
+    ``FILE:LINE``."""
+    path = Path(path)
+    qrels: Qrels = {}
+    first: dict[tuple[str, str], int] = {}
+    for n, cols in _read_lines(path):
+        if len(cols) != 4:
+            raise DocumentParseError(f"{path}:{n}: {len(cols)} columns; a TREC qrels line is "
+                                     "'qid 0 docno relevance'", path=path, line=n)
+        qid, _, docno, rel = cols
+        try:
+            value = int(rel)
+        except ValueError:
+            raise DocumentParseError(f"{path}:{n}: relevance {rel!r} is not an integer", path=path, line=n) from None
+        if (qid, docno) in first:
+            raise DocumentParseError(f"{path}:{n}: ({qid}, {docno}) judged again (first on line "
+                                     f"{first[qid, docno]})", path=path, line=n)
+        first[qid, docno] = n
+        qrels.setdefault(qid, {})[docno] = value
+    return qrels
+
+
+__all__ = ["LEVELS", "Qrels", "Run", "doc_hits", "document_qrels", "read_trec_qrels", "read_trec_run",
+           "trec_run_lines", "trec_scores", "write_trec_qrels", "write_trec_run"]

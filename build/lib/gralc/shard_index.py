@@ -1,0 +1,243 @@
+"""Sharded indexing of a large corpus: build one index per shard, then merge them.
+
+    gralc shard build DIR --shard I --num-shards N --out OUT/shard_I
+        [--strategy NAME | --model EXPORT [--codec OUT/codec]] [index.kind=flat|hnsw|ivf] [--graph]
+    gralc shard merge OUT/shard_* --out OUT/merged
+
+A trained model that scores with late interaction stores its chunks' token vectors as codes
+(:mod:`gralc.retrieval.token_codec`); the shards of one build must share one codec, trained
+once before them on the corpus's first tokens, exactly as a single build trains it:
+
+    gralc shard codec DIR --model EXPORT --out OUT/codec
+
+Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
+(``files[I*F//N : (I+1)*F//N]``), so merging the shards in shard order gives exactly the
+chunks, in the same order, of a single-process ``gralc index DIR`` (the test checks
+it). Each shard directory is a normal :class:`~gralc.inference.Retriever` index plus
+``shard.json``; the merged directory is a normal index (``Retriever.load`` / ``gralc.search``).
+A trained model's merge joins the shards' chunk tables (concepts, sentence units, token codes)
+and rebuilds the BM25 indexes over all chunks (corpus-wide term statistics, as one build has).
+With ``--graph`` each shard grows its part of the corpus knowledge graph; the merge adds the
+shards' graphs (nodes, edges, weights, chunk ids) and computes communities, reports and
+vectors once over the whole (re-reading the shards' files, no encoding of documents).
+On SLURM, ``slurm/index.sbatch`` runs one build per task (``--shard $SLURM_PROCID``) and the
+merge once they have all finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gralc.artefacts import check_output_dir, output_lock, write_artefact
+from gralc.documents.corpus import corpus_files
+from gralc.inference import (
+    CONCEPTS_DIR,
+    GRAPH_DIR,
+    LEXICAL_DIR,
+    PHRASE_DIR,
+    RETRIEVER_FILE,
+    Retriever,
+    train_token_codec,
+)
+from gralc.retrieval.faiss_index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
+from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec_dir, save_codec_dir
+from gralc.retrieval.trained_scorer import TABLE_DIR
+
+SHARD_FILE = "shard.json"
+logger = logging.getLogger(__name__)
+
+
+def shard_files(corpus: str | Path, shard: int, num_shards: int) -> list[Path]:
+    """Shard ``shard``'s block of the sorted corpus files; errors if it would be empty."""
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"--shard must be in [0, {num_shards}), got {shard}")
+    files = corpus_files(corpus)
+    if len(files) < num_shards:
+        raise ValueError(
+            f"{corpus}: {len(files)} corpus files cannot fill {num_shards} shards; "
+            f"use --num-shards <= {len(files)}"
+        )
+    n = len(files)
+    return files[shard * n // num_shards : (shard + 1) * n // num_shards]
+
+
+def build_shard(
+    corpus: str | Path,
+    shard: int,
+    num_shards: int,
+    out: str | Path,
+    strategy: str = "structure_aware",
+    index_config: IndexConfig | None = None,
+    force: bool = False,
+    overrides: list[str] | tuple[str, ...] = (),
+    graph: bool = False,
+    model: str | Path | None = None,
+    codec: str | Path | None = None,
+) -> Retriever:
+    """Chunk, encode and index one shard of ``corpus`` into ``out`` (+ ``shard.json``);
+    ``out`` holding other files needs ``force`` (:mod:`gralc.artefacts`); ``overrides``:
+    ``key=value`` pipeline settings, as for ``gralc.index``; ``model``: a trained model's
+    index, its token codes written with ``codec`` (a folder of :func:`build_codec`; required
+    when the model scores with late interaction)."""
+    inputs = [corpus, *(p for p in (model, codec) if p is not None)]
+    check_output_dir(out, "index", force, inputs)  # before any encoding
+    with output_lock(out):  # held from before any encoding to the swap
+        files = shard_files(corpus, shard, num_shards)
+        token_codec = None
+        if model is not None:
+            from gralc.retrieval.trained_scorer import TrainedScorer
+
+            if codec is None and TrainedScorer.load(model).uses_tokens:
+                raise ValueError(f"{model} scores with late interaction: every shard must store its token "
+                                 "vectors with one codec; train it once with `gralc shard "
+                                 "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
+            token_codec = None if codec is None else load_codec_dir(codec)
+        retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
+                                    overrides=overrides, graph=True if graph else None,
+                                    token_codec=token_codec)
+        manifest = {
+            "corpus": str(Path(corpus).resolve()),
+            "shard": shard,
+            "num_shards": num_shards,
+            "files": [str(f.relative_to(corpus)) for f in files],
+            "n_chunks": len(retriever.index),
+        }
+        retriever.save(out, force=force, inputs=inputs, extra={SHARD_FILE: manifest})
+    return retriever
+
+
+def build_codec(corpus: str | Path, model: str | Path, out: str | Path, force: bool = False,
+                config: TokenCodecConfig | None = None,
+                overrides: list[str] | tuple[str, ...] = ()) -> TokenCodec:
+    """Train the token codec of a sharded build of ``corpus`` with ``model`` (the one a single
+    build would train: on the corpus's first tokens) and write it to ``out``."""
+    check_output_dir(out, "token_codec", force, [corpus, model])
+    with output_lock(out):
+        codec = train_token_codec(corpus, model, config, overrides=overrides)
+        with write_artefact(out, "token_codec", force, [corpus, model]) as tmp:
+            save_codec_dir(codec, tmp)
+    return codec
+
+
+#: shard.json's fields and their types (checked before a merge reads anything else)
+SHARD_FIELDS = {"corpus": str, "shard": int, "num_shards": int, "files": list, "n_chunks": int}
+
+
+def _read_shard(directory: Path) -> dict[str, Any]:
+    """A shard's ``shard.json`` (verified with the whole shard index, fields typed, every file
+    inside the shard's corpus) with its spec, encoder id and folder."""
+    from gralc.artefacts import verify_artefact
+    from gralc.safe_load import path_inside
+
+    verify_artefact(directory, ("index",))
+    manifest = read_json(directory / SHARD_FILE)
+    source = directory / SHARD_FILE
+    for key, kind in SHARD_FIELDS.items():
+        if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool):
+            raise ValueError(f"{source}: {key!r} must be {kind.__name__}, found "
+                             f"{type(manifest.get(key)).__name__}: rebuild the shard")
+    if not 0 <= manifest["shard"] < manifest["num_shards"]:
+        raise ValueError(f"{source}: shard {manifest['shard']} outside [0, {manifest['num_shards']}): "
+                         "rebuild the shard")
+    corpus = Path(manifest["corpus"])
+    manifest["paths"] = [path_inside(corpus, f, f"{source} (files)") for f in manifest["files"]]
+    manifest["spec"] = read_json(directory / RETRIEVER_FILE)
+    manifest["encoder_id"] = read_json(directory / CONFIG_FILE).get("encoder_id")
+    manifest["dir"] = directory
+    return manifest
+
+
+def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool = False) -> ChunkIndex:
+    """Merge every shard of one sharded build (any argument order) into the index ``out``
+    (holding other files needs ``force``; it may not overlap a shard)."""
+    if not shard_dirs:
+        raise ValueError("merge needs shard directories (e.g. gralc shard merge OUT/shard_* --out OUT/merged)")
+    check_output_dir(out, "index", force, shard_dirs)
+    with output_lock(out):
+        return _merge_locked(shard_dirs, out, force)
+
+
+def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool) -> ChunkIndex:
+    shards = sorted((_read_shard(Path(d)) for d in shard_dirs), key=lambda m: m["shard"])
+    first = shards[0]
+    for m in shards:
+        for key in ("corpus", "num_shards", "spec", "encoder_id"):
+            if m[key] != first[key]:
+                raise ValueError(
+                    f"{m['dir']} and {first['dir']} differ in {key} ({m[key]!r} vs "
+                    f"{first[key]!r}): they are not shards of one build"
+                )
+    got, want = [m["shard"] for m in shards], list(range(first["num_shards"]))
+    if got != want:
+        raise ValueError(
+            f"shards {got} given, need exactly {want}: rebuild the missing ones "
+            "(gralc shard build ... --shard I) or drop the duplicates"
+        )
+    parts = [ChunkIndex.load(m["dir"]) for m in shards]
+    merged = ChunkIndex.merge(parts)
+    graph = _merge_graphs(shards)
+    trained = _merge_trained(shards, parts, merged) if first["spec"].get("model") is not None else None
+    meta = read_json(first["dir"] / CONFIG_FILE)
+    with write_artefact(out, "index", force, [*shard_dirs, first["corpus"]]) as tmp:
+        merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
+        (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
+        if graph is not None:
+            graph.save(tmp / GRAPH_DIR)
+        if trained is not None:
+            table, indexes = trained
+            (tmp / TABLE_DIR).mkdir()
+            table.save(tmp / TABLE_DIR)
+            for name, bm25 in indexes.items():
+                (tmp / name).mkdir()
+                bm25.write_to(tmp / name)
+    return merged
+
+
+def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged: ChunkIndex):
+    """``(ChunkTable, {folder: BM25Index})`` of a trained model's merged index: the shards'
+    tables joined (one codec), BM25, the term-pair BM25 and the concept match rebuilt over every
+    chunk."""
+    from gralc.retrieval.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.chunk_table import ChunkTable
+
+    tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), records=True) for m, p in zip(shards, parts)]
+    table = ChunkTable.concat(tables)
+    indexes = {}
+    from gralc.retrieval.concept_match import CONCEPT_BM25
+
+    for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
+                         (CONCEPTS_DIR, CONCEPT_BM25)):
+        if (shards[0]["dir"] / name).is_dir():
+            bm25 = BM25Index(config)
+            bm25.index(merged.chunks)
+            indexes[name] = bm25
+    return table, indexes
+
+
+def _merge_graphs(shards: list[dict[str, Any]]):
+    """The shards' corpus graphs added into one, with communities, reports and vectors
+    computed over the whole; None when no shard has a graph."""
+    has = [(m["dir"] / GRAPH_DIR).is_dir() for m in shards]
+    if not any(has):
+        return None
+    if not all(has):
+        missing = [str(m["dir"]) for m, h in zip(shards, has) if not h]
+        raise ValueError(f"shards {missing} have no corpus graph but others do: rebuild them with --graph")
+    from gralc.config import config_from_dict
+    from gralc.inference import finish_index_graph, read_files
+    from gralc.knowledge.corpus_graph import CorpusGraph
+    from gralc.pipeline import Pipeline, PipelineConfig
+    from gralc.retrieval.graph_search import GraphConfig
+
+    graph = CorpusGraph.load(shards[0]["dir"] / GRAPH_DIR / "graph.json")
+    for m in shards[1:]:
+        graph.merge(CorpusGraph.load(m["dir"] / GRAPH_DIR / "graph.json"))
+    spec = shards[0]["spec"]
+    cfg = config_from_dict(GraphConfig, spec.get("graph") or {}, f"{shards[0]['dir']}/{RETRIEVER_FILE} (graph)")
+    pipeline = Pipeline(config_from_dict(PipelineConfig, spec["pipeline"], f"{RETRIEVER_FILE} (pipeline)"))
+    docs = read_files([p for m in shards for p in m["paths"]])
+    return finish_index_graph(graph, [(d, pipeline.linker.link(d.text)) for d in docs], pipeline, cfg)

@@ -1,0 +1,82 @@
+"""``gralc train [key=value ...]``: train GraLC's learnable parts contrastively (Lightning).
+
+    gralc train paths.output_dir=outputs/run1 trainer.max_epochs=3
+    gralc train data=pubmedqa data.path=/path/to/ori_pqal.json
+    gralc train experiment=covidqa_trained data.path=covidqa_dev.json   # the model of record
+    gralc train resume=last paths.output_dir=outputs/run1     # continue a killed run
+    gralc train paths.output_dir=outputs/run1 paths.force=true  # move the old run1 aside
+    gralc train --print-config experiment=covidqa_trained     # the resolved settings, nothing run
+
+Settings: the defaults in ``gralc/configs/train.yaml`` (shipped in the package, so this works
+from any folder), then ``group=name`` selections (``data=``, ``model=``, ``experiment=``: a
+YAML file of that group) and ``key=value`` overrides, validated against
+:class:`gralc.training.config.TrainConfig` before any work. A folder that already holds
+another run's checkpoints or result.json is refused (exit code 2) unless the run continues it
+(``resume=last`` / ``auto``); ``paths.force=true`` moves its content aside to
+``<folder>.replaced-<time>``, never deleting it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from gralc.cli import CommandParser, Settings, configure_output, run
+
+
+def settings() -> list[Settings]:
+    """The ``key=value`` settings ``gralc train`` takes (for ``--help``)."""
+    from gralc.training.config import TrainConfig
+
+    return [Settings("training (gralc/configs/train.yaml overrides these defaults)", TrainConfig)]
+
+
+def groups_help(config: str) -> str:
+    """The config groups a ``config`` YAML file's folder offers (``data=demo|pmc|...``)."""
+    from gralc.config import CONFIG_DIR
+
+    lines = ["config groups (group=name loads gralc/configs/<group>/<name>.yaml):"]
+    for folder in sorted(p for p in CONFIG_DIR.iterdir() if p.is_dir() and p.name != "sweep"):
+        names = sorted(f.stem for f in folder.glob("*.yaml"))
+        if names:
+            lines.append(f"  {folder.name}={'|'.join(names)}")
+    return "\n".join(lines)
+
+
+def parser(prog: str, description: str, settings_fn, config: str) -> CommandParser:
+    """The command line of ``gralc train`` / ``gralc eval``: settings, ``--print-config``."""
+    p = CommandParser(prog, description=description, settings=lambda: settings_fn(),
+                      epilog=groups_help(config))
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved settings (YAML) and stop")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
+    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake."""
+    return run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    doc = __doc__.split("\n\n")
+    args = parser("gralc train", doc[0].split(": ", 1)[1].strip("`"), settings, "train.yaml").parse(argv)
+    configure_output(args.verbose)
+    import json
+
+    from gralc.config import CONFIG_DIR, load_config, to_yaml
+    from gralc.training.config import TrainConfig
+
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", args.settings)
+    if args.print_config:
+        print(to_yaml(cfg), end="")
+        return 0
+    from gralc.training.run import train
+
+    configure_output(args.verbose)  # again: importing Lightning reset its loggers' levels
+    result = train(cfg)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
