@@ -63,3 +63,11 @@ def test_the_changelog_has_unreleased_the_current_version_and_every_format():
     assert formats, "the format versions moved: update this test"
     missing = sorted(f for f in formats if f"`{f}`" not in text)
     assert missing == [], f"name these format versions in CHANGELOG.md's bump policy: {missing}"
+
+
+def test_the_package_says_the_version_pyproject_says():
+    import gralc
+    from gralc.commands import version
+
+    assert gralc.__version__ == PROJECT["version"], "bump gralc/__init__.py's __version__ with pyproject's"
+    assert version() in (PROJECT["version"], "unknown")  # the installed metadata (none from a bare tree)
