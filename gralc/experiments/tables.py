@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gralc.data.real_knowledge import REPO
+from gralc.experiments.first_hour import first_hour_md
 from gralc.experiments.published import RESULTS
 
 HEADLINE_MARKERS = ("<!-- headline:begin -->", "<!-- headline:end -->")
@@ -269,6 +270,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "scale_search": scale_search_md,
     "memory_per_strategy": memory_md,
     "headline": headline_md,
+    "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
 }
 
 

@@ -104,8 +104,8 @@ def test_train_export_and_a_trained_index_with_a_token_codec_are_quiet(tmp_path)
     assert re.search(r"^epoch 2/2: ", proc.stderr, re.M)
     assert (run / "training_curve.png").read_bytes()[:4] == b"\x89PNG"
     export = tmp_path / "export"
-    proc = python("-m", "gralc.export", str(run / "checkpoints" / "last.ckpt"), "--out", str(export),
-                  "--late-interaction", "0.8")
+    proc = python("-m", "gralc", "export", str(run / "checkpoints" / "last.ckpt"), "--out", str(export),
+                  "scoring.late_interaction=0.8")
     assert_quiet(proc.stderr)
     proc = python("-m", "gralc.index", str(DEMO_DIR / "articles"), "--out",
                   str(tmp_path / "index"), "--model", str(export))

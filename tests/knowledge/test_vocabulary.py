@@ -173,7 +173,7 @@ def test_missing_file_names_path_and_fix(tmp_path):
         Vocabulary.from_mrconso,
         Vocabulary().add_tree_file,
     ):
-        with pytest.raises(FileNotFoundError, match="python -m gralc.knowledge download") as err:
+        with pytest.raises(FileNotFoundError, match="gralc mesh --year 2024") as err:
             loader(missing)
         assert str(missing) in str(err.value)
 

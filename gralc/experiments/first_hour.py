@@ -1,0 +1,235 @@
+"""Issue 55's scripted first hour: what a new user meets, timed and checked, on the demo corpus.
+
+    python -m gralc.experiments.first_hour --out results/first_hour      # ~5 min on 2 cores
+    python -m gralc.experiments.first_hour --report results/first_hour/first_hour.json --publish first_hour
+
+Every step runs the ``gralc`` command in a fresh process, from a scratch folder laid out as a
+clone after ``make demo`` (this checkout's package, ``outputs/demo_train`` trained by the demo's
+own training stage), and records pass/fail and seconds:
+
+* ``gralc --help`` and every command's ``--help`` (the bar: exit 0, under 3 s each);
+* an export and its trained index moved (``mv``) and tarred to another folder: the same top 10;
+* ``gralc eval`` with two named models: both row sets;
+* a BEIR folder in, a TREC run out, scored by ranx: the same MRR as ``gralc eval``'s ``ev_mrr``;
+* ``gralc search`` on one question, cold (a fresh process), five times (the bar: <= 3 s), and
+  where a cold start's time goes: ``python -X importtime`` of the same command (torch,
+  transformers, torch_geometric, faiss, gralc) and the rest.
+
+The README's tour is run as written by ``tests/test_readme.py`` (and from a wheel install by
+``.ci/wheel_tour.sh``), not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from gralc.experiments.published import publish_result, report_arguments
+
+QUESTION = "What limits metformin adherence?"
+HELP_BAR_S = 3.0
+SEARCH_BAR_S = 3.0
+#: top-level modules whose import time a cold search reports
+IMPORTS = ("torch", "transformers", "torch_geometric", "faiss", "gralc")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "GRALC_DEBUG"}
+    return {**env, "MPLBACKEND": "Agg"}
+
+
+def gralc(work: Path, *args: str, timeout: int = 900) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m gralc ARGS`` in a fresh process from ``work``: (the process, seconds)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "gralc", *args], cwd=work, env=_env(),
+                          capture_output=True, text=True, timeout=timeout)
+    return proc, time.perf_counter() - t0
+
+
+def _check(proc: subprocess.CompletedProcess, what: str) -> None:
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+
+
+def help_times(work: Path, runs: int = 3) -> list[dict]:
+    """Per command: exit code of ``--help`` and the fastest and median of ``runs`` fresh
+    processes (seconds)."""
+    from gralc.commands import COMMANDS
+
+    out = []
+    for name in ["", *COMMANDS]:
+        times, code = [], 0
+        for _ in range(runs):
+            proc, s = gralc(work, *([name] if name else []), "--help", timeout=120)
+            times.append(s)
+            code = code or proc.returncode
+        out.append({"command": f"gralc {name} --help".replace("  ", " "), "exit": code,
+                    "min_s": min(times), "median_s": statistics.median(times)})
+    return out
+
+
+def import_breakdown(work: Path, args: list[str]) -> dict[str, float]:
+    """Seconds of the cumulative import of each of :data:`IMPORTS` (as first imported) in one
+    ``python -X importtime -m gralc ARGS`` run."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "gralc", *args], cwd=work,
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    _check(proc, "importtime")
+    seen: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|(\s*)(\S+)$", line)
+        if m and m.group(3) in IMPORTS and m.group(3) not in seen:
+            seen[m.group(3)] = int(m.group(1)) / 1e6
+    return seen
+
+
+def _top10(work: Path, index: Path, *extra: str) -> list[str]:
+    proc, _ = gralc(work, "search", str(index), QUESTION, "-k", "10", "--format", "json", *extra)
+    _check(proc, f"search {index}")
+    return [json.loads(line)["chunk_id"] for line in proc.stdout.splitlines()]
+
+
+def run(out: Path) -> dict:
+    """Every step (module docstring) in a scratch folder under ``out``; the result record."""
+    from gralc.runinfo import run_metadata
+
+    started = time.perf_counter()
+    repo = Path(__file__).resolve().parents[2]
+    work = Path(tempfile.mkdtemp(prefix="first_hour_", dir=out))
+    (work / "gralc").symlink_to(repo / "gralc", target_is_directory=True)
+    A = "gralc/data/demo/articles"
+    steps: dict[str, dict] = {}
+
+    proc, s = gralc(work, "demo", "--stages", "train")
+    _check(proc, "gralc demo --stages train")
+    steps["make demo's training stage"] = {"ok": True, "seconds": s}
+
+    helps = help_times(work)
+
+    proc, s_export = gralc(work, "export", "outputs/demo_train", "--out", "outputs/export")
+    _check(proc, "export")
+    proc, s_index = gralc(work, "index", A, "--model", "outputs/export", "--out", "outputs/index")
+    _check(proc, "index")
+    expected = _top10(work, work / "outputs" / "index")
+    moved = work / "moved" / "deeper"
+    moved.parent.mkdir()
+    shutil.move(str(work / "outputs"), moved)
+    same_moved = _top10(work, moved / "index") == expected
+    with tarfile.open(work / "both.tar", "w") as tar:
+        tar.add(moved, arcname="bundle")
+    with tarfile.open(work / "both.tar") as tar:
+        tar.extractall(work / "unpacked", filter="data")
+    same_tarred = _top10(work, work / "unpacked" / "bundle" / "index") == expected
+    shutil.move(str(moved), work / "outputs")  # back where the rest expects it
+    steps["export + index moved and tarred: the same top 10"] = {
+        "ok": same_moved and same_tarred, "moved": same_moved, "tarred": same_tarred,
+        "seconds": s_export + s_index}
+
+    proc, s_train = gralc(work, "train", "paths.output_dir=outputs/second", "trainer.max_epochs=2", "seed=1")
+    _check(proc, "a second model")
+    proc, s = gralc(work, "eval", "methods=[bm25]", "models={first: outputs/demo_train, second: outputs/second}",
+                    "paths.output_dir=outputs/two_models")
+    _check(proc, "eval with two named models")
+    rows = set(json.loads((work / "outputs" / "two_models" / "metrics.json").read_text())["demo"])
+    want = {f"{n}{s}" for n in ("first", "second") for s in ("", "_cosine", "_hybrid", "_cosine_hybrid")}
+    steps["eval with two named models: both row sets"] = {"ok": want <= rows, "rows": sorted(rows),
+                                                         "seconds": s + s_train}
+
+    t0 = time.perf_counter()
+    for args in (["qrels", "data=demo", "--format", "beir", "--out", "outputs/beir"],
+                 ["index", "outputs/beir", "--out", "outputs/beir_index"],
+                 ["qrels", "data=beir", "data.path=outputs/beir", "--index", "outputs/beir_index",
+                  "--out", "outputs/beir.qrels"],
+                 ["eval", "data=beir", "data.path=outputs/beir", "methods=[structure_aware]",
+                  "paths.output_dir=outputs/beir_eval"]):
+        proc, _ = gralc(work, *args)
+        _check(proc, " ".join(args))
+    proc, _ = gralc(work, "search", "outputs/beir_index", "--queries", "outputs/beir", "--format", "trec", "-k", "20")
+    _check(proc, "search --format trec")
+    (work / "outputs" / "beir.run").write_text(proc.stdout)
+    import ranx
+
+    ranx_mrr = float(ranx.evaluate(ranx.Qrels.from_file(str(work / "outputs" / "beir.qrels"), kind="trec"),
+                                   ranx.Run.from_file(str(work / "outputs" / "beir.run"), kind="trec"), "mrr"))
+    metrics = json.loads((work / "outputs" / "beir_eval" / "metrics.json").read_text())
+    ours = next(v["structure_aware"]["ev_mrr"] for k, v in metrics.items() if k != "run")
+    steps["a BEIR folder in, a TREC run out, scored by ranx"] = {
+        "ok": abs(ranx_mrr - ours) < 1e-9, "ranx_mrr": ranx_mrr, "gralc_ev_mrr": ours,
+        "seconds": time.perf_counter() - t0}
+
+    search = ["search", "outputs/index", QUESTION, "-k", "10"]
+    cold = [gralc(work, *search)[1] for _ in range(5)]
+    imports = import_breakdown(work, search)
+    result = {
+        **run_metadata(), "args": {"out": str(out)}, "steps": steps, "help": helps,
+        "cold_search_s": cold, "cold_search_median_s": statistics.median(cold),
+        "cold_search_min_s": min(cold), "cold_search_imports_s": imports,
+        "bars": {"help_s": HELP_BAR_S, "cold_search_s": SEARCH_BAR_S},
+        "seconds": time.perf_counter() - started,
+    }
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def first_hour_md(saved: dict) -> str:
+    """The table of a first-hour record."""
+    helps = saved["help"]
+    worst = max(helps, key=lambda h: h["median_s"])
+    lines = [
+        f"First hour on the demo corpus ({saved.get('created', '')[:10]}, git {saved.get('git_hash', '')[:10]}): "
+        "each step in a fresh `gralc` process, as a clone after `make demo`.", "",
+        "| step | result | seconds |", "|---|---|---|",
+    ]
+    for name, step in saved["steps"].items():
+        lines.append(f"| {name} | {'pass' if step['ok'] else 'FAIL'} | {step['seconds']:.1f} |")
+    ok_help = all(h["exit"] == 0 for h in helps)
+    under = sum(h["median_s"] <= saved["bars"]["help_s"] for h in helps)
+    lines.append(f"| `--help` of `gralc` and its {len(helps) - 1} commands: exit 0, median under "
+                 f"{saved['bars']['help_s']:.0f} s | {'pass' if ok_help else 'FAIL'}, {under} of {len(helps)} "
+                 f"under the bar | slowest `{worst['command']}` {worst['median_s']:.2f} |")
+    bar = saved["bars"]["cold_search_s"]
+    med = saved["cold_search_median_s"]
+    lines.append(f"| `gralc search` on one question, cold (median of {len(saved['cold_search_s'])} fresh "
+                 f"processes; bar {bar:.0f} s) | {'pass' if med <= bar else 'over the bar'} | {med:.2f} "
+                 f"(min {saved['cold_search_min_s']:.2f}) |")
+    lines += ["", "Where a cold search's time goes (`python -X importtime`, cumulative seconds of each "
+              "package's first import, one run):", "",
+              "| " + " | ".join(saved["cold_search_imports_s"]) + " |",
+              "|" + "---|" * len(saved["cold_search_imports_s"]),
+              "| " + " | ".join(f"{v:.2f}" for v in saved["cold_search_imports_s"].values()) + " |", "",
+              "| command | exit | min s | median s |", "|---|---|---|---|"]
+    lines += [f"| `{h['command']}` | {h['exit']} | {h['min_s']:.2f} | {h['median_s']:.2f} |" for h in helps]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gralc.experiments.first_hour",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("results/first_hour"),
+                    help="folder for the record (first_hour.json) and the scratch clone")
+    report_arguments(ap, "first-hour record")
+    args = ap.parse_args(argv)
+    if args.report:
+        saved = json.loads(args.report.read_text())
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        saved = run(args.out.resolve())
+        (args.out / "first_hour.json").write_text(json.dumps(saved, indent=2))
+        print(f"wrote {args.out / 'first_hour.json'}")
+    print(first_hour_md(saved))
+    if args.publish:
+        publish_result(args.publish, saved)
+    return 0 if all(s["ok"] for s in saved["steps"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
