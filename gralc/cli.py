@@ -44,7 +44,7 @@ SETTING = re.compile(r"^\+?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*=")
 
 #: environment an entry point sets unless the user did (see the module docstring)
 OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline",
-                    "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+                    "HF_HUB_DISABLE_TELEMETRY": "1"}
 
 
 def offline_by_default() -> None:
