@@ -2,7 +2,7 @@
 # GPU check: the model of record's config (experiment=covidqa_trained) trains unchanged with
 # trainer.accelerator=gpu, its LAST checkpoint (trained adapters and scalars, whatever dev
 # selects) is exported, eval.py scores the export with the encoder on cuda and on cpu, and
-# `gralc.index --model` builds an index with the encoder on each device that `gralc.search`
+# `gralc index --model` builds an index with the encoder on each device that `gralc search`
 # queries with the same questions. Prints wall seconds, both devices' evidence metrics side by
 # side and how many search hits agree.
 #
@@ -28,8 +28,8 @@ $PY train.py experiment=covidqa_trained data.path="$DATA" data.max_docs="$N" "${
     trainer.accelerator=gpu paths.output_dir="$RUN" paths.cache_dir="$OUT/cache" > "$OUT/train.log" 2>&1 \
     || { tail -30 "$OUT/train.log"; exit 1; }
 echo "train (gpu): $(( $(date +%s) - s )) s; $(grep -E 'encoder precision' "$OUT/train.log" | head -1 | sed 's/.*precision: //')"
-$PY -m gralc.export "$RUN/checkpoints/last.ckpt" --out "$EXP" --force --late-interaction 0.8 \
-    --sentence-evidence 0.3 > "$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
+$PY -m gralc export "$RUN/checkpoints/last.ckpt" --out "$EXP" --force scoring.late_interaction=0.8 \
+    scoring.sentence_evidence=0.3 > "$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
 for dev in cuda cpu; do
   s=$(date +%s)
   $PY eval.py data=squad data.path="$DATA" data.max_docs="$N" "${ENC[@]}" "models=[$EXP]" \
@@ -48,10 +48,10 @@ open(f"{sys.argv[3]}/questions.txt", "w").write("\n".join(qs) + "\n")
 PY
 for dev in cuda cpu; do
   s=$(date +%s)
-  $PY -m gralc.index "$OUT/articles.json" encoder.device=$dev --model "$EXP" --out "$OUT/index_$dev" \
+  $PY -m gralc index "$OUT/articles.json" encoder.device=$dev --model "$EXP" --out "$OUT/index_$dev" \
       --force > "$OUT/index_$dev.log" 2>&1 || { tail -20 "$OUT/index_$dev.log"; exit 1; }
   echo "index ($dev): $(( $(date +%s) - s )) s"
-  while read -r q; do $PY -m gralc.search "$OUT/index_$dev" "$q" -k 10 --json; done \
+  while read -r q; do $PY -m gralc search "$OUT/index_$dev" -k 10 --format json -- "$q"; done \
       < "$OUT/questions.txt" > "$OUT/search_$dev.jsonl" 2> "$OUT/search_$dev.log" \
       || { tail -20 "$OUT/search_$dev.log"; exit 1; }
 done
@@ -61,7 +61,7 @@ out = sys.argv[1]
 hits = {dev: [json.loads(l) for l in open(f"{out}/search_{dev}.jsonl")] for dev in ("cuda", "cpu")}
 same = sum(a.get("chunk_id", a.get("id")) == b.get("chunk_id", b.get("id")) for a, b in zip(hits["cuda"], hits["cpu"]))
 gap = max(abs(a["score"] - b["score"]) for a, b in zip(hits["cuda"], hits["cpu"]))
-print(f"gralc.search top-10 of 3 questions, index built on cuda vs on cpu: {same}/{len(hits['cpu'])} hits identical, largest score difference {gap:.2e}")
+print(f"gralc search top-10 of 3 questions, index built on cuda vs on cpu: {same}/{len(hits['cpu'])} hits identical, largest score difference {gap:.2e}")
 PY
 $PY - "$OUT" <<'PY'
 import json, sys

@@ -356,7 +356,8 @@ class CommandParser(argparse.ArgumentParser):
     """An argparse parser with GraLC's grammar (module docstring).
 
     ``settings``: a callable returning the :class:`Settings` groups the command takes; called
-    only to print ``--help`` (importing the schemas may import torch). ``renamed``: flags of an
+    only to print ``--help`` (importing the schemas may import torch); ``help_extra``: more
+    text for ``--help``, computed only then. ``renamed``: flags of an
     earlier release and how they are written now; using one is an error that says so.
     :meth:`parse` returns the namespace with ``settings``: the ``key=value`` tokens, in order.
     Every parser has ``-v/--verbose`` and ``--debug``."""
@@ -364,12 +365,14 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, prog: str, description: str | None = None, *,
                  settings: Callable[[], Sequence[Settings]] | None = None,
                  renamed: dict[str, str] | None = None, epilog: str | None = None,
-                 takes_settings: bool = True, **kwargs: Any) -> None:
+                 takes_settings: bool = True, help_extra: Callable[[], str] | None = None,
+                 **kwargs: Any) -> None:
         if description:
             description = description[:1].upper() + description[1:]
         super().__init__(prog=prog, description=description, epilog=epilog,
                          formatter_class=_HelpFormatter, allow_abbrev=False, **kwargs)
         self._settings = settings
+        self._help_extra = help_extra
         self._renamed = dict(renamed or {})
         self._takes_settings = takes_settings
         add_verbose_flag(self)
@@ -377,6 +380,8 @@ class CommandParser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         text = super().format_help()
+        if self._help_extra is not None:
+            text = text.rstrip("\n") + "\n\n" + self._help_extra().rstrip("\n") + "\n"
         if self._settings is not None:
             text = text.rstrip("\n") + "\n\n" + settings_help(self._settings()) + "\n"
         return text

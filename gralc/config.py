@@ -180,7 +180,7 @@ def load_config(
 
     ``overrides`` are ``key=value`` strings (``a.b=3``), or ``group=name`` where
     ``config_dir/group/name.yaml`` exists (``experiment=name``: that file is merged at the
-    root, so an experiment sets any keys: ``configs/experiment/*.yaml``). ``base``: start from this instance instead of the
+    root, so an experiment sets any keys: ``gralc/configs/experiment/*.yaml``). ``base``: start from this instance instead of the
     schema's defaults (e.g. the pipeline config saved with a trained model).
     """
     schema_obj = schema()

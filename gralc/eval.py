@@ -58,7 +58,8 @@ def _main(argv: list[str]) -> int:
     from gralc.train import parser
 
     doc = __doc__.split("\n\n")
-    args = parser("gralc eval", doc[0].split(": ", 1)[1].strip("`"), settings, "eval.yaml").parse(argv)
+    args = parser("gralc eval", doc[0].split(": ", 1)[1].strip("`"), settings, "eval.yaml",
+                  "gralc.evaluation.config:EvalConfig").parse(argv)
     configure_output(args.verbose)
     artefacts_log = logging.getLogger("gralc.artefacts")
     if not any(isinstance(f, EvalKeysFilter) for f in artefacts_log.filters):

@@ -251,8 +251,8 @@ def load_documents(source: Any) -> list[Document]:
     if isinstance(source, str | Path):
         if not Path(source).exists():
             raise FileNotFoundError(
-                f"{str(source)[:200]!r} is no file or folder: pass an article, a folder of them, "
-                "a BEIR folder or a JSON corpus; for a text, gralc.document_from_text(text)")
+                f"{str(source)[:200]} does not exist: pass an article, a folder of them, a BEIR "
+                "folder or a JSON corpus; for a text, gralc.document_from_text(text)")
         return load_documents_from(source)
     if isinstance(source, Sequence | set | frozenset) and not isinstance(source, bytes):
         out: list[Document] = []

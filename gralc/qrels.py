@@ -97,6 +97,7 @@ def _main(argv: list[str]) -> int:
         from gralc.retrieval.faiss_index import ChunkIndex
 
         chunks = ChunkIndex.load(args.index).chunks
+        check_same_texts(chunks, bench, args.index)
         qrels = evidence_qrels(bench.questions, chunks, bench.documents, cfg.evidence.min_coverage)
         level = f"evidence level, the chunks of {args.index}"
     else:
@@ -105,6 +106,26 @@ def _main(argv: list[str]) -> int:
     n = write_trec_qrels(qrels, out)
     print(f"{bench.name}: {n} judgements of {len(qrels)} questions ({level}) into {out}")
     return 0
+
+
+def check_same_texts(chunks, bench, index: str) -> None:
+    """Evidence spans are offsets into the benchmark's document texts: an index whose chunks do
+    not cut those very texts (the same documents parsed another way, another corpus) would give
+    wrong qrels, so it is refused, naming the first chunk that differs."""
+    texts = {d.id: d.text for d in bench.documents}
+    judged = 0
+    for c in chunks:
+        text = texts.get(c.doc_id)
+        if text is None:
+            continue  # a document no question asks about
+        judged += 1
+        if text[c.char_start:c.char_end] != c.text:
+            raise ValueError(f"{index}: chunk {c.chunk_id} is not the text of {c.doc_id} as "
+                             f"{bench.name} reads it (characters {c.char_start}-{c.char_end} differ): "
+                             "index the corpus the benchmark reads (the same files, the same reader)")
+    if not judged:
+        raise ValueError(f"{index}: none of its chunks belongs to a document of {bench.name}: index "
+                         "the benchmark's corpus")
 
 
 if __name__ == "__main__":

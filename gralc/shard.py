@@ -34,7 +34,7 @@ def _parsers() -> dict[str, CommandParser]:
     build.add_argument("--num-shards", type=int, required=True, help="number of shards (e.g. $SLURM_NTASKS)")
     build.add_argument("--out", required=True, help="shard index folder to write")
     build.add_argument("--strategy", default="structure_aware", help="chunking strategy")
-    build.add_argument("--model", help="a trained GraLC export (instead of --strategy)")
+    build.add_argument("--model", help="a trained GraLC model: an export, .ckpt or run folder (instead of --strategy)")
     build.add_argument("--codec", help="the build's token codec (gralc shard codec), for a model "
                                        "that scores with late interaction")
     build.add_argument("--graph", action="store_true", help="grow this shard's corpus knowledge graph")
@@ -42,7 +42,7 @@ def _parsers() -> dict[str, CommandParser]:
     codec = CommandParser("gralc shard codec", description="Train the token codec every shard of a "
                           "trained model's build shares.", renamed=RENAMED, takes_settings=False)
     codec.add_argument("corpus", help="the corpus folder")
-    codec.add_argument("--model", required=True, help="a trained GraLC export")
+    codec.add_argument("--model", required=True, help="a trained GraLC model: an export, .ckpt or run folder")
     codec.add_argument("--out", required=True, help="codec folder to write")
     codec.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
     merge = CommandParser("gralc shard merge", description="Merge the shard indexes of one build "

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def build_shard(
             if codec is None and TrainedScorer.load(model).uses_tokens:
                 raise ValueError(f"{model} scores with late interaction: every shard must store its token "
                                  "vectors with one codec; train it once with `gralc shard "
-                                 "codec --corpus ... --model ... --out OUT/codec` and pass --codec OUT/codec")
+                                 "codec CORPUS --model ... --out OUT/codec` and pass --codec OUT/codec")
             token_codec = None if codec is None else load_codec_dir(codec)
         retriever = Retriever.build(corpus, strategy, model=model, index_config=index_config, files=files,
                                     overrides=overrides, graph=True if graph else None,
@@ -145,7 +146,16 @@ def _read_shard(directory: Path) -> dict[str, Any]:
                          "rebuild the shard")
     corpus = Path(manifest["corpus"])
     manifest["paths"] = [path_inside(corpus, f, f"{source} (files)") for f in manifest["files"]]
-    manifest["spec"] = read_json(directory / RETRIEVER_FILE)
+    manifest["spec"] = spec = read_json(directory / RETRIEVER_FILE)
+    if isinstance(spec, dict) and spec.get("model") is not None:
+        # each shard names its model relative to itself: compare and merge where it is
+        from gralc.inference import RetrieverSpec, find_model
+
+        try:
+            where = find_model(directory, RetrieverSpec(**spec))
+        except TypeError as exc:
+            raise ValueError(f"{directory / RETRIEVER_FILE}: unexpected content ({exc}); rebuild the shard") from None
+        manifest["spec"] = {**spec, "model": str(where), "model_origin": None}
     manifest["encoder_id"] = read_json(directory / CONFIG_FILE).get("encoder_id")
     manifest["dir"] = directory
     return manifest
@@ -184,7 +194,11 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
     meta = read_json(first["dir"] / CONFIG_FILE)
     with write_artefact(out, "index", force, [*shard_dirs, first["corpus"]]) as tmp:
         merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
-        (tmp / RETRIEVER_FILE).write_text(json.dumps(first["spec"], indent=2))
+        spec = dict(first["spec"])
+        if spec.get("model") is not None:  # relative to the merged index, as a single build's
+            spec["model_origin"] = spec["model"]
+            spec["model"] = Path(os.path.relpath(spec["model"], Path(out).resolve())).as_posix()
+        (tmp / RETRIEVER_FILE).write_text(json.dumps(spec, indent=2))
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
         if trained is not None:

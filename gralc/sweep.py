@@ -2,7 +2,7 @@
 
     gralc sweep decoder [--dry-run] [--jobs N] [--out DIR]
         [--wandb off|offline|online] [--limit N] [--count N] [--seed S] [--gpus 0,1]
-        [--set key=value ...]
+        [key=value ...]
 
 The same file works with ``wandb sweep`` / ``wandb agent`` (docs/sweeps.md). Each configuration
 runs as ``python PROGRAM key=value ... paths.output_dir=OUT/run_NNN`` (the values formatted as
@@ -177,13 +177,13 @@ def to_overrides(config: dict[str, Any]) -> list[str]:
 
 def apply_extras(configs: list[dict[str, Any]], extras: Sequence[str], wandb_mode: str,
                  sweep: dict[str, Any]) -> list[dict[str, Any]]:
-    """``--set`` values replace (or add to) every configuration; ``*wandb.enabled`` /
+    """``key=value`` settings of the command line (``extras``) replace (or add to) every configuration; ``*wandb.enabled`` /
     ``*wandb.offline`` parameters follow ``--wandb``. Duplicates are dropped."""
     fixed: dict[str, Any] = {}
     for item in extras:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SweepError(f"--set {item!r}: expected key=value")
+            raise SweepError(f"{item!r}: a setting added to every run is key=value")
         fixed[key] = value
     for key in sweep["parameters"]:
         if key.endswith("wandb.enabled"):

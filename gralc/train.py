@@ -30,22 +30,65 @@ def settings() -> list[Settings]:
     return [Settings("training (gralc/configs/train.yaml overrides these defaults)", TrainConfig)]
 
 
-def groups_help(config: str) -> str:
-    """The config groups a ``config`` YAML file's folder offers (``data=demo|pmc|...``)."""
+def groups_help(schema: type, config: str) -> str:
+    """The config groups ``schema`` can load (``data=demo|pmc|...``, the experiments whose keys
+    it has), as ``--help`` lists them. A group file fits when every key it sets is a setting of
+    the schema (checked on the YAML itself: ``--help`` must answer at once)."""
+    import yaml
+
     from gralc.config import CONFIG_DIR
 
     lines = ["config groups (group=name loads gralc/configs/<group>/<name>.yaml):"]
     for folder in sorted(p for p in CONFIG_DIR.iterdir() if p.is_dir() and p.name != "sweep"):
-        names = sorted(f.stem for f in folder.glob("*.yaml"))
+        names = []
+        for f in sorted(folder.glob("*.yaml")):
+            values = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+            fits = _fits(schema, values) if folder.name == "experiment" else \
+                _fits(getattr(schema, "__dataclass_fields__", {}).get(folder.name) and
+                      _field_type(schema, folder.name), values)
+            if fits:
+                names.append(f.stem)
         if names:
             lines.append(f"  {folder.name}={'|'.join(names)}")
     return "\n".join(lines)
 
 
-def parser(prog: str, description: str, settings_fn, config: str) -> CommandParser:
-    """The command line of ``gralc train`` / ``gralc eval``: settings, ``--print-config``."""
+def _field_type(schema: type, name: str):
+    import typing
+
+    return typing.get_type_hints(schema).get(name)
+
+
+def _fits(schema, values) -> bool:
+    """Whether every key of ``values`` (a YAML mapping) is a setting of ``schema``."""
+    import dataclasses
+
+    if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        return False
+    if not isinstance(values, dict):
+        return False
+    fields = {f.name for f in dataclasses.fields(schema)}
+    for key, value in values.items():
+        if key not in fields:
+            return False
+        sub = _field_type(schema, key)
+        if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(value, dict) \
+                and not _fits(sub, value):
+            return False
+    return True
+
+
+def parser(prog: str, description: str, settings_fn, config: str, schema: str) -> CommandParser:
+    """The command line of ``gralc train`` / ``gralc eval``: settings, ``--print-config``;
+    ``schema``: ``module:Class`` of the config (imported only for ``--help``)."""
+    import importlib
+
+    def schema_class() -> type:
+        module, name = schema.split(":")
+        return getattr(importlib.import_module(module), name)
+
     p = CommandParser(prog, description=description, settings=lambda: settings_fn(),
-                      epilog=groups_help(config))
+                      help_extra=lambda: groups_help(schema_class(), config))
     p.add_argument("--print-config", action="store_true",
                    help="print the resolved settings (YAML) and stop")
     return p
@@ -59,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     doc = __doc__.split("\n\n")
-    args = parser("gralc train", doc[0].split(": ", 1)[1].strip("`"), settings, "train.yaml").parse(argv)
+    args = parser("gralc train", doc[0].split(": ", 1)[1].strip("`"), settings, "train.yaml",
+                  "gralc.training.config:TrainConfig").parse(argv)
     configure_output(args.verbose)
     import json
 

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 #: the row suffixes of a trained model (``""``: the product), in the order of GraLC 0.1's rows
 ROWS = ("cosine", "", "cosine_hybrid", "hybrid")
 PRODUCT = ""
-#: row names of GraLC 0.1 -> today's, so earlier result files and settings still read
+#: row names of GraLC 0.1 -> today's (``significance.reference`` reads them)
 ROW_ALIASES = {"gralc_kg": "gralc_cosine", "gralc_graph": "gralc", "gralc_kg_hybrid": "gralc_cosine_hybrid",
                "gralc_graph_hybrid": "gralc_hybrid"}
 #: questions timed one at a time for the product row's ms_per_query

@@ -143,7 +143,7 @@ def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
         "## Intended use",
         "",
         "Ranking chunks of biomedical articles for a retrieval-augmented generation system: "
-        "`python -m gralc.index CORPUS --model EXPORT --out INDEX`, then `python -m gralc.search "
+        "`gralc index CORPUS --model EXPORT --out INDEX`, then `gralc search "
         "INDEX QUESTION` (docs/inference.md). The retrieved chunks are evidence for a reader, "
         "human or generator, to answer from.",
         "",

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from gralc.chunking.chunk import Chunk
+from gralc.config import CONFIG_DIR
 from gralc.documents.question import Question
 from gralc.evaluation.generation import (
     GenerationConfig,
@@ -172,9 +173,8 @@ def test_eval_scores_generation_for_every_row(server, tmp_path):
     from gralc.evaluation.config import EvalConfig
     from gralc.evaluation.run import evaluate
 
-    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
     out = tmp_path / "results"
-    cfg = load_config(EvalConfig, repo / "configs" / "eval.yaml", [
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [
         "methods=[bm25,naive_bm25]", "generation.enabled=true", f"generation.base_url={server.url}",
         "generation.model=tiny-test", "generation.api_key=k-secret", "generation.retries=0",
         f"paths.output_dir={out}", "progress=false"])
@@ -192,8 +192,7 @@ def test_eval_refuses_generation_without_a_model(tmp_path):
     from gralc.evaluation.config import EvalConfig
     from gralc.evaluation.run import evaluate
 
-    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
-    cfg = load_config(EvalConfig, repo / "configs" / "eval.yaml",
+    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml",
                       ["generation.enabled=true", f"paths.output_dir={tmp_path / 'o'}"])
     with pytest.raises(ValueError, match="generation.model"):
         evaluate(cfg)

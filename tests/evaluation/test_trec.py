@@ -249,3 +249,20 @@ def test_pytrec_eval_on_our_trec_files_gives_our_metrics(demo):
         assert te["recip_rank"] == pytest.approx(expect["mrr"], abs=1e-9)
         assert te["ndcg_cut_10"] == pytest.approx(expect["ndcg@10"], abs=1e-9)
         assert te["recall_5"] == pytest.approx(expect["recall@5"], abs=1e-9)
+
+
+def test_qrels_of_an_index_whose_chunks_cut_other_texts_are_refused():
+    """gralc qrels --index: evidence spans index the benchmark's texts; chunks of the same
+    documents parsed another way would be judged wrongly, so they are refused by name."""
+    from gralc.chunking.chunk import Chunk
+    from gralc.data.benchmark import Benchmark
+    from gralc.documents.model import Document
+    from gralc.qrels import check_same_texts
+
+    bench = Benchmark("b", [Document("d1", "Metformin lowers HbA1c in adults.")], [])
+    good = Chunk("d1", "d1::0", "Metformin lowers", 0, 16)
+    check_same_texts([good], bench, "IDX")
+    with pytest.raises(ValueError, match="d1::9 is not the text of d1"):
+        check_same_texts([good, Chunk("d1", "d1::9", "metformin", 0, 9)], bench, "IDX")
+    with pytest.raises(ValueError, match="none of its chunks"):
+        check_same_texts([Chunk("other", "o::0", "x", 0, 1)], bench, "IDX")

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("script, args, message", [
-    ("eval.py", ["data=nosuch"], "data=nosuch: no config gralc/configs/data/nosuch.yaml; available: demo, pmc, pubmedqa, squad"),
+    ("eval.py", ["data=nosuch"], "data=nosuch: no config gralc/configs/data/nosuch.yaml; available: beir, demo, pmc, pubmedqa, squad"),
     ("eval.py", ["methods=[nosuch]"], "unknown method(s) ['nosuch']"),
-    ("eval.py", ["models=[/no/such/export]"], "no such checkpoint or export folder"),
+    ("eval.py", ["models=[/no/such/export]"], "no such checkpoint, export or run folder"),
     ("train.py", ["data=squad"], "data=squad needs data.path=FILE.json"),
     ("eval.py", ["fusion.method=max"], "fusion.method='max'"),
     ("eval.py", ["pipeline.encoder.device=gpu"], "encoder.device='gpu' is not a device"),

@@ -58,7 +58,7 @@ def test_truncated_resume_checkpoint_is_named_before_any_work(tmp_path, monkeypa
 
     import torch
 
-    import train as train_script
+    from gralc import train as train_script
     from gralc.config import load_config
     from gralc.training.config import TrainConfig
     from gralc.training.run import resolve_resume
@@ -71,7 +71,7 @@ def test_truncated_resume_checkpoint_is_named_before_any_work(tmp_path, monkeypa
     (ckpts / "last.ckpt").write_bytes(good.read_bytes()[:100])  # killed while writing
 
     monkeypatch.chdir(os.path.dirname(train_script.__file__))
-    rc = train_script.run(train_script.main, [f"paths.output_dir={tmp_path}", "resume=last"])
+    rc = train_script.main([f"paths.output_dir={tmp_path}", "resume=last"])
     err = capsys.readouterr().err
     assert rc == 2 and "last.ckpt" in err and "truncated" in err and "resume=PATH" in err
     cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"paths.output_dir={tmp_path}", "resume=auto"])

@@ -276,7 +276,7 @@ def test_a_config_group_given_a_path_says_where_the_path_goes(tmp_path):
     with pytest.raises(ConfigError, match=r"data=/.*not a path; a file or folder goes in "
                                           r"data.path=/"):
         load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [f"data={tmp_path}/q.json"])
-    with pytest.raises(ConfigError, match="no config .*nosuch.yaml; available: demo"):
+    with pytest.raises(ConfigError, match="no config .*nosuch.yaml; available: beir, demo"):
         load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["data=nosuch"])
     cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["data=pubmedqa"])
     assert cfg.data.name == "pubmedqa"

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from gralc import export as export_cli
+from gralc.model.persistence import export
 from gralc.safe_load import load_torch
 from gralc.training.features import load_features, save_features
 
@@ -42,7 +43,7 @@ def test_checkpoint_loaders_refuse_code(crafted, tmp_path, capsys):
 def test_export_cli_refuses_a_crafted_checkpoint(crafted, tmp_path):
     path, flag = crafted
     with pytest.raises(ValueError, match="never unpickles code"):
-        export_cli.export(path, tmp_path / "export")
+        export(path, tmp_path / "export")
     assert not flag.exists() and not (tmp_path / "export").exists()
 
 

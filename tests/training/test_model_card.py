@@ -39,7 +39,7 @@ def exported(checkpoint, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("card") / "export"
     old = os.umask(0o022)
     try:
-        assert export_main([checkpoint, "--out", str(out), "--phrase-weight", "0.05"]) == 0
+        assert export_main([checkpoint, "--out", str(out), "scoring.phrase_weight=0.05"]) == 0
     finally:
         os.umask(old)
     return out
@@ -107,7 +107,7 @@ def test_exporting_again_gives_the_same_card(exported, checkpoint, tmp_path):
     """No time and no folder name in the card: the same checkpoint and settings, the same card
     (hence the same model digest for indexes built with it)."""
     again = tmp_path / "elsewhere"
-    assert export_main([checkpoint, "--out", str(again), "--phrase-weight", "0.05"]) == 0
+    assert export_main([checkpoint, "--out", str(again), "scoring.phrase_weight=0.05"]) == 0
     assert (again / MODEL_CARD).read_bytes() == (exported / MODEL_CARD).read_bytes()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -219,12 +220,16 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     assert shard_cli.main(["codec", str(articles), "--model", str(exported),
                              "--out", str(codec)]) == 0
     assert "bytes a token" in capsys.readouterr().out
-    for i in range(2):
+    shards = [tmp_path / "shard_0", tmp_path / "deeper" / "shard_1"]  # at two depths
+    for i, shard in enumerate(shards):
         assert shard_cli.main(["build", str(articles), "--shard", str(i), "--num-shards", "2",
                                  "--model", str(exported), "--codec", str(codec),
-                                 "--out", str(tmp_path / f"shard_{i}")]) == 0
-    assert shard_cli.main(["merge", str(tmp_path / "shard_1"), str(tmp_path / "shard_0"),
+                                 "--out", str(shard)]) == 0
+    assert shard_cli.main(["merge", str(shards[1]), str(shards[0]),
                              "--out", str(tmp_path / "merged")]) == 0
+    # the merged index names the model relative to itself, as a single build does
+    spec = json.loads((tmp_path / "merged" / "retriever.json").read_text())
+    assert (tmp_path / "merged" / spec["model"]).resolve() == Path(exported).resolve()
     assert index_cli.main([str(articles), "--model", str(exported), "--codec", str(codec),
                            "--out", str(tmp_path / "single")]) == 0
     single, merged = Retriever.load(tmp_path / "single"), Retriever.load(tmp_path / "merged")
