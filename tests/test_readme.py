@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- tour:begin -->", "<!-- tour:end -->"
 
@@ -47,6 +49,7 @@ def tour_python() -> tuple[str, Path]:
     return python, package
 
 
+@pytest.mark.slow  # ~2 min; CI runs it on every push through .ci/wheel_tour.sh (from the wheel)
 def test_the_readme_tour_runs_as_written(tmp_path):
     python, package = tour_python()
     work = tmp_path / "clone"
