@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-$PY -m pip wheel --quiet --no-deps . -w "$tmp/dist"
+# built from a copy of the files git tracks (and new ones it does not ignore): nothing is
+# written into the checkout (setuptools builds in ./build)
+mkdir "$tmp/src"
+git ls-files -z -co --exclude-standard | xargs -0 tar -c | tar -x -C "$tmp/src"
+$PY -m pip wheel --quiet --no-deps "$tmp/src" -w "$tmp/dist"
 python3 -m venv "$tmp/env"
 for attempt in 1 2 3; do
   "$tmp/env/bin/python" -m pip install --quiet --retries 10 --timeout 60 "${TORCH_SPEC:-torch==2.13.0}" && break
