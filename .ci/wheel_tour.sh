@@ -9,8 +9,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # built from a copy of the files git tracks (and new ones it does not ignore): nothing is
 # written into the checkout (setuptools builds in ./build)
-mkdir "$tmp/src"
-git ls-files -z -co --exclude-standard | xargs -0 tar -c | tar -x -C "$tmp/src"
+$PY - "$tmp/src" <<'PY'
+import pathlib, shutil, subprocess, sys
+dest = pathlib.Path(sys.argv[1])
+listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], check=True,
+                        capture_output=True).stdout.decode().split("\0")
+for name in filter(None, listed):
+    if pathlib.Path(name).is_file():  # a tracked file deleted in the working tree is left out
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(name, dest / name)
+PY
 $PY -m pip wheel --quiet --no-deps "$tmp/src" -w "$tmp/dist"
 python3 -m venv "$tmp/env"
 for attempt in 1 2 3; do
