@@ -379,6 +379,7 @@ class CommandParser(argparse.ArgumentParser):
         add_debug_flag(self)
 
     def format_help(self) -> str:
+        """argparse's help, then ``help_extra`` and the settings (computed only now)."""
         text = super().format_help()
         if self._help_extra is not None:
             text = text.rstrip("\n") + "\n\n" + self._help_extra().rstrip("\n") + "\n"
@@ -387,6 +388,7 @@ class CommandParser(argparse.ArgumentParser):
         return text
 
     def error(self, message: str) -> typing.NoReturn:
+        """argparse's usage error (exit 2), naming how a flag of an earlier release is written now."""
         for old, new in self._renamed.items():
             if re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", message):
                 message += f" ({old} is now written {new})"

@@ -36,6 +36,7 @@ class EvalKeysFilter(logging.Filter):
     """Writes :mod:`gralc.artefacts`' log messages with eval's keys (:func:`eval_keys`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's message; keep every record."""
         if isinstance(record.msg, str):
             record.msg = eval_keys(record.msg)
         return True

@@ -63,24 +63,30 @@ class EpochReport(Callback):
 
     # ----- the values ---------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """The epochs logged so far (saved in the checkpoint, so a resumed run's curve continues)."""
         return {"history": [dict(h) for h in self.history], "initial": self.initial}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """The epochs of the run this one resumes."""
         self.history = [dict(h) for h in state_dict.get("history", [])]
         self.initial = state_dict.get("initial")
 
     def on_validation_end(self, trainer, pl_module) -> None:
+        """Keep this validation's metrics for the epoch's line and the curve."""
         if trainer.validating:  # trainer.validate before fit: the untrained model
             m = trainer.callback_metrics
             self.initial = {name: _metric(m, name) for name in VAL_METRICS}
 
     def on_fit_start(self, trainer, pl_module) -> None:
+        """Start the run's clock."""
         self._t_fit = time.perf_counter()
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
+        """Start the epoch's clock."""
         self._t_epoch = time.perf_counter()
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
+        """Log the epoch's line; redraw the curve (at most once a minute)."""
         m = trainer.callback_metrics
         row: dict[str, float | None] = {"epoch": float(trainer.current_epoch + 1),
                                         "train/loss": _metric(m, "train/loss_epoch", "train/loss")}
@@ -97,6 +103,7 @@ class EpochReport(Callback):
             self.draw()
 
     def on_fit_end(self, trainer, pl_module) -> None:
+        """Draw the final training curve into the run folder."""
         if trainer.is_global_zero:
             self.draw()
 
