@@ -559,16 +559,17 @@ class Chunker:
 
     >>> chunker = Chunker("structure_aware")                                   # doctest: +SKIP
     >>> chunks = chunker("# Titration\\n\\n## Methods\\n\\nMetformin was titrated over eight weeks.")  # doctest: +SKIP
-    >>> chunks[0].section_path, chunks[0].text[:9]                             # doctest: +SKIP
-    (['Methods'], 'Metformin')
+    >>> chunks[0].section_path, chunks[0].char_start, chunks[0].char_end       # doctest: +SKIP
+    (['Methods'], 0, 60)
     """
 
     def __init__(self, strategy: str = "structure_aware", model: str | Path | None = None,
                  settings: Sequence[str] = ()) -> None:
         from gralc.chunking import registered
 
-        self.strategy, self.scorer = ("gralc", None) if model is not None else (strategy, None)
+        self.strategy, self.scorer = strategy, None
         if model is not None:
+            self.strategy = "gralc"
             self.scorer, config = trained_model(model, None, list(settings))
         else:
             if strategy not in registered():
@@ -577,7 +578,9 @@ class Chunker:
         self.pipeline = Pipeline(config)
 
     def __call__(self, source: str | Path | Document | Sequence[str | Path | Document]) -> list:
-        """The chunks of ``source`` (module docstring), documents in order."""
+        """The chunks of ``source`` (the class docstring), documents in order. A string that
+        names no existing file is read as text when it holds a line break, is long, or has no
+        file suffix; ``notes.txt`` that does not exist is an error, never chunked as text."""
         from gralc.documents.plaintext import document_from_text
 
         if isinstance(source, str) and not Path(source).exists() and ("\n" in source or len(source) > 255
