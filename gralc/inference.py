@@ -201,7 +201,10 @@ class Retriever:
                 scorer.token_codec = token_codec
             strategy = "gralc"
         else:
-            check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, label)
+            from gralc.data.demo import is_demo_corpus
+
+            demo = all(d.source and is_demo_corpus(d.source) for d in docs)  # the demo's own articles
+            check_vocabulary((pipeline_config or PipelineConfig()).knowledge.vocabulary, label, demo)
         pipeline = Pipeline(pipeline_config or PipelineConfig())
         chunks = []
         corpus_graph, linked = None, []
