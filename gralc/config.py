@@ -68,6 +68,8 @@ RENAMED = {
     "model.gamma_init": "pipeline.chunking.boundary.gamma",
     "model.tau_init": "pipeline.chunking.boundary.tau",
     "model.temperature": "model.cut_temperature",
+    # "hybrid" means BM25 + dense fusion only since GraLC 0.2: the cos / kg_prox mix is kg_prox
+    "model.use_hybrid": "model.use_kg_prox",
     # train.py's W&B settings are spelled as eval.py's since GraLC 0.2
     **{f"logger.wandb.{k}": f"wandb.{k}" for k in ("enabled", "project", "entity", "offline", "name")},
 }

@@ -42,13 +42,15 @@ class ModelConfig:
     NOT here: they are the one :class:`~gralc.chunking.boundaries.BoundaryConfig`
     (``pipeline.chunking.boundary``) the baselines use too.
 
-    ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_hybrid=False``
-    scores by cosine alone (no beta). ``use_lexical=True`` adds the learned lexical term
+    ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_kg_prox=False``
+    scores by cosine alone (no beta: the score ``beta cos + (1 - beta) kg_prox`` of Eq. 9, the
+    paper's "hybrid" score; GraLC keeps "hybrid" for BM25 + dense fusion, and the key was
+    ``use_hybrid`` in 0.1). ``use_lexical=True`` adds the learned lexical term
     (BM25 over the same chunks, weight ``lexical_init``, learned unless ``learn_lexical=False``;
     see :mod:`gralc.model.hybrid_scorer`): every caller of :meth:`GraLCModel.score` must then
     pass the (Q, K) BM25 scores. ``learn_*=False`` keeps that part at its initial value
     (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
-    hybrid score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
+    score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
     ``sigmoid((b - tau) / T)`` in training; ``soft_extend`` how far (tokens) a soft chunk may
     reach past its hard span.
 
@@ -83,7 +85,7 @@ class ModelConfig:
     """
 
     use_kg: bool = True
-    use_hybrid: bool = True
+    use_kg_prox: bool = True
     gat_heads: int = 4
     gat_out_dim: int = 256
     gat_dropout: float = 0.1
@@ -175,7 +177,7 @@ class GraLCModel(nn.Module):
             c.learn_gamma,
             c.learn_tau,
         )
-        self.hybrid = HybridScorer(c.beta_init, c.learn_beta) if c.use_hybrid else None
+        self.hybrid = HybridScorer(c.beta_init, c.learn_beta) if c.use_kg_prox else None
         self.lexical = LexicalTerm(c.lexical_init, c.learn_lexical) if c.use_lexical else None
 
     # ----- representations ------------------------------------------------------------------

@@ -71,7 +71,8 @@ def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
             ("encoder", f"`{encoder}`"),
             ("LoRA adapters on the encoder", _lora(export.get("lora"))),
             ("KG infusion (GAT over the concept graph, weight lambda)", _on(model_cfg, "use_kg")),
-            ("hybrid score (beta cos + (1 - beta) kg_prox)", _on(model_cfg, "use_hybrid")),
+            ("concept proximity in the score (beta cos + (1 - beta) kg_prox)",
+             _on(model_cfg, "use_kg_prox") if "use_kg_prox" in model_cfg else _on(model_cfg, "use_hybrid")),
             ("lexical term (BM25 over the same chunks)", _on(model_cfg, "use_lexical")),
             ("GAT", _keys(model_cfg, "gat_version", "gat_heads", "gat_out_dim", "mlp_hidden")),
             ("token / concept vector size", f"{export.get('token_dim', NOT_RECORDED)} / "

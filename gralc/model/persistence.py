@@ -131,6 +131,8 @@ def upgrade_settings(
             boundary[new] = m.pop(old)
     if "temperature" in m:
         m["cut_temperature"] = m.pop("temperature")
+    if "use_hybrid" in m:  # GraLC 0.1's name of use_kg_prox
+        m["use_kg_prox"] = m.pop("use_hybrid")
     m.setdefault("use_lexical", False)  # saved before the lexical term existed: none
     return m, p
 

@@ -270,7 +270,7 @@ class GraLCLitModule(pl.LightningModule):
             for k in e.positives.resolve(f, spans_per[i]):
                 positive[i, starts[i] + k] = True
         temperature = self.optim.temperature
-        parts = {"hybrid": info_nce(scores, positive, temperature)}
+        parts = {"score": info_nce(scores, positive, temperature)}
         if self.optim.dense_weight > 0:
             parts["dense"] = self.optim.dense_weight * info_nce(cos, positive, temperature)
         if self.optim.scalar_anchor > 0:

@@ -37,3 +37,15 @@ def test_training_needs_its_folders(key):
     cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"paths.{key}=null"])
     with pytest.raises(ConfigError, match=f"paths.{key}"):
         validate(cfg)
+
+
+def test_hybrid_means_fusion_only_the_kg_prox_switch_is_use_kg_prox(caplog):
+    """0.1's ``model.use_hybrid`` (the cos / kg_prox mix) is ``model.use_kg_prox``: as an
+    override it is translated with a warning, in a saved model's settings it is upgraded."""
+    from gralc.model.persistence import upgrade_settings
+
+    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["model.use_hybrid=false"])
+    assert cfg.model.use_kg_prox is False
+    assert "model.use_hybrid is now model.use_kg_prox" in caplog.text
+    model, _ = upgrade_settings({"use_hybrid": False, "use_kg": True}, {})
+    assert model["use_kg_prox"] is False and "use_hybrid" not in model

@@ -577,7 +577,7 @@ def test_dense_loss_trains_the_cosine_on_its_own(datamodule, make_cfg, tmp_path)
     lit = GraLCLitModule(model, cfg.optim)
     batch = next(iter(datamodule.train_dataloader()))
     both = lit.batch_loss(batch)[0]
-    assert set(lit.loss_parts) == {"hybrid", "dense"}  # logged as train/loss_hybrid, _dense
+    assert set(lit.loss_parts) == {"score", "dense"}  # logged as train/loss_score, _dense
     assert sum(lit.loss_parts.values()) == pytest.approx(both.item(), rel=1e-5)
     lit.optim = replace(cfg.optim, dense_weight=0.0)
     hybrid = lit.batch_loss(batch)[0]
