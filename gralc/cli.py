@@ -252,16 +252,26 @@ def field_meanings(cls: type) -> dict[str, str]:
                     i -= 1
                 if comment:
                     out[node.target.id] = " ".join(comment)
+                elif "  # " in lines[node.lineno - 1]:  # a comment at the end of the field's line
+                    out[node.target.id] = lines[node.lineno - 1].split("  # ", 1)[1].strip()
     except (OSError, TypeError, SyntaxError, IndexError):
         pass
     doc = " ".join((cls.__doc__ or "").split())
+    sentences = re.split(r"(?<=[.;])\s+(?=[A-Z`(])", doc)
     for f in dataclasses.fields(cls):
         if f.name in out:
             continue
-        m = re.search(rf"``{re.escape(f.name)}``(?:\s*\([^)]*\))?\s*:\s*(.*)", doc)
+        name = re.escape(f"``{f.name}``")
+        # "``name``: meaning" (also in a list: "``a``, ``b``: ..."), else "``name`` is/are ...",
+        # else the first sentence that names the field
+        m = re.search(rf"{name}(?:\s*(?:,|/|and|or)\s*``\w+``)*(?:\s*\([^)]*\))?\s*:\s*(.*)", doc)
         if m:
-            text = re.split(r"(?<=[.;])\s|\s``[a-z_]+``\s*[:(]", m.group(1), maxsplit=1)[0]
+            text = re.split(r"(?<=[.;])\s|\s``[a-z_]+``(?:\s*\([^)]*\))?\s*:", m.group(1), maxsplit=1)[0]
             out[f.name] = text.strip(" ;.")
+            continue
+        named = [t for t in sentences if f"``{f.name}``" in t]
+        if named:
+            out[f.name] = named[0].strip(" ;.")
     return {k: _short(v.replace("``", "")) for k, v in out.items()}
 
 

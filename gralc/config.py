@@ -52,9 +52,13 @@ class WandbConfig:
     (CSV logs and result files are always written); ``name``: the W&B run name (None: W&B
     picks one)."""
 
+    #: log to Weights & Biases
     enabled: bool = False
+    #: the W&B project
     project: str = "gralc"
+    #: the W&B entity (team or user; null: your default)
     entity: str | None = None
+    #: log offline (wandb sync later); false: online
     offline: bool = True
     name: str | None = None
 

@@ -40,21 +40,33 @@ class KnowledgeConfig:
     tree_file: str | None = None
     relations: RelationSources = field(default_factory=RelationSources)
     linker: LinkerConfig = field(default_factory=LinkerConfig)
+    #: add up to 5 one-hop neighbours of each mentioned concept to a document's concept graph
     add_neighbours: bool = False
 
 
 @dataclass
 class FixedConfig:
+    """The fixed-size baseline (``naive``): windows of ``size`` tokens."""
+
+    #: tokens per chunk
     size: int = 256
+    #: tokens shared by consecutive chunks
     overlap: int = 32
 
 
 @dataclass
 class SemanticConfig:
+    """SemRAG's semantic chunking (:mod:`gralc.chunking.semantic`)."""
+
+    #: cut where consecutive buffered sentence groups are less similar than this (cosine)
     threshold: float = 0.75
+    #: instead of threshold: cut below this percentile of the document's own similarities
     percentile: float | None = None
+    #: sentences merged on each side of a sentence before comparing (SemRAG's buffer)
     buffer_size: int = 1
+    #: longer groups are split into sub-chunks of at most this many tokens
     max_tokens: int = 1024
+    #: tokens shared by those sub-chunks
     sub_overlap: int = 128
     #: buffered sentence groups: "pooled" from one encoding of each sentence, or "encoded"
     #: as text on their own (SemRAG to the letter, ~3x the sentence pass for buffer_size 1)
@@ -69,12 +81,19 @@ class SemanticConfig:
 
 @dataclass
 class LateConfig:
+    """Late chunking's fixed spans over the whole-document token vectors."""
+
+    #: tokens per chunk
     max_tokens: int = 256
 
 
 @dataclass
 class MultiLevelConfig:
+    """MAL-RAG's levels (:mod:`gralc.chunking.multilevel`)."""
+
+    #: consecutive sentences of a paragraph per finest-level chunk
     sentences_per_chunk: int = 3
+    #: sentences of a document / section summary chunk
     summary_sentences: int = 3
 
 

@@ -42,9 +42,13 @@ class BoundaryConfig:
     sentence is never split between two chunks).
     """
 
+    #: weight of the structural signal in b = a1 b_struct + a2 b_sem + a3 b_entity (learned)
     alpha_struct: float = 0.5
+    #: weight of the semantic signal (1 - cosine of the windows either side; learned)
     alpha_sem: float = 0.3
+    #: weight of the entity signal (negative inside a concept mention; learned)
     alpha_entity: float = 1.0
+    #: the penalty b_entity puts on a cut inside a concept mention (Eq. 7; learned)
     gamma: float = 0.5
     tau: float = 0.3
     window: int = 16
@@ -52,8 +56,11 @@ class BoundaryConfig:
     min_tokens: int = 128
     max_tokens: int = 1024
     decoder: str = "peak"
+    #: DP decoder: the chunk length the length term prefers
     dp_target_tokens: int = 384
+    #: DP decoder: weight of the squared relative distance from dp_target_tokens
     dp_length_weight: float = 1.0
+    #: DP decoder: weight of the chunk's cohesion penalty
     dp_cohesion_weight: float = 1.0
     cut_unit: str = "word"
 

@@ -52,7 +52,9 @@ class DataConfig:
     split: str = "all"
     conditions: list[str] = field(default_factory=lambda: ["full"])
     questions: str | None = None
+    #: seeds generated questions (pmc)
     seed: int = 0
+    #: questions generated per article (pmc)
     per_article: int = 5
     max_docs: int | None = None
     cv_folds: int = 0

@@ -89,6 +89,7 @@ class EncoderConfig:
     says which ran); ``cache_dir``:
     on-disk cache of document embeddings (None: no cache); ``stream_tokens``: see below."""
 
+    #: a Hugging Face id or model folder, or a name GraLC knows (gralc encoders lists them)
     model: str = "all-MiniLM-L6-v2"
     window: int | None = None
     overlap: int = 128

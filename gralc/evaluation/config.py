@@ -38,6 +38,7 @@ class EvalConfig:
     paired bootstrap interval over the gold documents (``gains.json``, ``tables.md``);
     ``resume``: reuse the rows a killed run with the same settings already wrote."""
 
+    #: seeds every random draw of the run
     seed: int = 0
     data: DataConfig = field(default_factory=DataConfig)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
@@ -55,6 +56,7 @@ class EvalConfig:
     significance: SignificanceConfig = field(default_factory=SignificanceConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    #: a progress bar over the rows (on a terminal only)
     progress: bool = True
     #: keep the rows already written to ``<output_dir>/rows/`` by an interrupted run with the
     #: same settings, and run only the rest

@@ -43,16 +43,24 @@ class GenerationConfig:
     when both are empty, as local servers need none). ``retries``: extra attempts after a
     connection error, HTTP 429 or 5xx, waiting ``backoff_s * 2**attempt`` seconds."""
 
+    #: answer the questions from each row's top chunks with an LLM (gen_f1)
     enabled: bool = False
+    #: an OpenAI-compatible endpoint
     base_url: str = "http://localhost:8000/v1"
+    #: the endpoint's model name
     model: str = ""
     api_key: str = ""
     api_key_env: str = "OPENAI_API_KEY"
+    #: chunks given to the LLM per question
     top_k: int = 5
+    #: tokens of an answer
     max_tokens: int = 256
+    #: sampling temperature of the answers
     temperature: float = 0.0
+    #: seconds a request may take
     timeout_s: float = 60.0
     retries: int = 3
+    #: seconds before the first retry (doubled each time)
     backoff_s: float = 1.0
 
 

@@ -56,10 +56,12 @@ class RelationSources:
     download`` fetches), ``disease_symptom_tsv`` (HSDN: disease_id, symptom_id, as
     dhimmel/hsdn's ``data/symptoms-DO.tsv``), ``mrrel`` (UMLS MRREL.RRF)."""
 
+    #: link concepts whose MeSH tree numbers are parent and child
     tree: bool = True
     pharm_action_tsv: str | None = None
     disease_symptom_tsv: str | None = None
     mrrel: str | None = None
+    #: link concepts mentioned in one sentence of the document
     cooccurrence: bool = True
 
 

@@ -37,9 +37,13 @@ VERSION = 1
 class CorpusGraphConfig:
     """Edge weights of the corpus graph (see the module docstring)."""
 
+    #: edge weight per sentence two concepts share
     sentence_weight: float = 1.0
+    #: edge weight per chunk two concepts share
     chunk_weight: float = 0.5
+    #: edge weight of a pair the knowledge base relates (once, whatever the sources)
     relation_weight: float = 1.0
+    #: chunks with more distinct concepts add no chunk edges
     max_chunk_concepts: int = 64
 
     def __post_init__(self) -> None:

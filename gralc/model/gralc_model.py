@@ -84,24 +84,42 @@ class ModelConfig:
     scoring.concept_weight=...``), or trained with it in the score.
     """
 
+    #: KG infusion: a GAT over the concept graph, its output fused into the tokens of mentions
     use_kg: bool = True
+    #: score beta cos + (1 - beta) kg_prox (false: cosine alone)
     use_kg_prox: bool = True
+    #: attention heads of the GAT
     gat_heads: int = 4
+    #: width of the GAT's output (all heads)
     gat_out_dim: int = 256
+    #: dropout on the GAT's attention
     gat_dropout: float = 0.1
+    #: gat (GATConv) or gatv2 (GATv2Conv)
     gat_version: str = "gat"
+    #: hidden width of the MLP mapping concepts into token space
     mlp_hidden: int = 384
+    #: dropout of that MLP
     mlp_dropout: float = 0.1
+    #: initial lambda of h' = h + lambda MLP(u')
     lambda_init: float = 0.1
+    #: one lambda per token dimension instead of one scalar
     lambda_per_dimension: bool = False
+    #: learn lambda (false: keep lambda_init)
     learn_lambda: bool = True
+    #: learn the boundary weights alpha
     learn_alpha: bool = True
+    #: learn gamma
     learn_gamma: bool = True
+    #: learn the peak threshold tau
     learn_tau: bool = True
+    #: initial beta of beta cos + (1 - beta) kg_prox
     beta_init: float = 0.7
+    #: learn beta
     learn_beta: bool = True
+    #: add a learned BM25 term over the same chunks to the score
     use_lexical: bool = False
     lexical_init: float = 0.5
+    #: learn the lexical term's weight (false: keep lexical_init)
     learn_lexical: bool = True
     cut_temperature: float = 0.05
     soft_extend: int = 64

@@ -31,12 +31,19 @@ class CandidateConfig:
     """Candidates per source (see the module docstring), chosen by measurement
     (``gralc.experiments.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search)."""
 
+    #: nearest chunk vectors (FAISS) among the candidates
     dense: int = 100
+    #: best chunks by BM25
     lexical: int = 100
+    #: best chunks by the term-pair BM25 (a model with phrase_weight > 0)
     phrase: int = 20
+    #: best chunks by the concept match (a model with concept_weight > 0)
     concepts: int = 20
+    #: chunks holding the best sentence units by their BM25 (sentence evidence)
     units: int = 20
+    #: candidates whose token codes are decoded for the exact MaxSim (0: every candidate)
     exact: int = 32
+    #: score every chunk, decoding every token (for checking; cost grows with the corpus)
     exhaustive: bool = False
 
     def __post_init__(self) -> None:

@@ -52,9 +52,12 @@ class IndexConfig:
     """``kind``: flat (exact, default) | hnsw | ivf. ``ivf_nlist`` None = about 4 sqrt(n)."""
 
     kind: str = "flat"
+    #: HNSW: links per node
     hnsw_m: int = 32
+    #: HNSW: candidates kept while searching (recall vs speed)
     ef_search: int = 64
     ivf_nlist: int | None = None
+    #: IVF: lists searched per question (recall vs speed)
     nprobe: int = 16
 
 

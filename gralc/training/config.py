@@ -46,6 +46,7 @@ class PairsConfig:
     chunk closest to PubMedQA's long answer); ``document``: every chunk of the gold document
     (matches document-level relevance, as PubMedQA's metric)."""
 
+    #: evidence (the benchmark's gold paragraphs, sections or answer chunk) or document
     positives: str = "evidence"
 
 
@@ -76,8 +77,11 @@ class OptimConfig:
     ``warmup_fraction`` of the steps, then a linear decay to 0 at the last step, the schedule
     sentence-transformers fine-tunes with); every parameter group follows it."""
 
+    #: AdamW's learning rate of the networks (GAT, MLP, LoRA)
     lr: float = 1e-3
+    #: AdamW's weight decay (not on the scalars)
     weight_decay: float = 0.01
+    #: the scalars' learning rate is lr times this
     scalar_lr_scale: float = 10.0
     scalar_anchor: float = 0.0
     temperature: float = 0.05
@@ -95,33 +99,47 @@ SCHEDULES = ("constant", "linear")
 
 @dataclass
 class TrainerConfig:
+    #: epochs to train
     max_epochs: int = 10
+    #: auto | cpu | gpu (Lightning)
     accelerator: str = "auto"
     devices: str = "auto"  # under SLURM: equal to --ntasks-per-node (Lightning#19883)
     strategy: str = "auto"  # "ddp" for multi-process (gloo on CPU, nccl on GPU)
     num_nodes: int = 1  # under SLURM: equal to --nodes
+    #: Lightning's precision of the learnable parts (the encoder's: encoder.precision)
     precision: str = "32-true"
+    #: steps between logged training values
     log_every_n_steps: int = 5
+    #: a share (<= 1) or count of training batches per epoch (null: all)
     limit_train_batches: float | None = None
+    #: validate within an epoch this often (null: once per epoch)
     val_check_interval: float | None = None
+    #: clip gradients to this norm (null: no clipping)
     gradient_clip_val: float | None = 1.0
     # None: a progress bar on a terminal (none in a log file, SLURM); true / false
+    #: null: a bar on a terminal only; true: always; false: never
     enable_progress_bar: bool | None = None
     # torch intra-op threads for the run (None: torch's count when train() starts); pinned for
     # the whole run and recorded in run.json (torch_threads): the trained weights depend on it
     # (a parallel sum splits by thread count), so one seed trains bit-identical weights only
     # at one thread count (run.reproducible)
+    #: torch threads (null: torch's choice); one seed trains one set of weights per thread count
     num_threads: int | None = None
     # validate the untrained model before fitting and keep it (checkpoints/initial.ckpt) as
     # the selected model when no trained epoch beats its val/mrr (see run.select_checkpoint)
+    #: score the untrained model on dev first (it is kept when no epoch beats it)
     validate_before_fit: bool = True
 
 
 @dataclass
 class EarlyStoppingConfig:
+    #: stop when the monitored metric has not improved for `patience` validations
     enabled: bool = True
+    #: validations without improvement before stopping
     patience: int = 5
+    #: the metric watched (val/mrr, val/ev_mrr, ...)
     monitor: str = "val/mrr"
+    #: max or min
     mode: str = "max"
 
 
@@ -137,7 +155,9 @@ class CheckpointConfig:
     initial model unless a trained epoch beats it by MORE than that (ties keep the initial
     model: training must earn every deviation from the initial values)."""
 
+    #: the metric that selects the best checkpoint (class docstring)
     monitor: str = "val/mrr"
+    #: max or min
     mode: str = "max"
     min_improvement: float | None = None
 
@@ -178,6 +198,7 @@ class LoraConfig:
     hardware has native bf16, see :mod:`gralc.encoding.precision`; the exported encoder then
     runs in the pipeline's precision)."""
 
+    #: train LoRA adapters on the encoder (the class docstring)
     enabled: bool = False
     r: int = 8
     alpha: int = 16
@@ -274,7 +295,9 @@ class TrainConfig:
     of training questions only (:class:`MixSource`), e.g.
     ``'mix=[{name: pubmedqa, path: PATH/ori_pqal.json, weight: 0.5}]'``."""
 
+    #: seeds the split, the model's initial weights and the batches
     seed: int = 0
+    #: deterministic torch algorithms (one seed trains one set of weights)
     deterministic: bool = True
     data: DataConfig = field(default_factory=DataConfig)
     # extra training sources, each with a weight (MixSource; `data` alone is validated on)

@@ -144,3 +144,14 @@ def test_an_uncached_model_fails_at_once_with_one_message(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "no-such-model" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_every_setting_a_command_lists_has_a_meaning():
+    """``--help`` gives each key a one-line meaning (a ``#:`` comment or the class docstring)."""
+    import importlib
+
+    for command in ("index", "search", "chunk", "train", "eval", "export", "graph", "qrels"):
+        module = importlib.import_module(f"gralc.{command}")
+        missing = [key for group in module.settings() for key, _, meaning in
+                   setting_rows(group.schema, group.prefix, group.skip) if not meaning]
+        assert missing == [], f"gralc {command}: settings without a meaning: {missing}"
