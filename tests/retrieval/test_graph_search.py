@@ -104,6 +104,7 @@ def test_index_round_trip_keeps_everything(tmp_path):
         GraphIndex.load(tmp_path / "nothing")
 
 
+@pytest.mark.slow  # ~30 s: make test-all (CI)
 def test_demo_rows_build_a_graph_with_reports_and_rank_to_depth():
     from gralc.data.benchmarks import demo_benchmark
     from gralc.evaluation.evidence import PieceCounter

@@ -130,6 +130,7 @@ def test_codec_training_prints_nothing_and_codes_as_with_faiss_defaults(monkeypa
     assert np.array_equal(codes, default)
 
 
+@pytest.mark.slow  # ~30 s: make test-all (CI)
 def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path, monkeypatch):
     """MaxSim over decoded codes is the exact MaxSim within the quantisation error; from the
     centroids alone it is coarser but still ranks the chunks; a store reloads (memory-mapped)

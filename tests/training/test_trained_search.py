@@ -122,6 +122,7 @@ def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
         TrainedSearch(scorer, pipeline, index, bm25, pairs)
 
 
+@pytest.mark.slow  # ~30 s: make test-all (CI)
 def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp_path):
     """An IVF-PQ codec (trained on the corpus's tokens): MaxSim read from the centroids ranks
     the candidates, the best ``exact`` are decoded; their scores equal an exhaustive pass over
@@ -207,6 +208,7 @@ def test_index_search_batch_and_cli_agree(exported, tmp_path, capsys):
     assert "dense" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # ~30 s: make test-all (CI)
 def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_path, capsys):
     """codec once, two shards with it, merge: the same chunks, token codes, BM25 and answers
     as one build with that codec; a shard without the codec is refused before any encoding."""

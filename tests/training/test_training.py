@@ -386,8 +386,13 @@ PHRASE_AND_SENTENCE_CUTS = {"phrase_weight": 0.2, "cut_unit": "sentence"}
 @pytest.mark.parametrize("run, sentences, late, extra", [("short_run", None, None, {}),
                                                          ("lexical_run", None, None, {}),
                                                          ("lexical_run", 0.3, None, {}),
-                                                         ("lexical_run", 0.3, 0.4, {}),
-                                                         ("lexical_run", 0.3, 0.4, PHRASE_AND_SENTENCE_CUTS)])
+                                                         # the late-interaction cases (~30 s each) run
+                                                         # with make test-all (CI)
+                                                         pytest.param("lexical_run", 0.3, 0.4, {},
+                                                                      marks=pytest.mark.slow),
+                                                         pytest.param("lexical_run", 0.3, 0.4,
+                                                                      PHRASE_AND_SENTENCE_CUTS,
+                                                                      marks=pytest.mark.slow)])
 def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, late, extra, request, tmp_path):
     """One trained model, three entry points: gralc.index --model + gralc.search, and eval.py
     models=[...] (its gralc row) return the same ranking for a question (with the
