@@ -69,6 +69,7 @@ class ArtefactError(ValueError):
 
 # ----- the manifest --------------------------------------------------------------------------
 def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -111,6 +112,8 @@ def artefact_kind(folder: Path) -> str | None:
 
 
 def listed_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """The manifest of a marker: relative path -> ``{"size", "sha256"}``; None when there is no
+    marker or it lists no files (an open kind, or one written before manifests)."""
     files = None if marker is None else marker.get("files")
     if not isinstance(files, dict):
         return None

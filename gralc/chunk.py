@@ -172,11 +172,14 @@ def quality(pipeline, prepared: PreparedDocument, chunks: list[Chunk]) -> dict[s
 
 
 def print_jsonl(chunks: list[Chunk]) -> None:
+    """Print ``Chunk.to_dict()`` of each chunk as one JSON line (no embeddings)."""
     for c in chunks:
         print(json.dumps(c.to_dict(with_embedding=False), ensure_ascii=False))
 
 
 def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | None]) -> None:
+    """Print the chunks as a rich table (spans, size, section path, IMRaD types, entity count,
+    boundary scores; the level for multi-level indexes), then each quality metric."""
     from rich.console import Console
     from rich.table import Table
 

@@ -80,6 +80,8 @@ def draw(index: GraphIndex, path: str | Path, communities: int = 4, per_communit
 
 
 def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: GraphConfig) -> GraphIndex:
+    """The corpus graph of ``corpus``: its documents parsed, linked, chunked by ``strategy`` and
+    graphed with ``graph_cfg``; ``overrides`` are pipeline ``key=value`` settings."""
     from gralc.config import load_config
     from gralc.data.demo import check_vocabulary
     from gralc.evaluation.methods import RunSettings, method_graph

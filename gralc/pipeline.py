@@ -204,6 +204,8 @@ class Pipeline:
         ]
 
     def chunker(self, name: str) -> Any:
+        """The strategy ``name`` (:func:`build_chunker` on this pipeline's encoder and chunking
+        settings), built once and reused."""
         if name not in self._chunkers:
             self._chunkers[name] = build_chunker(name, self.encoder, self.config.chunking)
         return self._chunkers[name]

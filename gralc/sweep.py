@@ -352,6 +352,7 @@ def _cell(v: Any, key: str = "") -> str:
 
 
 def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """A Markdown table of ``rows``, one column per key in ``columns`` (None cells blank)."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(_cell(r.get(c), c) for c in columns) + " |" for r in rows]
     return "\n".join(lines)

@@ -42,6 +42,7 @@ class Chunk:
 
     @property
     def n_tokens(self) -> int:
+        """Tokens in the chunk, ``token_end - token_start`` (0 for levels not built from tokens)."""
         return max(0, self.token_end - self.token_start)
 
     def to_dict(self, with_embedding: bool = False) -> dict[str, Any]:
@@ -54,6 +55,7 @@ class Chunk:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        """The chunk a :meth:`to_dict` dict describes (the embedding back as float32, or None)."""
         d = dict(d)
         emb = d.pop("embedding", None)
         chunk = cls(**d)

@@ -143,6 +143,9 @@ class StructureAwareChunker(_LateChunker):
     def cut_tokens(
         self, prepared: PreparedDocument, tokens: TokenEmbeddings, signals: BoundarySignals
     ) -> list[int]:
+        """Cut token positions: :func:`peak_decode` or :func:`dp_decode` (``config.decoder``) on
+        the boundary scores; a :meth:`forbidden` position only where no span could stay within
+        ``max_tokens`` otherwise."""
         cfg = self.config
         forbidden = self.forbidden(prepared.doc, tokens, signals)
         if cfg.decoder == "peak":
@@ -202,6 +205,8 @@ class DPSentenceChunker(_LateChunker):
     def cut_tokens(
         self, prepared: PreparedDocument, tokens: TokenEmbeddings, signals: BoundarySignals
     ) -> list[int]:
+        """Cut token positions: :func:`dp_decode` over the :meth:`units` (lengths in tokens,
+        cohesion from their mean-pooled token vectors), each cut a unit's start token."""
         cfg = self.config
         unit_starts, allowed = self.units(prepared.doc, tokens, signals)
         bounds = np.append(unit_starts, tokens.n_tokens)

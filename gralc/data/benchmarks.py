@@ -63,6 +63,7 @@ class DataConfig:
 
 
 def demo_benchmark() -> Benchmark:
+    """The ``demo`` benchmark: the bundled JATS articles and their questions."""
     from gralc.data.demo import demo_articles, demo_questions_path
     from gralc.data.question_io import read_jsonl
     from gralc.documents.jats import parse_jats

@@ -173,6 +173,8 @@ def cloze_squad(docs: list[Document], config: ClozeConfig | None = None, linker=
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``): writes the corpus's cloze questions
+    as SQuAD JSON to ``--out`` (a ``.json`` file) and prints their count; returns 0."""
     from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.runinfo import write_json_atomic
 

@@ -533,6 +533,8 @@ def generate_questions(docs: list[Document], config: GeneratorConfig | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: None reads ``sys.argv``): writes the corpus's cross-section
+    questions as JSONL to ``--out`` and prints their count per template; returns 0."""
     from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.data.question_io import write_jsonl
 

@@ -203,6 +203,7 @@ class Document:
         return [s for p in self.paragraphs for s in p.sentences]
 
     def paragraph(self, paragraph_id: str) -> Paragraph:
+        """The paragraph with this id (KeyError if none)."""
         for p in self.paragraphs:
             if p.id == paragraph_id:
                 return p
@@ -244,8 +245,10 @@ class TextBuilder:
 
     @property
     def length(self) -> int:
+        """Characters in the text so far (separators included)."""
         return self._length
 
     @property
     def text(self) -> str:
+        """The text so far: the blocks joined by :attr:`SEPARATOR`."""
         return "".join(self._parts)

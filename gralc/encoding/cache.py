@@ -39,6 +39,7 @@ class EmbeddingCache:
         self.dtype = dtype
 
     def path(self, key: str) -> Path:
+        """The file that holds (or would hold) the embeddings of ``key``."""
         return self.cache_dir / key[:2] / f"{key}.safetensors"
 
     def get(self, key: str) -> TokenEmbeddings | None:

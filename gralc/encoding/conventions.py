@@ -56,6 +56,7 @@ class EncoderConventions:
             raise ValueError(f"encoder normalize must be true or false, got {self.normalize!r}")
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (the ``conventions`` of :data:`ENCODER_MARKER`)."""
         return asdict(self)
 
 

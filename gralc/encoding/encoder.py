@@ -178,6 +178,7 @@ class DocumentEncoder:
 
     @property
     def dim(self) -> int:
+        """Width ``d`` of the token and text vectors (the model's hidden size)."""
         return int(self.model.config.hidden_size)
 
     @property

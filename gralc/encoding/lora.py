@@ -152,6 +152,7 @@ class LoraEncoder(nn.Module):
     # ----- encoding with gradient ------------------------------------------------------------
     @property
     def device(self) -> torch.device:
+        """The device the adapted model's parameters are on."""
         return next(self.peft.parameters()).device
 
     def _autocast(self):

@@ -26,6 +26,7 @@ class TokenEmbeddings:
 
     @property
     def n_tokens(self) -> int:
+        """Number of tokens ``N`` (rows of ``vectors``)."""
         return int(self.vectors.shape[0])
 
     def char_to_token(self, char_pos: int) -> int:

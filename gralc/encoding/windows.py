@@ -65,6 +65,8 @@ class WindowBlender:
         self.total = torch.zeros(n_tokens, dtype=torch.float32)
 
     def add(self, out: torch.Tensor, start: int, end: int) -> None:
+        """Accumulate one window's output ``out`` (end - start, d) for tokens ``[start, end)``,
+        weighted by :func:`window_weights`."""
         if out.shape[0] != end - start:
             raise ValueError(f"WindowBlender: window ({start}, {end}) has {out.shape[0]} rows, "
                              f"expected {end - start}")
@@ -73,6 +75,8 @@ class WindowBlender:
         self.total[start:end] += w
 
     def result(self) -> torch.Tensor:
+        """The blended (n_tokens, d) float32 vectors (the accumulator, divided in place); ValueError
+        when a token was covered by no window."""
         if bool((self.total == 0).any()):
             missing = int((self.total == 0).nonzero()[0])
             raise ValueError(f"blend_windows: token {missing} is covered by no window")

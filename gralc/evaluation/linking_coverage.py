@@ -23,7 +23,11 @@ from gralc.knowledge.mention import EntityMention
 
 
 class Linker(Protocol):
-    def link(self, text: str) -> list[EntityMention]: ...
+    """What coverage needs of a linker (:class:`~gralc.knowledge.linker.EntityLinker` is one)."""
+
+    def link(self, text: str) -> list[EntityMention]:
+        """Concept mentions in ``text``, sorted by start."""
+        ...
 
 
 def word_pieces(tokenizer, text: str) -> int:

@@ -142,11 +142,15 @@ class RunSettings:
 
     @property
     def depth(self) -> int:
+        """How deep every ranking is cut: ``max(ks)``."""
         return max(self.ks)
 
 
 @dataclass
 class MethodResult:
+    """One row of an evaluation: ``method`` on ``benchmark``, its aggregated ``metrics``, chunk
+    statistics, ``timings`` (seconds; ``ms_per_query``) and ``per_query`` detail (each
+    question's metrics and top chunk ids)."""
     method: str
     benchmark: str
     metrics: dict[str, float]
@@ -201,6 +205,7 @@ class Searcher:
             self.vectors = _unit(np.stack([c.embedding for c in chunks]).astype(np.float32))
 
     def search(self, depth: int) -> list[Run]:
+        """Per question its top ``depth`` ``(chunk, score)`` pairs over the corpus, best first."""
         if self.kind == "bm25":
             return self.bm25.search(self.queries, depth)
         if self.kind == "dense":

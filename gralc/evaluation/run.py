@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 
 def output_dir(cfg: EvalConfig) -> Path:
+    """The results folder of ``cfg``: ``paths.output_dir`` (default ``results/{run_id}``) with
+    ``{run_id}`` expanded (:func:`~gralc.runinfo.expand_run_dir`)."""
     return Path(expand_run_dir(cfg.paths.output_dir or "results/{run_id}"))
 
 

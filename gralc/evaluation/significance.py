@@ -54,6 +54,7 @@ class PairedGain:
     resamples: int
 
     def as_dict(self) -> dict[str, float]:
+        """The fields as a JSON-ready dict."""
         return {"gain": self.gain, "low": self.low, "high": self.high, "level": self.level,
                 "share_not_above": self.share_not_above, "resamples": self.resamples}
 

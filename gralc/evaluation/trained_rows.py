@@ -78,6 +78,8 @@ class TrainedSearcher:
             self.by_doc.setdefault(c.doc_id, []).append(i)
 
     def search(self, depth: int) -> list[Run]:
+        """Per question its top ``depth`` ``(chunk, score)`` pairs by the row's scores (fused with
+        BM25 when ``lexical`` is given), best first."""
         n = max(depth, self.candidates)
         runs = []
         for i, s in enumerate(self.scores):
@@ -90,6 +92,7 @@ class TrainedSearcher:
         return runs
 
     def within(self, qi: int, doc_id: str) -> Run:
+        """Question ``qi``'s ranking of the chunks of ``doc_id`` only."""
         idx = self.by_doc.get(doc_id, [])
         own = [self.chunks[i] for i in idx]
         own_dense = _ranked(own, self.scores[qi].numpy()[idx])
@@ -174,11 +177,15 @@ class RankedRows:
         self.runs, self._within, self.gold, self.lexical, self.fusion = runs, within, gold, lexical, fusion
 
     def search(self, depth: int) -> list[Run]:
+        """Per question its top ``depth`` of the kept ``runs`` (fused with the ``lexical`` runs when
+        given), best first."""
         if self.lexical is None:
             return [run[:depth] for run in self.runs]
         return [_pairs(fuse(d, lex, self.fusion, depth)) for d, lex in zip(self.runs, self.lexical)]
 
     def within(self, qi: int, doc_id: str) -> Run:
+        """Question ``qi``'s kept ranking of its gold document's chunks; ValueError for another
+        document."""
         if doc_id != self.gold[qi]:
             raise ValueError(f"question {qi}: only its gold document's ranking is kept")
         return self._within[qi]

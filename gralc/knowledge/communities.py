@@ -60,6 +60,9 @@ class Community:
 
 
 def resolve_backend(backend: str) -> str:
+    """The backend to run: ``leiden`` for ``auto`` / ``leiden`` when ``leidenalg`` and
+    ``igraph`` import, else ``louvain`` (``auto`` logs a warning, ``leiden`` raises
+    ImportError)."""
     if backend in ("auto", "leiden"):
         try:
             import igraph  # noqa: F401
@@ -149,6 +152,8 @@ def save_communities(communities: list[Community], path: str | Path,
 
 
 def load_communities(path: str | Path) -> list[Community]:
+    """The communities :func:`save_communities` wrote to ``path``; FileNotFoundError /
+    ValueError otherwise."""
     d = read_format(path, FORMAT, "communities")
     try:
         return [Community(str(c["id"]), int(c["level"]), list(c["nodes"]), c["parent"],

@@ -165,6 +165,8 @@ class CorpusGraph:
 
     # ----- reading -------------------------------------------------------------------------
     def weight(self, edge: Edge) -> float:
+        """An edge's weight: its co-occurrence weight, plus ``relation_weight`` when the knowledge
+        base relates the pair."""
         return edge.cooccurrence + (self.config.relation_weight if edge.relations else 0.0)
 
     def weighted_edges(self) -> list[tuple[str, str, float]]:
@@ -183,6 +185,7 @@ class CorpusGraph:
         return self._adjacency.get(concept_id, {})
 
     def stats(self) -> dict[str, float]:
+        """Node, edge, relation-edge and chunk counts (``graph_*`` keys, as floats)."""
         typed = sum(1 for e in self.edges.values() if e.relations)
         return {
             "graph_nodes": float(len(self.nodes)),
@@ -203,6 +206,8 @@ class CorpusGraph:
 
     # ----- persistence ---------------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The JSON-ready graph: format, version, config, then nodes, edges and chunk -> document,
+        each sorted by id."""
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -220,11 +225,14 @@ class CorpusGraph:
         }
 
     def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` to ``path`` as JSON (atomically); returns the path."""
         write_json_atomic(path, self.to_dict())
         return Path(path)
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "corpus graph") -> CorpusGraph:
+        """The graph a :meth:`to_dict` dict describes; ValueError naming ``where`` for another
+        format or version, or a malformed one."""
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValueError(f"{where}: not a GraLC corpus graph (format != {FORMAT!r})")
         if d.get("version") != VERSION:
@@ -245,6 +253,8 @@ class CorpusGraph:
 
     @classmethod
     def load(cls, path: str | Path) -> CorpusGraph:
+        """The graph :meth:`save` wrote to ``path``; FileNotFoundError / ValueError naming the
+        file otherwise."""
         return cls.from_dict(read_format(path, FORMAT, "corpus graph"), str(path))
 
 

@@ -154,6 +154,8 @@ class EntityLinker:
 
     @property
     def num_keys(self) -> int:
+        """Number of distinct normalised terms in the automaton (after the stoplist and
+        ``min_length``)."""
         return len(self._entries)
 
     def link(self, text: str) -> list[EntityMention]:

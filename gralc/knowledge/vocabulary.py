@@ -113,6 +113,7 @@ class Vocabulary:
         return {tn: c.id for c in self.concepts.values() for tn in c.tree_numbers}
 
     def num_terms(self) -> int:
+        """Number of distinct terms (names and synonyms) in :attr:`term_index`."""
         return len(self.term_index)
 
     # --- loaders -------------------------------------------------------------------------

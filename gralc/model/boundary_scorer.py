@@ -34,13 +34,17 @@ class BoundaryScorer(nn.Module):
     def forward(
         self, b_struct: torch.Tensor, b_sem: torch.Tensor, entity_cross: torch.Tensor
     ) -> torch.Tensor:
+        """Boundary scores b (N,) from ``b_struct`` (N,), ``b_sem`` (N,) and ``entity_cross`` (N,)
+        bool (Eq. 8)."""
         b_entity = -self.gamma * entity_cross.to(b_struct.dtype)
         return self.alpha[0] * b_struct + self.alpha[1] * b_sem + self.alpha[2] * b_entity
 
     def cut_probability(self, b: torch.Tensor) -> torch.Tensor:
+        """Soft cut probabilities ``sigmoid((b - tau) / temperature)``, same shape as ``b``."""
         return torch.sigmoid((b - self.tau) / self.temperature)
 
     def learned_values(self) -> dict[str, float | list[float]]:
+        """The current ``alpha`` (3 floats), ``gamma`` and ``tau`` as floats (logged and saved)."""
         return {
             "alpha": [float(a) for a in self.alpha.detach()],
             "gamma": float(self.gamma.detach()),

@@ -37,6 +37,7 @@ class ChunkSet:
 
     @property
     def n_chunks(self) -> int:
+        """Number of chunks K (rows of ``vectors``)."""
         return int(self.vectors.shape[0])
 
     @property

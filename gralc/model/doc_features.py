@@ -57,6 +57,7 @@ class DocFeatures:
 
     @property
     def n_tokens(self) -> int:
+        """Number of tokens N (rows of ``H``)."""
         return int(self.H.shape[0])
 
     @property

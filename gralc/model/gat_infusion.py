@@ -44,6 +44,8 @@ class GATInfusion(nn.Module):
     def forward(
         self, u: torch.Tensor, edge_index: torch.Tensor, return_attention: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """u' (C, d') from ``u`` (C, d_k) and ``edge_index`` (2, E); with ``return_attention`` also
+        PyG's ``(edge_index, weights)`` of the attention (self-loops included)."""
         if u.shape[0] == 0:
             empty = u.new_zeros((0, self.out_dim))
             return (empty, (edge_index, u.new_zeros((0,)))) if return_attention else empty

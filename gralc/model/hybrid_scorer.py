@@ -58,6 +58,7 @@ class HybridScorer(nn.Module):
 
     @property
     def beta(self) -> torch.Tensor:
+        """beta = sigmoid(``beta_logit``), a 0-d tensor in (0, 1)."""
         return torch.sigmoid(self.beta_logit)
 
     def forward(
@@ -69,6 +70,7 @@ class HybridScorer(nn.Module):
         entity_vectors: torch.Tensor,
         entity_chunk: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(score, cos, kg_prox)``, each (Q, K): see the class docstring."""
         cos = F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
         prox = kg_proximity(q_ent, q_mask, entity_vectors, entity_chunk, c.shape[0])
         return self.beta * cos + (1.0 - self.beta) * prox, cos, prox
@@ -94,11 +96,14 @@ class LexicalTerm(nn.Module):
 
     @property
     def weight(self) -> torch.Tensor:
+        """w_lex = sigmoid(``logit``), a 0-d tensor in (0, 1)."""
         return torch.sigmoid(self.logit)
 
     def forward(
         self, dense: torch.Tensor, lexical: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(score, lex)``, each (Q, K): ``dense`` mixed with the row-normalised ``lexical``
+        (:func:`normalise_lexical`); ValueError when their shapes differ."""
         if lexical.shape != dense.shape:
             raise ValueError(
                 f"lexical scores have shape {tuple(lexical.shape)}, the dense scores "

@@ -145,6 +145,8 @@ class TermStats:
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], config: BM25Config | None = None) -> TermStats:
+        """The statistics of ``texts`` (at least one), tokenised as :class:`BM25Scorer` with
+        ``config`` tokenises them."""
         if not texts:
             raise ValueError("TermStats.from_texts needs at least one text")
         tokens = BM25Scorer(config)._tokens(texts, True)

@@ -20,6 +20,7 @@ class QueryEncoder:
         self.pipeline, self.embedder = pipeline, concept_embedder
 
     def encode(self, texts: list[str]) -> torch.Tensor:
+        """(Q, d) float32 query vectors of ``texts`` (the encoder's query prefix applied)."""
         return (
             self.pipeline.encoder.encode_queries(texts).float()
             if texts

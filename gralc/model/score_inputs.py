@@ -48,7 +48,9 @@ class Scorer(Protocol):
 
     def __len__(self) -> int: ...
 
-    def score_matrix(self, queries: Sequence[str]) -> np.ndarray: ...
+    def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
+        """(Q, K) raw BM25 of every query against every text."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class TextScorer:
         return len(self.texts)
 
     def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
+        """(Q, K) raw BM25 of every query against every text (:func:`bm25_matrix`)."""
         return bm25_matrix(queries, self.texts, self.config, self.stats)
 
 

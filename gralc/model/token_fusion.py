@@ -39,6 +39,8 @@ class TokenFusion(nn.Module):
     def forward(
         self, h: torch.Tensor, u_prime: torch.Tensor, token_entity: torch.Tensor
     ) -> torch.Tensor:
+        """h' (N, d): ``h`` plus ``lambda`` times the mean projected u' of the mentions covering
+        each token (Eq. 4)."""
         if token_entity.numel() == 0:
             return h
         tok, ent = token_entity[0], token_entity[1]

@@ -48,6 +48,10 @@ class ReportConfig:
 
 @dataclass
 class CommunityReport:
+    """The report of one community (:func:`build_reports`): its ``community_id`` and ``level``,
+    a ``title`` (its three most central concept names), the report ``text``, its most central
+    concept ids (``concepts``), the ids of every chunk its concepts occur in, its
+    ``centrality`` (0..1 at its level) and the extractive sentences it quotes."""
     community_id: str
     level: int
     title: str
@@ -150,11 +154,14 @@ _NO_EDGE = _NoEdge()
 
 
 def save_reports(reports: Sequence[CommunityReport], path: str | Path) -> Path:
+    """``reports`` as JSON at ``path``; returns the path."""
     write_json_atomic(path, {"format": FORMAT, "reports": [asdict(r) for r in reports]})
     return Path(path)
 
 
 def load_reports(path: str | Path) -> list[CommunityReport]:
+    """The reports :func:`save_reports` wrote to ``path``; FileNotFoundError / ValueError
+    otherwise."""
     d = read_format(path, FORMAT, "community reports")
     try:
         return [CommunityReport(**r) for r in d["reports"]]

@@ -97,6 +97,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def require(path: Path) -> None:
+    """FileNotFoundError (rebuild the index) unless ``path`` is a file."""
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the index directory is incomplete, rebuild it")
 

@@ -135,6 +135,8 @@ class GraphIndex:
     timings: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> dict[str, float]:
+        """The corpus graph's :meth:`~gralc.knowledge.corpus_graph.CorpusGraph.stats`, plus the
+        communities per level (all, and those of more than one concept) and the reports."""
         out = self.graph.stats()
         for level in sorted({c.level for c in self.communities}):
             at = [c for c in self.communities if c.level == level]
@@ -161,6 +163,8 @@ class GraphIndex:
 
     @classmethod
     def load(cls, folder: str | Path) -> GraphIndex:
+        """The index :meth:`save` wrote to ``folder``, verified first
+        (:func:`~gralc.artefacts.verify_artefact`); FileNotFoundError without ``graph.json``."""
         from safetensors import safe_open
 
         folder = Path(folder)
@@ -369,10 +373,12 @@ class GraphSearcher:
         return self._cache[qi]
 
     def search(self, depth: int) -> list[list[Hit]]:
+        """Per query its top ``depth`` hits over every chunk, best first."""
         rows = list(range(len(self.chunks)))
         return [self._ranked(self._scored(qi), rows, depth) for qi in range(len(self.q_vecs))]
 
     def within(self, qi: int, doc_id: str) -> list[Hit]:
+        """Query ``qi``'s ranking of the chunks of ``doc_id`` only."""
         return self._ranked(self._scored(qi), self.by_doc.get(doc_id, []), None)
 
 

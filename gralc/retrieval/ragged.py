@@ -50,6 +50,7 @@ class Ragged:
 
     @property
     def counts(self) -> np.ndarray:
+        """(K,) length of each row."""
         return np.diff(self.offsets)
 
     def positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -72,6 +73,7 @@ class Ragged:
         return np.asarray(self.values[pos]), local
 
     def row(self, i: int) -> np.ndarray:
+        """Row ``i``'s values, ``values[offsets[i]:offsets[i + 1]]``."""
         return np.asarray(self.values[self.offsets[i] : self.offsets[i + 1]])
 
     @classmethod

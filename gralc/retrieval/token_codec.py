@@ -131,6 +131,7 @@ class TokenCodec:
 
     @property
     def n_centroids(self) -> int:
+        """Coarse centroids of the IVF-PQ codec (0 for float16)."""
         return 0 if self.index is None else int(_faiss().extract_index_ivf(self.index).nlist)
 
     def encode(self, vectors: np.ndarray) -> np.ndarray:
@@ -177,6 +178,7 @@ class TokenCodec:
 
     # ----- persistence ----------------------------------------------------------------------
     def to_bytes(self) -> bytes:
+        """The serialised FAISS index (empty for float16)."""
         return b"" if self.index is None else _faiss().serialize_index(self.index).tobytes()
 
     def digest(self) -> str:
@@ -187,10 +189,13 @@ class TokenCodec:
         return h.hexdigest()
 
     def describe(self) -> dict[str, Any]:
+        """The settings, ``dim``, ``bytes_per_token``, ``n_centroids`` and ``sha256``
+        (:meth:`digest`), JSON-ready."""
         return {**asdict(self.config), "dim": self.dim, "bytes_per_token": self.code_size,
                 "n_centroids": self.n_centroids, "sha256": self.digest()}
 
     def save(self, path: Path) -> None:
+        """Write :meth:`to_bytes` to ``path``."""
         path.write_bytes(self.to_bytes())
 
     @classmethod

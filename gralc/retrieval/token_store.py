@@ -69,6 +69,7 @@ class TokenStore:
 
     @property
     def n_tokens(self) -> int:
+        """Tokens stored, over every chunk."""
         return int(self.codes.offsets[-1])
 
     @classmethod
@@ -138,6 +139,8 @@ class TokenStore:
 
     @classmethod
     def load(cls, folder: Path, mmap: bool = True) -> TokenStore:
+        """The store :meth:`save` wrote to ``folder`` (codes memory-mapped with ``mmap``);
+        ValueError when the metadata, codec or codes do not match."""
         meta_path = folder / META_FILE
         if not meta_path.is_file():
             raise FileNotFoundError(f"{meta_path} is missing: the index is incomplete, rebuild it")

@@ -65,6 +65,7 @@ class TrainedScorer:
 
     @property
     def n_chunks(self) -> int:
+        """Chunks in :attr:`table`."""
         return self.table.n_chunks
 
     @property
@@ -79,6 +80,8 @@ class TrainedScorer:
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
+        """The scorer of a saved model (an export, checkpoint or run folder:
+        :func:`~gralc.model.persistence.load_trained`)."""
         from gralc.model.persistence import load_trained
 
         t = load_trained(path)
@@ -102,6 +105,8 @@ class TrainedScorer:
             )
 
     def embedder(self, pipeline: Pipeline) -> ConceptEmbedder:
+        """The concept embedder: the one given, else one built on first use over
+        ``concept_encoder`` (a LoRA-trained model's own encoder) or else ``pipeline``'s."""
         if self._embedder is None:
             encode = pipeline.encoder.encode_texts
             if self.concept_encoder is not None:
@@ -115,6 +120,8 @@ class TrainedScorer:
         return self._embedder
 
     def learned_values(self) -> dict[str, float]:
+        """The model's learned weights
+        (:meth:`~gralc.model.gralc_model.GraLCModel.learned_values`)."""
         return self.model.learned_values()
 
     # ----- documents ----------------------------------------------------------------------

@@ -138,6 +138,7 @@ class TrainedSearch:
         return self.timings["candidates"] / max(1.0, self.timings["searched"])
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
+        """Top-``k`` hits of one question (:meth:`search_batch`)."""
         return self.search_batch([question], k)[0]
 
     def search_encoded(self, q: Questions, k: int, rows: Sequence[np.ndarray] | None = None

@@ -31,9 +31,11 @@ class EpochTimer(Callback):
         self._t0 = 0.0
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
+        """Start the epoch's clock."""
         self._t0 = time.perf_counter()
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
+        """Append the epoch's wall seconds to ``seconds``."""
         self.seconds.append(time.perf_counter() - self._t0)
 
 

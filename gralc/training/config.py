@@ -99,6 +99,8 @@ SCHEDULES = ("constant", "linear")
 
 @dataclass
 class TrainerConfig:
+    """The Lightning trainer of a run (``trainer.*``): epochs, devices and DDP, precision,
+    logging, validation and gradient clipping, torch threads."""
     #: epochs to train
     max_epochs: int = 10
     #: auto | cpu | gpu (Lightning)
@@ -133,6 +135,7 @@ class TrainerConfig:
 
 @dataclass
 class EarlyStoppingConfig:
+    """Early stopping on a validation metric (``callbacks.early_stopping.*``)."""
     #: stop when the monitored metric has not improved for `patience` validations
     enabled: bool = True
     #: validations without improvement before stopping
@@ -164,6 +167,7 @@ class CheckpointConfig:
 
 @dataclass
 class CallbacksConfig:
+    """The run's callbacks (``callbacks.*``): early stopping and best-checkpoint selection."""
     early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 

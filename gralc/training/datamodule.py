@@ -70,6 +70,8 @@ class TrainBatch:
 
 @dataclass
 class ValBatch:
+    """The validation set as one batch: the dev questions (``examples``) and the features of every
+    corpus document (``docs``), each question ranked against all of them."""
     examples: list[TrainingExample]
     docs: list[DocFeatures]
 
@@ -128,6 +130,7 @@ class NoDuplicateDocBatchSampler(Sampler[list[int]]):
         self.epoch = epoch
 
     def set_epoch(self, epoch: int) -> None:
+        """Set the epoch that seeds the shuffle and the mix draws."""
         self.epoch = epoch
 
     def epoch_indices(self) -> list[int]:
@@ -139,6 +142,7 @@ class NoDuplicateDocBatchSampler(Sampler[list[int]]):
         return order
 
     def batches(self) -> list[list[int]]:
+        """This epoch's batches of example indices for this rank (no document twice in a batch)."""
         order = self.epoch_indices()
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
@@ -397,6 +401,9 @@ def holdout_train_documents(data: TrainingData, fraction: float, seed: int = 0) 
 
 
 class GraLCDataModule(pl.LightningDataModule):
+    """Lightning data module of a :class:`~gralc.training.config.TrainConfig`: the training and
+    dev questions with their documents' features (:func:`load_training_data`), the mix
+    sources, batches without duplicate documents, and the dev set as one validation batch."""
     def __init__(self, cfg: TrainConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -404,6 +411,10 @@ class GraLCDataModule(pl.LightningDataModule):
         self.mix: list[MixPool] = []
 
     def setup(self, stage: str | None = None) -> None:
+        """Load the training data once (any ``stage``): document-level positives with
+        ``pairs.positives=document``, held-out training documents moved to dev, the
+        ``max_train_questions`` cap, then the mix sources; ValueError without training (or needed
+        dev) questions."""
         if self.data is not None:
             return
         data = load_training_data(self.cfg)
@@ -463,10 +474,12 @@ class GraLCDataModule(pl.LightningDataModule):
 
     @property
     def token_dim(self) -> int:
+        """Width d of the documents' token vectors."""
         return int(next(iter(self.data.features.values())).H.shape[1])
 
     @property
     def concept_dim(self) -> int:
+        """Width d_k of the documents' concept vectors."""
         return int(next(iter(self.data.features.values())).u.shape[1])
 
     def batch_sampler(self) -> NoDuplicateDocBatchSampler:
@@ -486,6 +499,8 @@ class GraLCDataModule(pl.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
+        """This epoch's training batches (:meth:`batch_sampler`), collated by :class:`TrainCollator`
+        with extra negative documents."""
         collate = TrainCollator(
             self.data.features,
             self.data.train_doc_ids,
@@ -497,9 +512,11 @@ class GraLCDataModule(pl.LightningDataModule):
         return DataLoader(self.train_examples, batch_sampler=self.batch_sampler(), collate_fn=collate)
 
     def val_batch(self) -> ValBatch:
+        """The dev questions against every corpus document, as one :class:`ValBatch`."""
         return ValBatch(self.data.dev, [self.data.features[d] for d in self.data.corpus_doc_ids])
 
     def val_dataloader(self) -> DataLoader:
+        """A loader of the one batch :meth:`val_batch`."""
         return DataLoader([0], batch_size=1, collate_fn=lambda _: self.val_batch())
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx: int):

@@ -355,6 +355,7 @@ class GraLCLitModule(pl.LightningModule):
         return total
 
     def training_step(self, batch: TrainBatch, batch_idx: int) -> torch.Tensor:
+        """The batch's loss, logged with its parts; NonFiniteLossError when it is not finite."""
         loss, n_chunks = self.batch_loss(batch)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
@@ -371,6 +372,7 @@ class GraLCLitModule(pl.LightningModule):
         return loss
 
     def on_before_optimizer_step(self, optimizer) -> None:
+        """NonFiniteLossError when a trainable parameter has a non-finite gradient."""
         bad = [
             n
             for n, p in self.trainable()
@@ -382,9 +384,11 @@ class GraLCLitModule(pl.LightningModule):
             )
 
     def non_finite_parameters(self) -> list[str]:
+        """Names of the trainable parameters holding a NaN or inf."""
         return [n for n, p in self.trainable() if not torch.isfinite(p).all()]
 
     def on_train_epoch_end(self) -> None:
+        """Log the learned weights (``learned/*``)."""
         self.log_dict({f"learned/{k}": v for k, v in self.model.learned_values().items()})
 
     # ----- validation -----------------------------------------------------------------------
@@ -469,9 +473,12 @@ class GraLCLitModule(pl.LightningModule):
                 "nll": float(nll), "ev_mrr": ev_mrr}
 
     def retrieval_mrr(self, batch: ValBatch) -> float:
+        """``mrr`` of :meth:`retrieval_metrics`."""
         return self.retrieval_metrics(batch)["mrr"]
 
     def validation_step(self, batch: ValBatch, batch_idx: int) -> None:
+        """Log :meth:`retrieval_metrics` as ``val/mrr``, ``val/mrr_cos``, ``val/mrr_min``,
+        ``val/nll`` and ``val/ev_mrr``."""
         m = self.retrieval_metrics(batch)
         n = len(batch.examples)
         self.log("val/mrr", m["mrr"], batch_size=n, prog_bar=True)
@@ -509,6 +516,8 @@ class GraLCLitModule(pl.LightningModule):
                 "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Add GraLC's entry ``checkpoint["gralc"]`` (the run's extras, model config, dimensions
+        and learned values); NonFiniteLossError instead of saving non-finite parameters."""
         bad = self.non_finite_parameters()
         if bad:
             raise NonFiniteLossError(f"refusing to checkpoint non-finite parameters {bad}")

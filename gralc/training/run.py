@@ -368,6 +368,8 @@ def progress_bar(setting: bool | None) -> bool:
 
 
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
+    """The Lightning trainer of ``cfg``: best and last checkpoints, the per-epoch report, early
+    stopping, CSV (and W&B) logging, SLURM requeueing, and ``callbacks`` added."""
     out = Path(cfg.paths.output_dir)
     es = cfg.callbacks.early_stopping
     dev = has_dev_split(cfg)  # without one (a refit): no validation, the newest epoch is "best"
