@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from gralc.cli import Settings, configure_output, run
+from gralc.cli import Settings, run
 
 #: the output-folder options of the index / export commands, as eval spells them
 EVAL_KEYS = (("--out ", "paths.output_dir="), ("--force", "paths.force=true"))
@@ -56,23 +56,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from gralc.train import parser
+    from gralc.train import config_command
 
-    doc = __doc__.split("\n\n")
-    args = parser("gralc eval", doc[0].split(": ", 1)[1].strip("`"), settings, "eval.yaml",
-                  "gralc.evaluation.config:EvalConfig").parse(argv)
-    configure_output(args.verbose)
     artefacts_log = logging.getLogger("gralc.artefacts")
     if not any(isinstance(f, EvalKeysFilter) for f in artefacts_log.filters):
         artefacts_log.addFilter(EvalKeysFilter())
-    from gralc.artefacts import OutputDirError
-    from gralc.config import CONFIG_DIR, load_config, to_yaml
-    from gralc.evaluation.config import EvalConfig
-
-    cfg = load_config(EvalConfig, CONFIG_DIR / "eval.yaml", args.settings)
-    if args.print_config:
-        print(to_yaml(cfg), end="")
+    started = config_command(argv, "gralc eval", __doc__, settings, "eval.yaml",
+                             "gralc.evaluation.config:EvalConfig")
+    if started is None:
         return 0
+    _, cfg = started
+    from gralc.artefacts import OutputDirError
     from gralc.evaluation.run import evaluate, print_tables
 
     try:

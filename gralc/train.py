@@ -94,6 +94,27 @@ def parser(prog: str, description: str, settings_fn, config: str, schema: str) -
     return p
 
 
+def config_command(argv: list[str], prog: str, module_doc: str, settings_fn, config: str,
+                   schema: str):
+    """The shared start of ``gralc train`` and ``gralc eval``: parse ``argv`` (``parser``),
+    set up the output, load and validate the config (``config`` in gralc/configs, then the
+    settings; ``schema``: ``module:Class``). Returns ``(args, cfg)``, or ``None`` after
+    ``--print-config`` printed the resolved settings."""
+    import importlib
+
+    from gralc.config import CONFIG_DIR, load_config, to_yaml
+
+    description = module_doc.split("\n\n")[0].split(": ", 1)[1].strip("`")
+    args = parser(prog, description, settings_fn, config, schema).parse(argv)
+    configure_output(args.verbose)
+    module, name = schema.split(":")
+    cfg = load_config(getattr(importlib.import_module(module), name), CONFIG_DIR / config, args.settings)
+    if args.print_config:
+        print(to_yaml(cfg), end="")
+        return None
+    return args, cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
     :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake."""
@@ -101,19 +122,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    doc = __doc__.split("\n\n")
-    args = parser("gralc train", doc[0].split(": ", 1)[1].strip("`"), settings, "train.yaml",
-                  "gralc.training.config:TrainConfig").parse(argv)
-    configure_output(args.verbose)
+    started = config_command(argv, "gralc train", __doc__, settings, "train.yaml",
+                             "gralc.training.config:TrainConfig")
+    if started is None:
+        return 0
+    args, cfg = started
     import json
 
-    from gralc.config import CONFIG_DIR, load_config, to_yaml
-    from gralc.training.config import TrainConfig
-
-    cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", args.settings)
-    if args.print_config:
-        print(to_yaml(cfg), end="")
-        return 0
     from gralc.training.run import train
 
     configure_output(args.verbose)  # again: importing Lightning reset its loggers' levels

@@ -208,52 +208,44 @@ def _read_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
             yield n, line.split()
 
 
+def _read_table(path: Path, shape: str, value_col: int, parse, what: str, again: str) -> dict:
+    """``{qid: {docno: parse(column value_col)}}`` of a whitespace-separated TREC file whose
+    lines read ``shape``; a line of another width, a value ``parse`` refuses (``what``) or a
+    (qid, docno) pair seen twice (``again``) is a ``ValueError`` naming ``FILE:LINE``."""
+    width = len(shape.split())
+    table: dict[str, dict[str, Any]] = {}
+    first: dict[tuple[str, str], int] = {}
+    for n, cols in _read_lines(path):
+        if len(cols) != width:
+            raise DocumentParseError(f"{path}:{n}: {len(cols)} columns; a line reads '{shape}'",
+                                     path=path, line=n)
+        qid, docno, raw = cols[0], cols[2], cols[value_col]
+        try:
+            value = parse(raw)
+        except ValueError:
+            raise DocumentParseError(f"{path}:{n}: {raw!r} is not {what}", path=path, line=n) from None
+        if (qid, docno) in first:
+            raise DocumentParseError(f"{path}:{n}: ({qid}, {docno}) {again} (first on line "
+                                     f"{first[qid, docno]})", path=path, line=n)
+        first[qid, docno] = n
+        table.setdefault(qid, {})[docno] = value
+    return table
+
+
 def read_trec_run(path: str | Path) -> Run:
     """A TREC run file as ``{qid: {docno: score}}`` (the scores as written); a line without
     six columns, a score that is not a number or a docno listed twice for one query is a
     ``ValueError`` naming ``FILE:LINE``."""
-    path = Path(path)
-    run: Run = {}
-    first: dict[tuple[str, str], int] = {}
-    for n, cols in _read_lines(path):
-        if len(cols) != 6:
-            raise DocumentParseError(f"{path}:{n}: {len(cols)} columns; a TREC run line is "
-                                     "'qid Q0 docno rank score run_name'", path=path, line=n)
-        qid, _, docno, _, score, _ = cols
-        try:
-            value = float(score)
-        except ValueError:
-            raise DocumentParseError(f"{path}:{n}: score {score!r} is not a number", path=path, line=n) from None
-        if (qid, docno) in first:
-            raise DocumentParseError(f"{path}:{n}: {docno} listed again for {qid} (first on line "
-                                     f"{first[qid, docno]})", path=path, line=n)
-        first[qid, docno] = n
-        run.setdefault(qid, {})[docno] = value
-    return run
+    return _read_table(Path(path), "qid Q0 docno rank score run_name", 4, float,
+                       "a number (the score)", "listed again")
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
     """A TREC qrels file as ``{qid: {docno: relevance}}``; a line without four columns, a
     relevance that is not an integer or a pair judged twice is a ``ValueError`` naming
     ``FILE:LINE``."""
-    path = Path(path)
-    qrels: Qrels = {}
-    first: dict[tuple[str, str], int] = {}
-    for n, cols in _read_lines(path):
-        if len(cols) != 4:
-            raise DocumentParseError(f"{path}:{n}: {len(cols)} columns; a TREC qrels line is "
-                                     "'qid 0 docno relevance'", path=path, line=n)
-        qid, _, docno, rel = cols
-        try:
-            value = int(rel)
-        except ValueError:
-            raise DocumentParseError(f"{path}:{n}: relevance {rel!r} is not an integer", path=path, line=n) from None
-        if (qid, docno) in first:
-            raise DocumentParseError(f"{path}:{n}: ({qid}, {docno}) judged again (first on line "
-                                     f"{first[qid, docno]})", path=path, line=n)
-        first[qid, docno] = n
-        qrels.setdefault(qid, {})[docno] = value
-    return qrels
+    return _read_table(Path(path), "qid 0 docno relevance", 3, int, "an integer (the relevance)",
+                       "judged again")
 
 
 __all__ = ["LEVELS", "Qrels", "Run", "doc_hits", "document_qrels", "read_trec_qrels", "read_trec_run",

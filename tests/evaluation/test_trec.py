@@ -119,7 +119,7 @@ def test_qrels_round_trip_and_reader_errors(tmp_path):
            "qrels3": ("q1 0 d1 1\n\nq1 0 d1 0\n", 3, "judged again (first on line 1)"),
            "run": ("q1 Q0 a 1 0.5 r\nq1 Q0 b 2 r\n", 2, "5 columns"),
            "run2": ("q1 Q0 a 1 high r\n", 1, "not a number"),
-           "run3": ("q1 Q0 a 1 0.5 r\nq1 Q0 a 2 0.4 r\n", 2, "listed again for q1 (first on line 1)")}
+           "run3": ("q1 Q0 a 1 0.5 r\nq1 Q0 a 2 0.4 r\n", 2, "(q1, a) listed again (first on line 1)")}
     for name, (content, line, says) in bad.items():
         path = tmp_path / name
         path.write_text(content)
