@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A wheel install runs the README's tour (issue 55): build the wheel, install it (not editable)
-# into a fresh environment outside the checkout, and run tests/test_readme.py's tour with that
+# into a fresh environment outside the checkout, and run tests/project/test_readme.py's tour with that
 # environment's interpreter (GRALC_TOUR_PYTHON). Needs make's .venv for pytest itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +30,4 @@ for attempt in 1 2 3; do
   echo "wheel_tour: gralc install attempt $attempt failed" >&2; sleep 20
 done
 (cd "$tmp" && "$tmp/env/bin/gralc" --help >/dev/null)  # the console script, outside the checkout
-GRALC_TOUR_PYTHON="$tmp/env/bin/python" $PY -m pytest -q tests/test_readme.py -p no:cacheprovider
+GRALC_TOUR_PYTHON="$tmp/env/bin/python" $PY -m pytest -q tests/project/test_readme.py -p no:cacheprovider

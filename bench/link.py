@@ -22,7 +22,7 @@ from pathlib import Path
 import ahocorasick
 import numpy as np
 
-from gralc.data.real_knowledge import SHARED_DATA
+from gralc.experiments.real_data import SHARED_DATA
 from gralc.experiments.tables import write_table
 from gralc.knowledge.linker import EntityLinker
 from gralc.knowledge.vocabulary import Vocabulary

@@ -80,7 +80,7 @@ def disk_bytes(folder: Path) -> dict[str, int]:
 def build_real(model: str, out: Path, data: Path) -> dict:
     """Index every real article with ``model`` (HNSW) into ``out``; its numbers."""
     from gralc.inference import Retriever
-    from gralc.retrieval.faiss_index import IndexConfig
+    from gralc.retrieval.indexes.dense import IndexConfig
 
     files = []
     for s in SOURCES:
@@ -115,11 +115,11 @@ def moved(vectors: np.ndarray, rng: np.random.Generator, cos: float = 0.95) -> n
 def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     """A synthetic index of ``copies`` copies of the real index (see the module docstring)."""
     from gralc.inference import Retriever
-    from gralc.retrieval.bm25 import BM25Config, BM25Index
-    from gralc.retrieval.chunk_table import ChunkTable, UnitTable, unit_links
-    from gralc.retrieval.faiss_index import ChunkIndex
-    from gralc.retrieval.ragged import Ragged
-    from gralc.retrieval.token_store import TokenStore
+    from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.indexes.dense import ChunkIndex
+    from gralc.retrieval.trained.chunk_table import ChunkTable, UnitTable, unit_links
+    from gralc.retrieval.trained.ragged import Ragged
+    from gralc.retrieval.trained.token_store import TokenStore
 
     rng = np.random.default_rng(seed)
     real = Retriever.load(real_dir)
@@ -191,8 +191,8 @@ def measure(index_dir: Path, questions: list[str], recall_questions: int, batch:
             single: int = 100) -> dict:
     """Load ``index_dir`` in this (fresh) process and time it (see the module docstring)."""
     from gralc.inference import Retriever
-    from gralc.retrieval.candidates import CandidateConfig
-    from gralc.retrieval.trained_search import TrainedSearch
+    from gralc.retrieval.trained.candidates import CandidateConfig
+    from gralc.retrieval.trained.search import TrainedSearch
 
     t0 = time.perf_counter()
     r = Retriever.load(index_dir)

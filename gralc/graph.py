@@ -9,7 +9,7 @@ community reports (by centrality), and with ``--png`` draws the largest communit
   chunked by ``--strategy`` (default ``semantic``, SemRAG's) and graphed; ``--out`` saves the
   graph folder. ``key=value``: pipeline settings (``knowledge.vocabulary=PATH``) and graph
   settings (``graph.communities.levels=3``, ``graph.reports.words=100``; see
-  :class:`gralc.retrieval.graph_search.GraphConfig`).
+  :class:`gralc.retrieval.graph.search.GraphConfig`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
 
 if TYPE_CHECKING:
-    from gralc.retrieval.graph_search import GraphConfig, GraphIndex
+    from gralc.retrieval.graph.search import GraphConfig, GraphIndex
 
 
 def describe(index: GraphIndex, top: int = 5) -> str:
@@ -103,7 +103,7 @@ def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: Gra
 def settings() -> list[Settings]:
     """The ``key=value`` settings ``gralc graph`` takes (for ``--help``)."""
     from gralc.pipeline import PipelineConfig
-    from gralc.retrieval.graph_search import GraphConfig
+    from gralc.retrieval.graph.search import GraphConfig
 
     return [Settings("pipeline (a corpus only)", PipelineConfig, optional_prefix="pipeline."),
             Settings("corpus graph (a corpus only)", GraphConfig, "graph.")]
@@ -134,7 +134,7 @@ def _main(argv: list[str]) -> int:
     configure_output(args.verbose)
     from gralc.artefacts import check_output_dir, output_lock, write_artefact
     from gralc.config import load_config
-    from gralc.retrieval.graph_search import GraphConfig, GraphIndex
+    from gralc.retrieval.graph.search import GraphConfig, GraphIndex
 
     source = Path(args.source)
     keys = route_settings(args.settings, ("graph",))

@@ -32,10 +32,10 @@ RENAMED = {"--search": "search.KEY=value (e.g. search.exact=64)", "--index": "in
 def settings() -> list[Settings]:
     """The ``key=value`` settings ``gralc index`` takes (for ``--help``)."""
     from gralc.pipeline import PipelineConfig
-    from gralc.retrieval.candidates import CandidateConfig
-    from gralc.retrieval.faiss_index import IndexConfig
-    from gralc.retrieval.fusion import FusionConfig
-    from gralc.retrieval.graph_search import GraphConfig
+    from gralc.retrieval.graph.search import GraphConfig
+    from gralc.retrieval.indexes.dense import IndexConfig
+    from gralc.retrieval.indexes.fusion import FusionConfig
+    from gralc.retrieval.trained.candidates import CandidateConfig
 
     return [Settings("pipeline (a trained model keeps its own: only runtime keys may change)",
                      PipelineConfig, optional_prefix="pipeline."),
@@ -102,11 +102,11 @@ def _main(argv: list[str]) -> int:
 def _build(args: argparse.Namespace, keys: dict[str, list[str]], inputs: list[str]) -> int:
     from gralc.config import load_config
     from gralc.inference import Retriever
-    from gralc.retrieval.candidates import CandidateConfig
-    from gralc.retrieval.faiss_index import IndexConfig
-    from gralc.retrieval.fusion import FusionConfig
-    from gralc.retrieval.graph_search import GraphConfig
-    from gralc.retrieval.token_codec import load_codec_dir
+    from gralc.retrieval.graph.search import GraphConfig
+    from gralc.retrieval.indexes.dense import IndexConfig
+    from gralc.retrieval.indexes.fusion import FusionConfig
+    from gralc.retrieval.trained.candidates import CandidateConfig
+    from gralc.retrieval.trained.token_codec import load_codec_dir
 
     if (keys["search"] or args.codec) and not args.model:
         raise ValueError("search.* settings and --codec set a trained model's index: add --model")

@@ -10,14 +10,14 @@ and search it.
 A corpus is a path (an article, a folder, a BEIR folder, a JSON corpus), a
 :class:`~gralc.documents.model.Document`, or a list of them (:func:`gralc.pipeline.load_documents`).
 
-An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.faiss_index``)
+An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.indexes.dense``)
 plus ``retriever.json`` (strategy, model, searcher, fusion, pipeline config) so ``load``
 rebuilds the same query encoder and scorer. A trained model's index names its model by
 content (the SHA-256 of the export) and by a path relative to the index folder, so an export
 and its index moved, copied or unpacked together anywhere still load; ``save(...,
 bundle_model=True)`` copies the export into the index (``model/``), which then travels alone;
 ``load(..., model=PATH)`` points at a model that moved elsewhere (checked by its digest). ``searcher="hybrid"`` also keeps a BM25 index of
-the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.fusion`),
+the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.indexes.fusion`),
 the ``<method>_hybrid`` rows of ``eval.py``.
 """
 
@@ -47,13 +47,14 @@ from gralc.pipeline import (
     load_documents,
     load_documents_from,
 )
-from gralc.retrieval.bm25 import BM25Index
-from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig, read_json
-from gralc.retrieval.fusion import FusionConfig, fuse
-from gralc.retrieval.graph_search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
+from gralc.retrieval.graph.search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
 from gralc.retrieval.hits import Hit
-from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig
+from gralc.retrieval.indexes.bm25 import BM25Index
+from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
+from gralc.retrieval.indexes.folder import read_json
+from gralc.retrieval.indexes.fusion import FusionConfig, fuse
+from gralc.retrieval.trained.candidates import CandidateConfig
+from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
 
 logger = logging.getLogger(__name__)
 RETRIEVER_FILE = "retriever.json"
@@ -70,11 +71,11 @@ class RetrieverSpec:
     """What was indexed and how: ``strategy`` (a registered chunker, or ``gralc`` for a
     trained model), ``model`` (export dir / checkpoint for ``gralc``).
     A trained model searches in two stages (``search``: the fields of
-    :class:`~gralc.retrieval.candidates.CandidateConfig`, :mod:`gralc.retrieval.trained_search`).
+    :class:`~gralc.retrieval.trained.candidates.CandidateConfig`, :mod:`gralc.retrieval.trained.search`).
     ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
-    of :class:`~gralc.retrieval.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
+    of :class:`~gralc.retrieval.indexes.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
     search of the corpus graph saved in ``graph/``). ``graph``: the
-    :class:`~gralc.retrieval.graph_search.GraphConfig` it was built with (None: no graph)."""
+    :class:`~gralc.retrieval.graph.search.GraphConfig` it was built with (None: no graph)."""
 
     strategy: str = "structure_aware"
     #: the trained model: in ``retriever.json`` a path relative to the index folder
@@ -86,7 +87,7 @@ class RetrieverSpec:
     #: SHA-256 of the model's weights when the index was built (``load`` refuses another model)
     model_sha256: str | None = None
     graph: dict[str, Any] | None = None
-    #: a trained model's two-stage search (:class:`~gralc.retrieval.candidates.CandidateConfig`)
+    #: a trained model's two-stage search (:class:`~gralc.retrieval.trained.candidates.CandidateConfig`)
     search: dict[str, Any] = field(default_factory=dict)
     #: where the model was when the index was built (absolute; a last place to look)
     model_origin: str | None = None
@@ -297,7 +298,7 @@ class Retriever:
              model: str | Path | None = None) -> Retriever:
         """Open an index (read-only; large arrays memory-mapped). ``search``: ``key=value``
         overrides of a trained model's two-stage search settings (``exhaustive=true``,
-        ``dense=200``, ...; :class:`~gralc.retrieval.candidates.CandidateConfig`). ``model``:
+        ``dense=200``, ...; :class:`~gralc.retrieval.trained.candidates.CandidateConfig`). ``model``:
         where the trained model that built the index is now (default: the path recorded
         relative to the index, the copy the index carries, or where it was built); it must be
         that model (same SHA-256)."""
@@ -333,7 +334,7 @@ class Retriever:
         index = ChunkIndex.load(directory)
         scorer = None
         if spec.model is not None:
-            from gralc.retrieval.trained_scorer import TrainedScorer
+            from gralc.retrieval.trained.scorer import TrainedScorer
 
             spec.model = str(find_model(directory, spec, model))
             scorer = TrainedScorer.load(spec.model)
@@ -395,12 +396,12 @@ class Retriever:
         return [fuse(d, lex, self.fusion, k) for d, lex in zip(dense, lexical)]
 
     def trained_search(self):
-        """The :class:`~gralc.retrieval.trained_search.TrainedSearch` of a trained model's
+        """The :class:`~gralc.retrieval.trained.search.TrainedSearch` of a trained model's
         index (built once; its ``config`` is this index's ``search`` settings)."""
         if self.scorer is None:
             raise ValueError("this index was built without a trained model (--model)")
         if self._trained_search is None:
-            from gralc.retrieval.trained_search import TrainedSearch
+            from gralc.retrieval.trained.search import TrainedSearch
 
             self._trained_search = TrainedSearch(self.scorer, self.pipeline, self.index,
                                                  self.lexical, self.phrase, self.search_config,
@@ -408,10 +409,10 @@ class Retriever:
         return self._trained_search
 
     def graph_searcher(self):
-        """The :class:`~gralc.retrieval.graph_search.GraphSearcher` of this index (built once)."""
+        """The :class:`~gralc.retrieval.graph.search.GraphSearcher` of this index (built once)."""
         if self._graph_searcher is None:
             from gralc.config import config_from_dict
-            from gralc.retrieval.graph_search import GraphSearcher
+            from gralc.retrieval.graph.search import GraphSearcher
 
             if self.graph is None:
                 raise ValueError("this index has no corpus graph: rebuild it with --graph")
@@ -429,7 +430,7 @@ def trained_model(model: str | Path, pipeline_config: PipelineConfig | None = No
     """``(TrainedScorer, the pipeline config it runs with)``: the model's own saved settings,
     ``overrides`` applied; only runtime keys (encoder.device, cache_dir, batch_size, ...) may
     differ from the model's, anything else is an error naming both values."""
-    from gralc.retrieval.trained_scorer import TrainedScorer
+    from gralc.retrieval.trained.scorer import TrainedScorer
 
     scorer = TrainedScorer.load(model)
     if overrides:
@@ -472,7 +473,7 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
 def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphConfig) -> GraphIndex:
     """Relations, communities, reports and vectors of a graph grown while indexing."""
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
-    from gralc.retrieval.graph_search import finish_graph_index
+    from gralc.retrieval.graph.search import finish_graph_index
 
     corpus_graph.add_relations(pipeline.knowledge_base)
     embedder = ConceptEmbedder(pipeline.encoder.encode_texts, k=config.concept_synonyms)

@@ -94,7 +94,7 @@ def _main(argv: list[str]) -> int:
 
     if args.index:
         from gralc.evaluation.trec import evidence_qrels
-        from gralc.retrieval.faiss_index import ChunkIndex
+        from gralc.retrieval.indexes.dense import ChunkIndex
 
         chunks = ChunkIndex.load(args.index).chunks
         check_same_texts(chunks, bench, args.index)

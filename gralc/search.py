@@ -25,7 +25,7 @@ RENAMED = {"--search": "search.KEY=value (e.g. search.exact=64)", "--json": "--f
 
 def settings() -> list[Settings]:
     """The ``key=value`` settings ``gralc search`` takes (for ``--help``)."""
-    from gralc.retrieval.candidates import CandidateConfig
+    from gralc.retrieval.trained.candidates import CandidateConfig
 
     return [Settings("two-stage search of a trained model's index (this run only)",
                      CandidateConfig, "search.")]

@@ -73,7 +73,7 @@ def _main(argv: list[str]) -> int:
 
     if command == "build":
         from gralc.config import load_config
-        from gralc.retrieval.faiss_index import IndexConfig
+        from gralc.retrieval.indexes.dense import IndexConfig
 
         keys = route_settings(args.settings, ("index", "graph"))
         if keys["graph"]:
@@ -83,7 +83,7 @@ def _main(argv: list[str]) -> int:
                             overrides=keys[""], graph=args.graph, model=args.model, codec=args.codec)
         print(f"shard {args.shard}/{args.num_shards}: {len(r.index)} chunks into {args.out}")
     elif command == "codec":
-        from gralc.retrieval.trained_scorer import TrainedScorer
+        from gralc.retrieval.trained.scorer import TrainedScorer
 
         if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
             print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")

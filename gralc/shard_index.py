@@ -5,7 +5,7 @@
     gralc shard merge OUT/shard_* --out OUT/merged
 
 A trained model that scores with late interaction stores its chunks' token vectors as codes
-(:mod:`gralc.retrieval.token_codec`); the shards of one build must share one codec, trained
+(:mod:`gralc.retrieval.trained.token_codec`); the shards of one build must share one codec, trained
 once before them on the corpus's first tokens, exactly as a single build trains it:
 
     gralc shard codec DIR --model EXPORT --out OUT/codec
@@ -44,9 +44,15 @@ from gralc.inference import (
     Retriever,
     train_token_codec,
 )
-from gralc.retrieval.faiss_index import CONFIG_FILE, ChunkIndex, IndexConfig, read_json
-from gralc.retrieval.token_codec import TokenCodec, TokenCodecConfig, load_codec_dir, save_codec_dir
-from gralc.retrieval.trained_scorer import TABLE_DIR
+from gralc.retrieval.indexes.dense import CONFIG_FILE, ChunkIndex, IndexConfig
+from gralc.retrieval.indexes.folder import read_json
+from gralc.retrieval.trained.scorer import TABLE_DIR
+from gralc.retrieval.trained.token_codec import (
+    TokenCodec,
+    TokenCodecConfig,
+    load_codec_dir,
+    save_codec_dir,
+)
 
 SHARD_FILE = "shard.json"
 logger = logging.getLogger(__name__)
@@ -90,7 +96,7 @@ def build_shard(
         files = shard_files(corpus, shard, num_shards)
         token_codec = None
         if model is not None:
-            from gralc.retrieval.trained_scorer import TrainedScorer
+            from gralc.retrieval.trained.scorer import TrainedScorer
 
             if codec is None and TrainedScorer.load(model).uses_tokens:
                 raise ValueError(f"{model} scores with late interaction: every shard must store its token "
@@ -215,13 +221,13 @@ def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged
     """``(ChunkTable, {folder: BM25Index})`` of a trained model's merged index: the shards'
     tables joined (one codec), BM25, the term-pair BM25 and the concept match rebuilt over every
     chunk."""
-    from gralc.retrieval.bm25 import BM25Config, BM25Index
-    from gralc.retrieval.chunk_table import ChunkTable
+    from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.trained.chunk_table import ChunkTable
 
     tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), records=True) for m, p in zip(shards, parts)]
     table = ChunkTable.concat(tables)
     indexes = {}
-    from gralc.retrieval.concept_match import CONCEPT_BM25
+    from gralc.retrieval.trained.concept_match import CONCEPT_BM25
 
     for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
                          (CONCEPTS_DIR, CONCEPT_BM25)):
@@ -245,7 +251,7 @@ def _merge_graphs(shards: list[dict[str, Any]]):
     from gralc.inference import finish_index_graph, read_files
     from gralc.knowledge.corpus_graph import CorpusGraph
     from gralc.pipeline import Pipeline, PipelineConfig
-    from gralc.retrieval.graph_search import GraphConfig
+    from gralc.retrieval.graph.search import GraphConfig
 
     graph = CorpusGraph.load(shards[0]["dir"] / GRAPH_DIR / "graph.json")
     for m in shards[1:]:

@@ -11,7 +11,7 @@ from gralc import search as search_cli
 from gralc import shard as shard_cli
 from gralc.data.demo import DEMO_DIR
 from gralc.inference import GRAPH_DIR, Retriever
-from gralc.retrieval.graph_search import GraphIndex
+from gralc.retrieval.graph.search import GraphIndex
 
 ARTICLES = DEMO_DIR / "articles"
 QUESTION = "How did slow titration of extended-release metformin change HbA1c?"

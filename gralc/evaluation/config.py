@@ -11,10 +11,10 @@ from gralc.evaluation.generation import GenerationConfig
 from gralc.evaluation.methods import DEFAULT_METHODS, EvidenceConfig
 from gralc.evaluation.significance import SignificanceConfig
 from gralc.pipeline import PipelineConfig
-from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.faiss_index import IndexConfig
-from gralc.retrieval.fusion import FusionConfig
-from gralc.retrieval.graph_search import GraphConfig
+from gralc.retrieval.graph.search import GraphConfig
+from gralc.retrieval.indexes.dense import IndexConfig
+from gralc.retrieval.indexes.fusion import FusionConfig
+from gralc.retrieval.trained.candidates import CandidateConfig
 
 
 @dataclass
@@ -32,7 +32,7 @@ class EvalConfig:
     chunks answer the questions that carry a gold long answer (``gen_f1``, Table 6);
     ``graph``: SemRAG's corpus graph, communities, reports and graph search (the
     ``graph_local`` / ``graph_global`` rows); ``search``: how a trained model's rows search
-    (two stages, :class:`~gralc.retrieval.candidates.CandidateConfig`; ``search.exhaustive=true``
+    (two stages, :class:`~gralc.retrieval.trained.candidates.CandidateConfig`; ``search.exhaustive=true``
     scores every chunk);
     ``significance``: every row's gain over a reference row (default ``bm25``), with a
     paired bootstrap interval over the gold documents (``gains.json``, ``tables.md``);

@@ -2,7 +2,7 @@
 
 A *method* is a row of the paper's tables: a chunking strategy, a searcher (dense FAISS,
 BM25, the two fused: ``hybrid``, or SemRAG's graph search over a corpus knowledge graph:
-``graph_local`` / ``graph_global``, :mod:`gralc.retrieval.graph_search`) and an optional re-ranker (Chunk-Link expansion, MAL-RAG
+``graph_local`` / ``graph_global``, :mod:`gralc.retrieval.graph.search`) and an optional re-ranker (Chunk-Link expansion, MAL-RAG
 selection, section-diverse re-ranking). Every row's ranking is cut to the same depth
 (``max(ks)``) after re-ranking, and ordered by the one tie-break rule
 (:mod:`gralc.retrieval.ranking`). Questions with evidence spans are also scored at the
@@ -34,18 +34,18 @@ from gralc.evaluation.metrics import (
     query_metrics,
 )
 from gralc.pipeline import Pipeline, build_chunker
-from gralc.retrieval.bm25 import BM25Index
-from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.faiss_index import ChunkIndex, IndexConfig
-from gralc.retrieval.fusion import FusionConfig, fuse
-from gralc.retrieval.graph_search import (
+from gralc.retrieval.graph.search import (
     GRAPH_SEARCHERS,
     GraphConfig,
     GraphIndex,
     GraphSearcher,
     build_graph_index,
 )
+from gralc.retrieval.indexes.bm25 import BM25Index
+from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
+from gralc.retrieval.indexes.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.trained.candidates import CandidateConfig
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ SEARCHERS = ("dense", "bm25", "hybrid")
 ALL_SEARCHERS = (*SEARCHERS, *GRAPH_SEARCHERS)
 
 #: The section-diverse re-ranker of the ``*_diverse`` rows (chosen on a dev half of the PMC
-#: cross-section questions; see gralc.retrieval.diversity).
+#: cross-section questions; see gralc.retrieval.rerank.diversity).
 DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
 
 _BASE: list[MethodSpec] = [
@@ -238,16 +238,16 @@ def _reranker(spec: MethodSpec, bench: Benchmark, chunks: list[Chunk], k_max: in
     if spec.rerank == "none":
         return None
     if spec.rerank == "malrag":
-        from gralc.retrieval.malrag import select_by_probability
+        from gralc.retrieval.rerank.malrag import select_by_probability
 
         return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(select_by_probability(hits))] or hits[:1]
     if spec.rerank == "diverse":
-        from gralc.retrieval.diversity import section_diverse_rerank
+        from gralc.retrieval.rerank.diversity import section_diverse_rerank
 
         opts = spec.rerank_options
         return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(section_diverse_rerank(hits, k_max, **opts))]
     if spec.rerank == "chunk_link":
-        from gralc.retrieval.chunk_link import ChunkLinker
+        from gralc.retrieval.rerank.chunk_link import ChunkLinker
 
         linker = ChunkLinker()
         linker.fit(bench.documents, chunks)

@@ -31,7 +31,7 @@ from gralc.evaluation.methods import (
     method_graph,
 )
 from gralc.pipeline import Pipeline
-from gralc.retrieval.graph_search import GRAPH_SEARCHERS
+from gralc.retrieval.graph.search import GRAPH_SEARCHERS
 from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
 
 logger = logging.getLogger(__name__)

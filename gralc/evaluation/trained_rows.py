@@ -2,7 +2,7 @@
 its models):
 
 * ``NAME``: the product: the model's chunks ranked by its own score, searched as ``gralc
-  search`` searches (:class:`~gralc.retrieval.trained_search.TrainedSearch`, two stages
+  search`` searches (:class:`~gralc.retrieval.trained.search.TrainedSearch`, two stages
   unless ``settings.search.exhaustive``); its ``ms_per_query`` is what one question costs
   there (the median of single-question searches, ``k`` = 10, encoding included);
 * ``NAME_cosine``: the same KG-infused chunk vectors ranked by cosine alone;
@@ -30,11 +30,11 @@ from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
 from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
-from gralc.retrieval.bm25 import BM25Index
-from gralc.retrieval.concept_match import question_concepts
-from gralc.retrieval.fusion import FusionConfig, fuse
+from gralc.retrieval.indexes.bm25 import BM25Index
+from gralc.retrieval.indexes.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_chunks, rank_order
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained.concept_match import question_concepts
+from gralc.retrieval.trained.scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
 #: the row suffixes of a trained model (``""``: the product), in the order of GraLC 0.1's rows
@@ -215,11 +215,11 @@ def evaluate_trained(
 
 
 def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], config=None):
-    """A :class:`~gralc.retrieval.trained_search.TrainedSearch` over ``chunks`` (just made by
+    """A :class:`~gralc.retrieval.trained.search.TrainedSearch` over ``chunks`` (just made by
     ``scorer.chunk``): an exact FAISS index of their vectors, their BM25 and, for a model that
     adds them, their term-pair BM25 and concept match, as ``gralc.index --model`` builds them."""
-    from gralc.retrieval.faiss_index import ChunkIndex
-    from gralc.retrieval.trained_search import TrainedSearch
+    from gralc.retrieval.indexes.dense import ChunkIndex
+    from gralc.retrieval.trained.search import TrainedSearch
 
     index = ChunkIndex(pipeline.encoder.dim)
     index.add(chunks)

@@ -7,8 +7,8 @@ files of ``gralc/configs/experiment/cv/``), inference-time settings chosen on ea
 (:mod:`.graph_trial`), two-stage search against the exhaustive score (:mod:`.two_stage_cv`),
 PubMedQA* (:mod:`.pubmedqa`), and the generated result tables (:mod:`.tables`). They run
 from a repository checkout on the shared real data
-(:mod:`gralc.data.real_knowledge`); the product never imports them.
+(:mod:`gralc.experiments.real_data`); the product never imports them.
 
-Layer: the top (tests/test_layers.py): experiments compose the library and its command lines;
+Layer: the top (tests/project/test_layers.py): experiments compose the library and its command lines;
 nothing in gralc/ imports them.
 """

@@ -38,7 +38,7 @@ a ``VARIANT+wise=T:gralc`` row per T and ``+wise=cv`` with T chosen on the dev s
         --out results/cv_ep4
 
 Knowledge: the untrained rows' pipeline and every training run link with the full MeSH 2024
-graph of the shared data folder (:func:`gralc.data.real_knowledge.knowledge_overrides`: thesaurus, tree,
+graph of the shared data folder (:func:`gralc.experiments.real_data.knowledge_overrides`: thesaurus, tree,
 pharmacological actions, HSDN); ``--set pipeline.knowledge.vocabulary=...`` replaces it (then
 the other knowledge files are the ``--set`` ones too). A run on the built-in demo list is
 refused.
@@ -60,17 +60,17 @@ import torch
 from gralc.config import CONFIG_DIR, load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
-from gralc.data.real_knowledge import (
+from gralc.encoding.precision import native_bf16
+from gralc.evaluation.evidence import budget_counter
+from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
+from gralc.evaluation.trained_rows import evaluate_trained
+from gralc.experiments.real_data import (
     SHARED_DATA,
     pipeline_part,
     real_pipeline_config,
     require_real_graph,
     with_real_knowledge,
 )
-from gralc.encoding.precision import native_bf16
-from gralc.evaluation.evidence import budget_counter
-from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
-from gralc.evaluation.trained_rows import evaluate_trained
 from gralc.pipeline import Pipeline
 from gralc.runinfo import blas_kernel, run_metadata, seed_everything, write_json_atomic
 from gralc.training.callbacks import EpochTimer
@@ -140,7 +140,7 @@ def covidqa_setup(data: str, cache_dir: str, knowledge: list[str] | tuple[str, .
     """``(bench, pipeline, prepared documents, run settings)`` for the COVID-QA rows: the
     SQuAD-format ``data``, eval.py's pipeline defaults (as the README's COVID-QA table, CPU,
     encodings cached under ``cache_dir``) linked with the full MeSH 2024 graph
-    (:func:`gralc.data.real_knowledge.knowledge_overrides`; ``knowledge``: PipelineConfig
+    (:func:`gralc.experiments.real_data.knowledge_overrides`; ``knowledge``: PipelineConfig
     ``knowledge.*`` overrides applied after it, a demo-list pipeline is refused), the
     metrics' cut-offs and word-piece counter."""
     cfg = real_pipeline_config([f"encoder.cache_dir={cache_dir}/encodings", "encoder.device=cpu",
@@ -223,7 +223,7 @@ def wise_rows(args, fold: int, variant: str, ckpt: str, weight: float, bench, pr
     """Fold means of ``gralc`` (the product's search) (sentence evidence ``weight``) for the models interpolated
     between the fold's initial and selected checkpoints at each ``--wise`` t, plus ``cv``: the t
     with the best evidence MRR on the fold's dev split."""
-    from gralc.retrieval.trained_scorer import TrainedScorer
+    from gralc.retrieval.trained.scorer import TrainedScorer
 
     run = Path(args.out) / variant / f"fold{fold}"
     side = cv_side(bench, args.folds, fold, args.seed, "train")
@@ -290,6 +290,26 @@ def fold_run_arguments(ap: argparse.ArgumentParser, run_help: str) -> None:
     ap.add_argument("--train-folds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
 
 
+def seconds_per_batch(overrides: list[str], batches: int, cache_dir: str, data: str, repeats: int,
+                      variant: str = "lora_lexical_small_late") -> list[float]:
+    """Seconds per training batch of ``variant`` on fold 0: ``repeats`` one-epoch runs of ``batches`` batches (the first run
+    also builds and caches the features, so it is not timed)."""
+    import tempfile
+
+    out = []
+    for i in range(repeats + 1):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
+                *fold_overrides(data, (5, 0, 0), Path(tmp), cache_dir, 1, 2, variant), *overrides,
+                f"trainer.limit_train_batches={batches if i else 2}", "trainer.validate_before_fit=false",
+                "callbacks.early_stopping.enabled=false", "loader.dev_fraction=0"])
+            timer = EpochTimer()
+            train(cfg, callbacks=[timer])
+            if i:
+                out.append(timer.seconds[0] / batches)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="SQuAD-format JSON (whole articles)")
@@ -352,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     # GraLC at each variant's initial values (no training): what training must improve on
     for variant in args.variants if args.train else []:
         from gralc.model.gralc_model import GraLCModel
-        from gralc.retrieval.trained_scorer import TrainedScorer
+        from gralc.retrieval.trained.scorer import TrainedScorer
 
         cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
             f"pipeline.encoder.cache_dir={args.cache_dir}/encodings", "pipeline.encoder.device=cpu",
@@ -382,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             ckpt, seconds = train_fold(args, k, variant)
             epochs.extend(seconds)
             test = cv_side(bench, args.folds, k, args.seed, "test")
-            from gralc.retrieval.trained_scorer import TrainedScorer
+            from gralc.retrieval.trained.scorer import TrainedScorer
 
             trained = TrainedScorer.load(ckpt)
             require_real_graph(trained.pipeline_config, f"{variant} fold {k} ({ckpt})")

@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from gralc.data.folds import article_folds
-from gralc.data.real_knowledge import SHARED_DATA
 from gralc.evaluation.methods import DEFAULT_METHODS, evaluate_method
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.real_data import SHARED_DATA
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
 
 logger = logging.getLogger("gralc.experiments.encoder_trial")
@@ -143,16 +143,16 @@ def encoding_cost(encoders: list[str], texts: list[str], repeats: int) -> dict[s
 
 def training_cost(encoders: list[str], batches: int, repeats: int, cache_dir: str, data: str) -> dict[str, dict]:
     """Per encoder: seconds per training batch of the model of record's recipe (the COVID-QA
-    fold-0 training side, the full MeSH 2024 graph; :func:`gralc.experiments.graph_cost.timed`:
+    fold-0 training side, the full MeSH 2024 graph; :func:`gralc.experiments.crossval.seconds_per_batch`:
     a warm-up run, then a timed run of ``batches`` batches; the encoders interleaved ``repeats``
     times), and the ratio to the first encoder, measured in one run."""
-    from gralc.data.real_knowledge import knowledge_overrides
-    from gralc.experiments.graph_cost import timed
+    from gralc.experiments.crossval import seconds_per_batch
+    from gralc.experiments.real_data import knowledge_overrides
 
     seconds: dict[str, list[float]] = {enc: [] for enc in encoders}
     for _ in range(repeats):  # interleaved: a slower spell of a shared machine hits every encoder
         for enc in encoders:
-            seconds[enc] += timed([*knowledge_overrides(), f"pipeline.encoder.model={enc}"], batches,
+            seconds[enc] += seconds_per_batch([*knowledge_overrides(), f"pipeline.encoder.model={enc}"], batches,
                                   cache_dir, data, 1)
     first = statistics.fmean(seconds[encoders[0]])
     return {enc: {"s_per_batch": s, "ratio_to_first": statistics.fmean(s) / first, "batches": batches}

@@ -37,18 +37,18 @@ from pathlib import Path
 
 from gralc.config import CONFIG_DIR, load_config
 from gralc.data.benchmarks import squad_benchmark
-from gralc.data.real_knowledge import (
-    REPO,
-    pipeline_part,
-    real_pipeline_config,
-    require_real_graph,
-    with_real_knowledge,
-)
 from gralc.experiments.crossval import (
     DEFAULT_DATA,
     VARIANTS,
     choose_sentence_evidence,
     dev_side,
+)
+from gralc.experiments.real_data import (
+    REPO,
+    pipeline_part,
+    real_pipeline_config,
+    require_real_graph,
+    with_real_knowledge,
 )
 from gralc.model.persistence import export
 from gralc.runinfo import run_metadata, write_json_atomic
@@ -71,7 +71,7 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
     from gralc.evaluation.evidence import budget_counter
     from gralc.evaluation.methods import RunSettings
     from gralc.pipeline import Pipeline
-    from gralc.retrieval.trained_scorer import TrainedScorer
+    from gralc.retrieval.trained.scorer import TrainedScorer
 
     pipe = Pipeline(real_pipeline_config([
         f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu",

@@ -19,7 +19,7 @@ own training stage), and records pass/fail and seconds:
   ``tokenizers`` package, loaded and run on one question in a fresh process (a measured
   prototype, not the product's path).
 
-The README's tour is run as written by ``tests/test_readme.py`` (and from a wheel install by
+The README's tour is run as written by ``tests/project/test_readme.py`` (and from a wheel install by
 ``.ci/wheel_tour.sh``), not here.
 """
 

@@ -47,19 +47,19 @@ from pathlib import Path
 import torch
 
 from gralc.data.folds import cv_side
-from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searched_rows
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
 from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.real_data import require_real_graph
 from gralc.pipeline import Pipeline, with_runtime
-from gralc.retrieval.bm25 import BM25Config, BM25Index
-from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.concept_match import concept_index
-from gralc.retrieval.faiss_index import ChunkIndex
-from gralc.retrieval.trained_scorer import TrainedScorer
-from gralc.retrieval.trained_search import TrainedSearch
+from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+from gralc.retrieval.indexes.dense import ChunkIndex
+from gralc.retrieval.trained.candidates import CandidateConfig
+from gralc.retrieval.trained.concept_match import concept_index
+from gralc.retrieval.trained.scorer import TrainedScorer
+from gralc.retrieval.trained.search import TrainedSearch
 from gralc.runinfo import run_metadata, write_json_atomic
 
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
@@ -243,9 +243,9 @@ def report(saved: dict) -> str:
 def pmc_main(args) -> int:
     """The rows on the PMC template questions with one exported model (``--model``)."""
     from gralc.data.benchmarks import DataConfig, pmc_benchmarks
-    from gralc.data.real_knowledge import real_pipeline_config
     from gralc.evaluation.evidence import budget_counter
     from gralc.evaluation.methods import RunSettings
+    from gralc.experiments.real_data import real_pipeline_config
 
     t0 = time.perf_counter()
     base = Pipeline(real_pipeline_config([f"encoder.cache_dir={args.cache_dir}/encodings", "encoder.device=cpu"],

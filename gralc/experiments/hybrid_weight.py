@@ -24,11 +24,11 @@ from pathlib import Path
 
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds
-from gralc.data.real_knowledge import SHARED_DATA, real_pipeline_config
 from gralc.evaluation.evidence import budget_counter
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
+from gralc.experiments.real_data import SHARED_DATA, real_pipeline_config
 from gralc.pipeline import Pipeline
-from gralc.retrieval.fusion import FusionConfig
+from gralc.retrieval.indexes.fusion import FusionConfig
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
 
 DEFAULT_DATA = SHARED_DATA / "covidqa/covidqa_dev.json"

@@ -57,18 +57,18 @@ import numpy as np
 import torch
 
 from gralc.data.folds import cv_side
-from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import trained_scores
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
+from gralc.experiments.real_data import require_real_graph
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.ranking import rank_order
-from gralc.retrieval.token_codec import TokenCodecConfig
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained.scorer import TrainedScorer
+from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
 
 GAIN_METRICS = ("ev_recall@512wp", "ev_mrr")  # the metrics of #14's bars

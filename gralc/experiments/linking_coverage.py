@@ -1,7 +1,7 @@
 """Linking coverage on COVID-QA dev: the built-in demo vocabulary against the full MeSH 2024.
 
 For each vocabulary (``demo``: ``PipelineConfig()``'s knowledge, the 438-term built-in list;
-``full``: :func:`gralc.data.real_knowledge.knowledge_overrides`, the MeSH 2024 thesaurus, tree,
+``full``: :func:`gralc.experiments.real_data.knowledge_overrides`, the MeSH 2024 thesaurus, tree,
 pharmacological actions and HSDN), :func:`gralc.evaluation.linking_coverage.linking_coverage` measures
 the share of questions and of fixed 256-word-piece chunks (no overlap; cut as
 ``gralc.chunking.fixed`` cuts, so the measure does not depend on a model) with at least one
@@ -21,8 +21,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from gralc.data.real_knowledge import SHARED_DATA, knowledge_overrides
 from gralc.experiments.published import publish_result
+from gralc.experiments.real_data import SHARED_DATA, knowledge_overrides
 from gralc.runinfo import run_metadata
 
 VOCABULARIES = ("demo", "full")

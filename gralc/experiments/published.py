@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gralc.data.real_knowledge import REPO
+from gralc.experiments.real_data import REPO
 
 RESULTS = REPO / "docs" / "results"
 

@@ -34,14 +34,14 @@ import torch
 
 from gralc.config import CONFIG_DIR, load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
-from gralc.data.real_knowledge import SHARED_DATA, knowledge_overrides, require_real_graph
 from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
 from gralc.evaluation.metrics import aggregate
 from gralc.evaluation.trained_rows import evaluate_trained
+from gralc.experiments.real_data import SHARED_DATA, knowledge_overrides, require_real_graph
 from gralc.knowledge.concept_embeddings import ConceptEmbedder
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import Pipeline
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig

@@ -13,7 +13,7 @@ recall@20 (the first in the order below on ties) is named in a comment after eac
 Settings: none (plain ranking), ``mmr`` (lambda 0.7, the earlier default), ``quota`` (one chunk
 per section, all documents), and ``complete`` with 4 / 6 / 8 / 10 completion slots for the
 1 / 2 / 3 best documents. Knowledge: the full MeSH 2024 graph of ``--shared-data``
-(:func:`gralc.data.real_knowledge.knowledge_overrides`).
+(:func:`gralc.experiments.real_data.knowledge_overrides`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from gralc.data.benchmarks import DataConfig, load_benchmarks
-from gralc.data.real_knowledge import SHARED_DATA, real_pipeline_config
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
+from gralc.experiments.real_data import SHARED_DATA, real_pipeline_config
 from gralc.pipeline import Pipeline
-from gralc.retrieval.diversity import section_diverse_rerank
-from gralc.retrieval.faiss_index import IndexConfig
 from gralc.retrieval.hits import as_hits
+from gralc.retrieval.indexes.dense import IndexConfig
+from gralc.retrieval.rerank.diversity import section_diverse_rerank
 from gralc.runinfo import blas_kernel
 
 DATA = SHARED_DATA

@@ -34,8 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gralc.config import CONFIG_DIR, load_config
-from gralc.data.real_knowledge import REPO, require_real_graph, with_real_knowledge
 from gralc.experiments.crossval import DEFAULT_DATA, VARIANTS, fold_overrides
+from gralc.experiments.real_data import REPO, require_real_graph, with_real_knowledge
 from gralc.runinfo import run_metadata, write_json_atomic
 
 #: the soup of record's two ingredients (docs/training.md)

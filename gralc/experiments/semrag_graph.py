@@ -16,7 +16,7 @@
     python -m gralc.experiments.semrag_graph --parts covidqa pmc cost --out results/semrag
 
 Every number is printed as a table and written to ``OUT/semrag.json`` with the run metadata.
-Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`gralc.data.real_knowledge`; ``--set
+Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`gralc.experiments.real_data`; ``--set
 pipeline.knowledge.vocabulary=...`` replaces it).
 """
 
@@ -31,14 +31,14 @@ import tracemalloc
 from pathlib import Path
 
 from gralc.config import CONFIG_DIR, load_config
-from gralc.data.real_knowledge import (
+from gralc.encoding.precision import native_bf16
+from gralc.evaluation.config import EvalConfig
+from gralc.experiments.real_data import (
     SHARED_DATA,
     knowledge_overrides,
     names_vocabulary,
     require_real_graph,
 )
-from gralc.encoding.precision import native_bf16
-from gralc.evaluation.config import EvalConfig
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
 
 SHARED = SHARED_DATA
@@ -86,8 +86,8 @@ def cost(out: Path) -> dict:
     from gralc.knowledge.communities import detect_communities
     from gralc.knowledge.corpus_graph import build_corpus_graph
     from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
-    from gralc.retrieval.community_reports import build_reports
-    from gralc.retrieval.graph_search import GraphConfig
+    from gralc.retrieval.graph.communities import build_reports
+    from gralc.retrieval.graph.search import GraphConfig
 
     pcfg = load_config(PipelineConfig, None, knowledge_overrides(SHARED, prefix=""))
     pipeline = Pipeline(replace(pcfg, encoder=replace(pcfg.encoder, cache_dir=None)))

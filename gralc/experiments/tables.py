@@ -13,7 +13,7 @@ of docs/guarantees.md is ``memory_per_strategy.md``'s (:data:`COPIES`).
     python -m gralc.experiments.tables --headline docs/results/covidqa_untrained_cv.json \\
         docs/results/two_stage_cv.json            # (re)build headline.json from run files
 
-``tests/test_results_tables.py`` runs ``--check``: a table edited by hand, or a result file
+``tests/experiments/test_results_tables.py`` runs ``--check``: a table edited by hand, or a result file
 changed without its table, fails the suite.
 """
 
@@ -25,9 +25,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gralc.data.real_knowledge import REPO
 from gralc.experiments.first_hour import first_hour_md
 from gralc.experiments.published import RESULTS
+from gralc.experiments.real_data import REPO
 
 HEADLINE_MARKERS = ("<!-- headline:begin -->", "<!-- headline:end -->")
 
@@ -64,7 +64,7 @@ def linking_coverage_md(saved: dict) -> str:
 
 
 def graph_cost_md(saved: dict) -> str:
-    """``gralc.experiments.graph_cost``: seconds per training batch of each arm."""
+    """``bench.graph_cost``: seconds per training batch of each arm."""
     per_batch = saved["seconds_per_batch"]
     lines = [f"Training cost of the graph: the record's recipe (`{saved.get('variant', 'lora_lexical_small_late')}`, "
              f"COVID-QA fold 0's training side), {saved['args']['batches']} batches of one epoch per arm "

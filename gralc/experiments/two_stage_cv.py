@@ -33,16 +33,16 @@ from pathlib import Path
 
 from gralc.config import load_config
 from gralc.data.folds import cv_side
-from gralc.data.real_knowledge import require_real_graph
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
 from gralc.experiments.crossval import covidqa_setup, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
 from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.real_data import require_real_graph
 from gralc.pipeline import Pipeline, with_runtime
-from gralc.retrieval.candidates import CandidateConfig
-from gralc.retrieval.token_codec import TokenCodecConfig
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained.candidates import CandidateConfig
+from gralc.retrieval.trained.scorer import TrainedScorer
+from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
 
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phrase-weight", type=float, default=0.05)
     ap.add_argument("--cut-unit", choices=["word", "sentence"], default="sentence")
     ap.add_argument("--search", nargs="*", default=[], metavar="key=value",
-                    help="two-stage settings (gralc.retrieval.candidates.CandidateConfig)")
+                    help="two-stage settings (gralc.retrieval.trained.candidates.CandidateConfig)")
     ap.add_argument("--codec", nargs="*", default=[], metavar="key=value",
-                    help="token codec settings (gralc.retrieval.token_codec.TokenCodecConfig)")
+                    help="token codec settings (gralc.retrieval.trained.token_codec.TokenCodecConfig)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", help="folder for two_stage.json")
     report_arguments(ap, "two_stage.json")

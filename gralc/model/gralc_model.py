@@ -79,7 +79,7 @@ class ModelConfig:
 
     ``concept_weight`` (c >= 0, 0 = off): the final score adds ``c * concepts``, ``concepts``
     the concept match, BM25 over linked concept ids of the question against each chunk
-    (:mod:`gralc.retrieval.concept_match`), in a fixed unit (the IDF of a concept held by one
+    (:mod:`gralc.retrieval.trained.concept_match`), in a fixed unit (the IDF of a concept held by one
     chunk) so that the IDF counts; unlike kg_prox, a common concept adds almost nothing. Chosen by cross-validation and set at export (``gralc export
     scoring.concept_weight=...``), or trained with it in the score.
     """
@@ -391,12 +391,12 @@ class GraLCModel(nn.Module):
         ``(Q, L)`` bool mask; required then) with each chunk's tokens (``late_interaction``
         overrides that weight: training passes ``optim.late_interaction``); ``late`` (Q, K):
         the MaxSim already computed (e.g. from compressed token codes,
-        :mod:`gralc.retrieval.token_store`), used instead of ``q_tokens`` and the chunks'
+        :mod:`gralc.retrieval.trained.token_store`), used instead of ``q_tokens`` and the chunks'
         token vectors. With
         ``phrase_weight`` g > 0, ``g * normalise_lexical(phrase)`` is added last, ``phrase``
         (Q, K) the raw term-pair BM25 (required then); with ``concept_weight`` c > 0,
         ``c * concepts`` after it, ``concepts`` (Q, K) the concept match in its fixed unit
-        (:mod:`gralc.retrieval.concept_match`; required then): one order of terms for training
+        (:mod:`gralc.retrieval.trained.concept_match`; required then): one order of terms for training
         and inference."""
         score, cos, prox = self._score_parts(q, q_ent, q_mask, chunks, lexical)
         w = self.config.sentence_evidence

@@ -47,7 +47,7 @@ def best_per_chunk(sim: torch.Tensor, token_chunk: torch.Tensor, n_chunks: int) 
     """(L, K): the largest of each row of ``sim`` (L, T) (word-piece x token similarities)
     among each chunk's tokens (``token_chunk`` (T,) their chunk row); -1 for a chunk without
     tokens. The one reduction of every MaxSim: exact, or from compressed token codes
-    (:mod:`gralc.retrieval.token_store`)."""
+    (:mod:`gralc.retrieval.trained.token_store`)."""
     best = torch.full((sim.shape[0], n_chunks), -1.0, dtype=sim.dtype, device=sim.device)
     rows = token_chunk.to(sim.device).expand(sim.shape[0], -1)
     return best.scatter_reduce(1, rows, sim, reduce="amax", include_self=True)

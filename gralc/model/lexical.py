@@ -5,7 +5,7 @@ ONE :class:`bm25s.tokenization.Tokenizer` tokenises both the texts and the queri
 tokenised with a fresh vocabulary would map words to the wrong ids (xhluca/bm25s#91). Tokens
 are handed to bm25s as (stemmed) strings, so texts and queries meet in one string space.
 
-:class:`BM25Scorer` scores queries against texts; :class:`gralc.retrieval.bm25.BM25Index`
+:class:`BM25Scorer` scores queries against texts; :class:`gralc.retrieval.indexes.bm25.BM25Index`
 builds on it (chunk records, top-k search, saving and loading), so an index and a training
 batch score the same texts with the same numbers. :func:`bm25_matrix` is the lexical term of a
 training batch, whose chunks change with the learned boundaries.
@@ -33,7 +33,7 @@ class BM25Config:
     ``ngram``: 1 indexes (stemmed, stopword-free) terms; 2 indexes pairs of consecutive terms,
     a phrase-match view (a question that copies a phrase of the answer sentence).
     ``field``: what of a chunk is indexed: ``text``, or ``concepts``, its linked concept ids
-    (``Chunk.entity_ids``, each once; :mod:`gralc.retrieval.concept_match`), so BM25's IDF
+    (``Chunk.entity_ids``, each once; :mod:`gralc.retrieval.trained.concept_match`), so BM25's IDF
     weighs a shared rare concept above a shared common one; queries are then concept-id
     strings (:func:`concept_terms`)."""
 
@@ -206,7 +206,7 @@ _NON_WORD = re.compile(r"\W+")
 
 def concept_terms(ids: Iterable[str]) -> str:
     """A concept-id set as one BM25 text (what a ``field="concepts"`` index holds per chunk and
-    is asked with; :mod:`gralc.retrieval.concept_match`): each id once (first occurrence
+    is asked with; :mod:`gralc.retrieval.trained.concept_match`): each id once (first occurrence
     order), every non-word character made ``_`` so the tokenizer keeps an id (``D000086382``, ``C0011849``,
     ``builtin:x``) as one term; lower case, which the tokenizer applies anyway."""
     out = []
@@ -229,7 +229,7 @@ def idf_scale(n_chunks: int) -> float:
 def concept_matrix(questions: Sequence[Sequence[str]], chunks: Sequence[Sequence[str]]) -> np.ndarray:
     """(Q, K) concept match of each question's ids against each chunk's ids, term statistics
     from these chunks (a training batch, whose chunks change with the learned boundaries), in
-    the unit of :func:`gralc.retrieval.concept_match.concept_scores`."""
+    the unit of :func:`gralc.retrieval.trained.concept_match.concept_scores`."""
     return bm25_matrix([concept_terms(q) for q in questions], [concept_terms(c) for c in chunks],
                        CONCEPT_BM25) / idf_scale(len(chunks))
 

@@ -12,7 +12,7 @@ the unit of :func:`~gralc.model.lexical.idf_scale` (``concepts``, ``model.concep
 
 * over texts (:meth:`ScoreInputBuilder.over_texts`): a training batch's chunks and units,
   term statistics from the batch (or, for ``lexical``, a corpus's :class:`TermStats`);
-* over indexes built once (:mod:`gralc.retrieval.bm25`'s ``BM25Index``, a subclass of the
+* over indexes built once (:mod:`gralc.retrieval.indexes.bm25`'s ``BM25Index``, a subclass of the
   same :class:`~gralc.model.lexical.BM25Scorer`): an evaluation's or a search's chunks.
 
 Either way the numbers are those of the one BM25 core (:mod:`gralc.model.lexical`).

@@ -12,7 +12,7 @@ from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
 from gralc.model.scoring_config import ScoringConfig
 from gralc.pipeline import PipelineConfig
-from gralc.retrieval.candidates import CandidateConfig
+from gralc.retrieval.trained.candidates import CandidateConfig
 
 #: Validation metrics a checkpoint / early stopping may monitor (GraLCLitModule.validation_step).
 MONITORS = ("val/mrr", "val/mrr_cos", "val/mrr_min", "val/nll", "val/ev_mrr")

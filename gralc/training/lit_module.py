@@ -52,9 +52,9 @@ from gralc.model.doc_windows import crop_features, evidence_window, lexical_wind
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.lexical import TermStats
 from gralc.model.score_inputs import batch_inputs, chunk_texts
-from gralc.retrieval.candidates import CandidateConfig, candidate_mask
 from gralc.retrieval.rank_metrics import mrr, reciprocal_rank
 from gralc.retrieval.ranking import rank_matrix
+from gralc.retrieval.trained.candidates import CandidateConfig, candidate_mask
 from gralc.training.config import OptimConfig
 from gralc.training.datamodule import TrainBatch, ValBatch
 from gralc.training.pairs import TrainingExample
@@ -409,7 +409,7 @@ class GraLCLitModule(pl.LightningModule):
         """``(scores (Q, K), cos (Q, K), doc id of each chunk, positive chunk rows of each
         question, candidates (Q, K) bool)``: every dev question against every chunk of the
         validation corpus, and each question's candidates by the rule of a two-stage search
-        (:func:`~gralc.retrieval.candidates.candidate_mask`, ``search``); the
+        (:func:`~gralc.retrieval.trained.candidates.candidate_mask`, ``search``); the
         positives resolved as in training (evidence spans, else the whole gold document).
         With ``optim.late_interaction`` > 0 the scores mix in MaxSim as training's do (token
         vectors as inference keeps them), so checkpoints and the initial-vs-trained choice

@@ -8,7 +8,7 @@ from _toy_corpus import A, B, spans
 
 from gralc.knowledge.communities import Community
 from gralc.knowledge.corpus_graph import build_corpus_graph
-from gralc.retrieval.community_reports import (
+from gralc.retrieval.graph.communities import (
     ReportConfig,
     build_reports,
     load_reports,

@@ -13,8 +13,8 @@ from gralc.model.gralc_model import ModelConfig
 from gralc.model.lexical import TermStats, bm25_matrix
 from gralc.model.score_inputs import ScoreInputBuilder, ScoreInputs, ScoreTerms
 from gralc.model.scoring_config import ScoringConfig
-from gralc.retrieval.bm25 import BM25Config, BM25Index
-from gralc.retrieval.concept_match import concept_index, concept_scores
+from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+from gralc.retrieval.trained.concept_match import concept_index, concept_scores
 
 TEXTS = ["Metformin lowers blood glucose in type 2 diabetes.",
          "The spike protein binds the ACE2 receptor of host cells.",

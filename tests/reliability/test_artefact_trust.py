@@ -29,7 +29,7 @@ from gralc.artefacts import (
 )
 from gralc.config import CONFIG_DIR
 from gralc.inference import Retriever
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.indexes.bm25 import BM25Index
 
 
 def corpus_of(folder: Path) -> Path:

@@ -8,7 +8,7 @@ from gralc import index as index_cli
 from gralc.artefacts import MARKER, OutputDirError, artefact_kind, check_output_dir, write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.config import CONFIG_DIR
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.indexes.bm25 import BM25Index
 
 
 @pytest.fixture

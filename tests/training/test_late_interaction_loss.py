@@ -16,7 +16,7 @@ from gralc.encoding.lora import LoraEncoder
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.model.late_interaction import maxsim
-from gralc.retrieval.bm25 import BM25Config, BM25Index
+from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
 from gralc.training.config import validate
 from gralc.training.datamodule import TrainBatch, ValBatch
 from gralc.training.lit_module import GraLCLitModule, info_nce

@@ -211,7 +211,7 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
 
 def test_a_lora_model_refuses_the_base_encoder(runs):
     from gralc.pipeline import Pipeline, PipelineConfig
-    from gralc.retrieval.trained_scorer import TrainedScorer
+    from gralc.retrieval.trained.scorer import TrainedScorer
 
     scorer = TrainedScorer.load(runs["last"])
     pipeline = Pipeline(PipelineConfig(encoder=EncoderConfig(device="cpu")))

@@ -1,5 +1,5 @@
 """Trained-model inference: the model's score of every chunk (reference pitfall 9), which a
-two-stage search (tests/retrieval/test_trained_search.py) must reproduce for its candidates."""
+two-stage search (tests/retrieval/trained/test_trained_search.py) must reproduce for its candidates."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from gralc.model.gralc_model import GraLCModel
 from gralc.pipeline import Pipeline
-from gralc.retrieval.trained_scorer import TrainedScorer
+from gralc.retrieval.trained.scorer import TrainedScorer
 
 
 def _untrained(cfg, datamodule):
@@ -100,7 +100,7 @@ def test_trained_rows_rank_to_one_depth_with_evidence_and_hybrid(make_cfg, datam
     # same rows as the product's search with search.exhaustive=true
     from dataclasses import replace
 
-    from gralc.retrieval.candidates import CandidateConfig
+    from gralc.retrieval.trained.candidates import CandidateConfig
 
     exhaustive = evaluate_trained("", bench, prepared, pipeline,
                                   replace(settings, search=CandidateConfig(exhaustive=True)), scorer=scorer)
@@ -222,7 +222,7 @@ def test_phrase_weight_adds_the_normalised_term_pair_bm25(make_cfg, datamodule, 
     BM25 divided by the question's best; without the term-pair scores the model refuses."""
     import pytest
 
-    from gralc.retrieval.bm25 import BM25Config, BM25Index
+    from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
 
     cfg = make_cfg(tmp_path)
     model, pipeline, prepared = _untrained(cfg, datamodule)
@@ -242,9 +242,9 @@ def test_phrase_weight_adds_the_normalised_term_pair_bm25(make_cfg, datamodule, 
     own.chunk(pipeline, prepared)
     expected = own.score_all(pipeline, QUESTION, q, vecs)[0] + 0.2 * torch.as_tensor(phrase / phrase.max()).float()
     assert torch.allclose(score, expected, atol=1e-6)
-    from gralc.retrieval.candidates import CandidateConfig
-    from gralc.retrieval.faiss_index import ChunkIndex
-    from gralc.retrieval.trained_search import TrainedSearch
+    from gralc.retrieval.indexes.dense import ChunkIndex
+    from gralc.retrieval.trained.candidates import CandidateConfig
+    from gralc.retrieval.trained.search import TrainedSearch
 
     index = ChunkIndex(vecs.shape[1])
     index.add(chunks)

@@ -16,7 +16,7 @@ from gralc.config import ConfigError
 from gralc.model.gralc_model import GraLCModel
 from gralc.model.persistence import export, load_model
 from gralc.model.soft_pooling import soft_chunk_pool
-from gralc.retrieval.bm25 import BM25Index
+from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.lit_module import GraLCLitModule, NonFiniteLossError, info_nce
@@ -406,7 +406,7 @@ def test_exported_model_ranks_alike_in_index_search_and_eval(run, sentences, lat
     from gralc.evaluation.trained_rows import evaluate_trained
     from gralc.inference import Retriever
     from gralc.pipeline import Pipeline
-    from gralc.retrieval.trained_scorer import TrainedScorer
+    from gralc.retrieval.trained.scorer import TrainedScorer
 
     result = request.getfixturevalue(run)[3]
     settings = {k: v for k, v in (("sentence_evidence", sentences), ("late_interaction", late))

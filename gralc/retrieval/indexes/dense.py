@@ -1,0 +1,260 @@
+"""Dense chunk index: FAISS inner product over L2-normalised float32 vectors (= cosine).
+
+Directory layout written by :meth:`ChunkIndex.save` (atomically)::
+
+    index.faiss   the FAISS index (faiss.write_index)
+    vectors.npy   the normalised (n, d) float32 vectors, so any index type can be rebuilt/merged
+    chunks.jsonl  one Chunk.to_dict() per line, without embedding; line i = FAISS row i
+    config.json   index config, encoder id, pipeline config, gralc version, git hash
+
+Every file is listed with its size and SHA-256 in the artefact's manifest and verified by
+:meth:`ChunkIndex.load` (:func:`gralc.artefacts.verify_artefact`): an edited, permuted or
+reordered file would return the wrong texts for the vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gralc.artefacts import verify_artefact, write_artefact
+from gralc.chunking.chunk import Chunk
+from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
+from gralc.retrieval.ranking import rank_chunks
+from gralc.runinfo import provenance
+
+if TYPE_CHECKING:
+    import faiss
+
+
+def _faiss():
+    """FAISS, imported where an index is built, searched or read: training and lexical
+    search (``gralc.retrieval.indexes.bm25`` reads this module's file helpers) never load it."""
+    import faiss
+
+    return faiss
+
+INDEX_FILE, VECTORS_FILE, CHUNKS_FILE, CONFIG_FILE = (
+    "index.faiss", "vectors.npy", "chunks.jsonl", "config.json",
+)
+KINDS = ("flat", "hnsw", "ivf")
+
+
+@dataclass
+class IndexConfig:
+    """``kind``: flat (exact, default) | hnsw | ivf. ``ivf_nlist`` None = about 4 sqrt(n)."""
+
+    kind: str = "flat"
+    #: HNSW: links per node
+    hnsw_m: int = 32
+    #: HNSW: candidates kept while searching (recall vs speed)
+    ef_search: int = 64
+    ivf_nlist: int | None = None
+    #: IVF: lists searched per question (recall vs speed)
+    nprobe: int = 16
+
+
+# ----- the index ---------------------------------------------------------------------------
+class ChunkIndex:
+    """FAISS index over chunk embeddings; FAISS row i is ``chunks[i]``."""
+
+    def __init__(self, dim: int, config: IndexConfig | None = None) -> None:
+        self.config = config or IndexConfig()
+        if self.config.kind not in KINDS:
+            raise ValueError(f"unknown index kind {self.config.kind!r}: use one of {KINDS}")
+        self.dim = dim
+        self.chunks: list[Chunk] = []
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.index: faiss.Index | None = None
+        self.nlist: int | None = None  # resolved IVF nlist
+        self._keys: set[tuple[str, str]] = set()
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def _build(self, n: int) -> faiss.Index:
+        faiss, cfg = _faiss(), self.config
+        if cfg.kind == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        if cfg.kind == "hnsw":
+            return faiss.IndexHNSWFlat(self.dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        # about 4 sqrt(n) lists, capped so each list gets the >= 39 training points FAISS wants
+        self.nlist = cfg.ivf_nlist or max(1, min(round(4 * math.sqrt(n)), n // 39))
+        if n < self.nlist:
+            raise ValueError(f"IVF with nlist={self.nlist} needs >= {self.nlist} vectors, got {n}")
+        quantizer = faiss.IndexFlatIP(self.dim)
+        return faiss.IndexIVFFlat(quantizer, self.dim, self.nlist, faiss.METRIC_INNER_PRODUCT)
+
+    def _apply_search_params(self) -> None:
+        if self.config.kind == "hnsw":
+            self.index.hnsw.efSearch = self.config.ef_search
+        elif self.config.kind == "ivf":
+            self.index.nprobe = self.config.nprobe
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Add chunks (each with a (dim,) embedding). IVF trains on the FIRST batch added."""
+        if not chunks:
+            return
+        keys = [(c.doc_id, c.chunk_id) for c in chunks]
+        for c in chunks:
+            if c.embedding is None:
+                raise ValueError(f"chunk {c.chunk_id!r} has no embedding: encode chunks first")
+            if c.embedding.shape != (self.dim,):
+                raise ValueError(
+                    f"chunk {c.chunk_id!r} embedding has shape {c.embedding.shape}, "
+                    f"index expects ({self.dim},)"
+                )
+        dup = self._keys.intersection(keys) or {k for k, n in Counter(keys).items() if n > 1}
+        if dup:
+            raise ValueError(f"duplicate chunk ids (doc_id, chunk_id): e.g. {min(dup)}")
+        vecs = np.ascontiguousarray(np.stack([c.embedding for c in chunks]), dtype=np.float32)
+        bad = ~np.isfinite(vecs).all(axis=1) | ~vecs.any(axis=1)
+        if bad.any():
+            ids = [c.chunk_id for c, b in zip(chunks, bad) if b]
+            raise ValueError(f"chunks {ids[:5]} have zero or non-finite embeddings")
+        _faiss().normalize_L2(vecs)
+        if self.index is None:
+            self.index = self._build(len(vecs))
+            if not self.index.is_trained:
+                self.index.train(vecs)
+            self._apply_search_params()
+        self.index.add(vecs)
+        self._keys.update(keys)
+        self.vectors = np.concatenate([self.vectors, vecs])
+        self.chunks.extend(replace(c, embedding=None) for c in chunks)
+
+    def search(self, query_vecs: np.ndarray, k: int) -> list[list[tuple[Chunk, float]]]:
+        """Top-k ``(chunk, cosine score)`` per query row of ``query_vecs`` (Q, d).
+
+        Order: score desc, then doc_id desc, chunk_id desc (:func:`rank_chunks`); the search
+        widens until every candidate tied with the k-th score is seen, so ties are resolved
+        by that rule, not by FAISS internals.
+        """
+        q = np.array(query_vecs, dtype=np.float32, ndmin=2, copy=True)
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"query_vecs must have shape (Q, {self.dim}), got {q.shape}")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        n = len(self.chunks)
+        if n == 0:
+            return [[] for _ in range(len(q))]
+        _faiss().normalize_L2(q)
+        k = min(k, n)
+        width = min(n, k + 1)  # one extra to see whether the k-th score is tied
+        all_scores, all_ids = self.index.search(q, width)
+        out = []
+        for row, scores, ids in zip(q, all_scores, all_ids):
+            w = width
+            while True:
+                s, i = scores[ids >= 0], ids[ids >= 0]
+                if w >= n or len(s) <= k or s[-1] < s[k - 1]:
+                    break
+                w = min(n, w * 2)
+                scores, ids = (a[0] for a in self.index.search(row[None], w))
+            pairs = rank_chunks((self.chunks[j], float(v)) for j, v in zip(i, s))
+            out.append(pairs[:k])
+        return out
+
+    def search_rows(self, query_vecs: np.ndarray, n: int) -> list[np.ndarray]:
+        """Per query row of ``query_vecs`` (Q, d) the FAISS rows of its ``n`` nearest chunks
+        (fewer when the index is smaller; approximate for HNSW / IVF), unordered: the dense
+        candidates of a two-stage search."""
+        q = np.array(query_vecs, dtype=np.float32, ndmin=2, copy=True)
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"query_vecs must have shape (Q, {self.dim}), got {q.shape}")
+        if not len(self.chunks) or n < 1:
+            return [np.zeros(0, np.int64) for _ in range(len(q))]
+        _faiss().normalize_L2(q)
+        _, ids = self.index.search(q, min(n, len(self.chunks)))
+        return [row[row >= 0].astype(np.int64) for row in ids]
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(
+        self,
+        directory: str | os.PathLike[str],
+        encoder_id: str | None = None,
+        pipeline_config: dict[str, Any] | None = None,
+        force: bool = False,
+    ) -> Path:
+        """Write the index directory atomically (see module docstring and
+        :mod:`gralc.artefacts`: a folder holding other files needs ``force``)."""
+        with write_artefact(directory, "chunk_index", force) as tmp:
+            self.write_to(tmp, encoder_id, pipeline_config)
+        return Path(directory)
+
+    def write_to(self, folder: Path, encoder_id: str | None = None,
+                 pipeline_config: dict[str, Any] | None = None) -> None:
+        """Write the index files into an existing (temporary) ``folder``."""
+        if self.index is None:
+            raise ValueError("cannot save an empty index: add chunks first")
+        meta = {
+            "format": "gralc.chunk_index/1",
+            "index": asdict(self.config),
+            "resolved_ivf_nlist": self.nlist,
+            "dim": self.dim,
+            "n_vectors": len(self.chunks),
+            "encoder_id": encoder_id,
+            "pipeline_config": pipeline_config,
+            "faiss_version": _faiss().__version__,
+            **provenance(),
+        }
+        _faiss().write_index(self.index, str(folder / INDEX_FILE))
+        np.save(folder / VECTORS_FILE, self.vectors)
+        write_chunks(folder / CHUNKS_FILE, self.chunks)
+        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> ChunkIndex:
+        """Read a directory written by :meth:`save`; errors name the missing/corrupt file."""
+        d = Path(directory)
+        if not d.is_dir():
+            raise FileNotFoundError(f"index directory {d} does not exist")
+        verify_artefact(d)  # every file as written (gralc.artefacts), before any answer
+        meta = read_json(d / CONFIG_FILE)
+        try:
+            self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{d / CONFIG_FILE}: missing or invalid field ({e})") from e
+        self.nlist = meta.get("resolved_ivf_nlist")
+        self.chunks = read_chunks(d / CHUNKS_FILE)
+        require(d / VECTORS_FILE)
+        try:
+            # memory-mapped: a search reads the rows of its candidates only
+            self.vectors = np.load(d / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
+        require(d / INDEX_FILE)
+        try:
+            self.index = _faiss().read_index(str(d / INDEX_FILE))
+        except RuntimeError as e:
+            raise ValueError(f"{d / INDEX_FILE}: corrupt FAISS index ({e})") from e
+        sizes = {"chunks": len(self.chunks), "vectors": len(self.vectors), "faiss": self.index.ntotal}
+        if len(set(sizes.values())) != 1 or self.vectors.shape[1:] != (self.dim,):
+            raise ValueError(f"index directory {d} is inconsistent: sizes {sizes}, dim {self.dim}")
+        self._keys = {(c.doc_id, c.chunk_id) for c in self.chunks}
+        self._apply_search_params()
+        return self
+
+    @classmethod
+    def merge(cls, indexes: Sequence[ChunkIndex], config: IndexConfig | None = None) -> ChunkIndex:
+        """One index over the shards' chunks, in shard order, rebuilt from the stored vectors
+        (so any kind can be merged). ``config`` defaults to the first shard's."""
+        if not indexes:
+            raise ValueError("merge needs at least one index")
+        dims = {ix.dim for ix in indexes}
+        if len(dims) != 1:
+            raise ValueError(f"cannot merge indexes of different dimensions {sorted(dims)}")
+        merged = cls(dims.pop(), config or indexes[0].config)
+        chunks = []
+        for ix in indexes:
+            chunks.extend(replace(c, embedding=v) for c, v in zip(ix.chunks, ix.vectors))
+        merged.add(chunks)
+        return merged

@@ -1,0 +1,50 @@
+"""What every index folder holds besides its index: chunk records as JSONL, its JSON files read
+as untrusted, and one message when a file is missing (the dense index, the BM25 index and the
+trained model's chunk table all read and write through these)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gralc.chunking.chunk import Chunk
+
+
+def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
+    """Chunk metadata as JSONL (no embeddings)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for c in chunks:
+            f.write(json.dumps(c.to_dict(with_embedding=False), ensure_ascii=False) + "\n")
+
+
+def read_chunks(path: Path) -> list[Chunk]:
+    """Inverse of :func:`write_chunks`; errors name the file and line."""
+    require(path)
+    chunks = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            try:
+                chunks.append(Chunk.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, TypeError) as e:
+                raise ValueError(f"{path}:{line_no}: corrupt chunk record ({e})") from e
+    return chunks
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object of an artefact (read as untrusted: interpolations refused, errors name
+    the file)."""
+    from gralc.safe_load import read_json_untrusted
+
+    require(path)
+    data = read_json_untrusted(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}; rebuild it")
+    return data
+
+
+def require(path: Path) -> None:
+    """FileNotFoundError (rebuild the index) unless ``path`` is a file."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the index directory is incomplete, rebuild it")

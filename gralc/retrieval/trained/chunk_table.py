@@ -1,0 +1,343 @@
+"""What a trained model's score reads of each indexed chunk besides its vector: the concepts
+inside it (their GAT outputs u', for kg_prox), its sentence units (sentence evidence) and its
+token vectors as codes (late interaction), all kept per chunk row
+(:class:`~gralc.retrieval.trained.ragged.Ragged`) so a candidate set is gathered without reading
+the rest, and memory-mapped at load.
+
+Built batch by batch from what :meth:`GraLCModel.forward` makes of each batch of documents
+(:meth:`ChunkTable.add`); token vectors are held exactly until ``codec.train_tokens`` of them
+(the first of the corpus) have arrived, the codec is trained on those, and from then on every
+batch is stored as codes (:mod:`gralc.retrieval.trained.token_store`). A corpus with fewer tokens
+than a codec needs keeps them exactly (float16). :meth:`ChunkTable.gather` turns chunk rows
+into the :class:`~gralc.model.chunk_set.ChunkSet` the model scores.
+
+Folder layout (inside an index)::
+
+    entities.values.npy / .offsets.npy       u' of each chunk's concepts (M, d') float32
+    units/vectors.npy                        sentence units' vectors (U, d) float32
+    units/entities.values.npy / .offsets.npy their concepts' u', by unit
+    units/pairs.values.npy / .offsets.npy    the units overlapping each chunk, by chunk
+    units/chunks.values.npy / .offsets.npy   the chunks each unit overlaps, by unit
+    units/bm25/                              BM25 over the units' texts (gralc.retrieval.indexes.bm25)
+    tokens/                                  codec, codes (gralc.retrieval.trained.token_store)
+    table.json                               counts and settings
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gralc.chunking.chunk import Chunk
+from gralc.model.chunk_set import ChunkSet
+from gralc.retrieval.trained.ragged import Ragged
+from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
+from gralc.retrieval.trained.token_store import TokenStore, train_codec
+
+logger = logging.getLogger(__name__)
+TABLE_FILE, UNITS_DIR, TOKENS_DIR = "table.json", "units", "tokens"
+#: fewer token vectors than this and a codec is not trained (FAISS's 39 points per centroid)
+MIN_CODEC_TOKENS = 256 * 39
+
+
+@dataclass
+class UnitTable:
+    """Sentence units: ``vectors`` (U, d), ``entities`` (by unit), ``pairs`` (unit rows by
+    chunk), ``chunks`` (chunk rows by unit), ``bm25`` their lexical index."""
+
+    vectors: np.ndarray
+    entities: Ragged
+    pairs: Ragged
+    chunks: Ragged
+    bm25: object
+
+
+class ChunkTable:
+    """Per-chunk score inputs of K chunks (see the module docstring)."""
+
+    def __init__(self, codec: TokenCodecConfig | TokenCodec | None = None) -> None:
+        """``codec``: how token vectors are stored (a config, trained on the corpus's first
+        tokens; or a trained codec, e.g. one shared by the shards of a build)."""
+        self.codec_config = codec.config if isinstance(codec, TokenCodec) else (codec or TokenCodecConfig())
+        self._codec = codec if isinstance(codec, TokenCodec) else None
+        self.n_chunks = 0
+        self._entities: list[Ragged] = []
+        self.entities: Ragged | None = None
+        # units, while building
+        self._unit_vectors: list[np.ndarray] = []
+        self._unit_entities: list[Ragged] = []
+        self._unit_pairs: list[np.ndarray] = []
+        self.unit_chunks: list[Chunk] = []
+        self.units: UnitTable | None = None
+        self.has_units = False
+        # tokens: exact until the codec is trained, then codes
+        self._backlog: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+        self._backlog_tokens = 0
+        self.tokens: TokenStore | None = None
+        self.has_tokens = False
+
+    @property
+    def codec(self) -> TokenCodec | None:
+        """The trained token codec (None until enough tokens arrived or :meth:`finish`)."""
+        return self._codec
+
+    # ----- building -------------------------------------------------------------------------
+    def add(self, made: ChunkSet, unit_chunks: list[Chunk] | None = None) -> None:
+        """Append one batch of chunks (what the model made of a batch of documents); with
+        sentence units, ``unit_chunks`` are their records (texts for their BM25)."""
+        k = made.n_chunks
+        ent = F.normalize(made.entity_vectors.detach().float(), dim=-1).cpu().numpy()
+        self._entities.append(Ragged.from_groups(ent, made.entity_chunk.cpu().numpy(), k))
+        if made.units is not None:
+            u = made.units
+            n_units = u.n_chunks
+            self.has_units = True
+            self._unit_vectors.append(F.normalize(u.vectors.detach().float(), dim=-1).cpu().numpy())
+            uent = F.normalize(u.entity_vectors.detach().float(), dim=-1).cpu().numpy()
+            self._unit_entities.append(Ragged.from_groups(uent, u.entity_chunk.cpu().numpy(), n_units))
+            base = sum(len(v) for v in self._unit_vectors[:-1])
+            p = made.unit_pairs.cpu().numpy()
+            self._unit_pairs.append(np.stack([p[0] + self.n_chunks, p[1] + base]))
+            self.unit_chunks.extend(unit_chunks or [])
+        if made.token_vectors is not None:
+            self.has_tokens = True
+            self._add_tokens(made.token_vectors.detach(), made.token_chunk.cpu(), k)
+        self.n_chunks += k
+        self.entities = None
+        self.units = None
+
+    def _add_tokens(self, vectors: torch.Tensor, rows: torch.Tensor, k: int) -> None:
+        if self.tokens is None and self._codec is None:
+            self._backlog.append((vectors.half(), rows, k))
+            self._backlog_tokens += len(rows)
+            if self.codec_config.kind == "float16" or self._backlog_tokens >= self.codec_config.train_tokens:
+                self._flush_backlog()
+            return
+        if self.tokens is None:
+            self.tokens = TokenStore(self._codec)
+        self.tokens.add(vectors, rows, k)
+
+    def _flush_backlog(self) -> None:
+        """Train the codec on the tokens held so far (too few: store them exactly), then store
+        them as codes."""
+        vectors = torch.cat([v for v, _, _ in self._backlog]) if self._backlog else torch.zeros(0, 1)
+        config = self.codec_config
+        if config.kind != "float16" and len(vectors) < MIN_CODEC_TOKENS:
+            logger.info("%d token vectors are too few to train a token codec (%d needed): stored "
+                        "exactly (float16)", len(vectors), MIN_CODEC_TOKENS)
+            config = TokenCodecConfig(kind="float16")
+        self._codec = train_codec(vectors.float(), config)
+        self.tokens = TokenStore(self._codec)
+        for v, rows, k in self._backlog:
+            self.tokens.add(v.float(), rows, k)
+        self._backlog, self._backlog_tokens = [], 0
+
+    def finish(self) -> ChunkTable:
+        """Join the batches (trains the codec if the corpus was shorter than its sample; builds
+        the units' BM25). Idempotent; reading methods call it."""
+        if self.entities is None:
+            self.entities = Ragged.concat(self._entities) if self._entities else Ragged(
+                np.zeros((0, 1), np.float32), np.zeros(1, np.int64))
+            self._entities = [self.entities]
+        if self.has_tokens and self.tokens is None:
+            self._flush_backlog()
+        if self.has_units and self.units is None:
+            self.units = self._finish_units()
+        return self
+
+    def _finish_units(self) -> UnitTable:
+        from gralc.retrieval.indexes.bm25 import BM25Index
+
+        vectors = np.concatenate(self._unit_vectors)
+        self._unit_vectors = [vectors]
+        entities = Ragged.concat(self._unit_entities)
+        self._unit_entities = [entities]
+        pairs = np.concatenate(self._unit_pairs, axis=1) if self._unit_pairs else np.zeros((2, 0), np.int64)
+        self._unit_pairs = [pairs]
+        if len(self.unit_chunks) != len(vectors):
+            raise ValueError(f"{len(vectors)} sentence units but {len(self.unit_chunks)} unit records")
+        bm25 = BM25Index()
+        bm25.index(self.unit_chunks)
+        return UnitTable(vectors, entities, *unit_links(pairs, self.n_chunks, len(vectors)), bm25)
+
+    def with_codec(self, codec: TokenCodecConfig | TokenCodec) -> ChunkTable:
+        """A copy whose token vectors are stored with ``codec`` (a config is trained on the
+        first ``train_tokens`` of them, as a build trains it): the same chunks coded another
+        way, e.g. to compare codes with exact float16 tokens without chunking again."""
+        import copy
+
+        self.finish()
+        out = copy.copy(self)
+        out.codec_config = codec.config if isinstance(codec, TokenCodec) else codec
+        out._codec = codec if isinstance(codec, TokenCodec) else None
+        out._backlog, out._backlog_tokens, out.tokens = [], 0, None
+        if self.tokens is not None:
+            store = self.tokens
+            offsets = store.codes.offsets
+            for start in range(0, len(offsets) - 1, 4096):  # in slices of chunks
+                stop = min(start + 4096, len(offsets) - 1)
+                rows = np.arange(start, stop)
+                codes, local = store.codes.gather(rows)
+                out._add_tokens(torch.from_numpy(store.codec.decode(codes)), torch.from_numpy(local),
+                                stop - start)
+            if out.tokens is None:
+                out._flush_backlog()
+        return out
+
+    # ----- reading --------------------------------------------------------------------------
+    def gather(self, chunk_vectors: np.ndarray, rows: np.ndarray | None = None,
+               tokens: bool = False) -> tuple[ChunkSet, np.ndarray | None]:
+        """``(ChunkSet of chunk rows, the unit rows it holds)``: vectors from
+        ``chunk_vectors`` (K, d) (the index's), entity table, sentence units and their overlap
+        pairs renumbered to the set, and with ``tokens`` the decoded token vectors (the
+        exhaustive path; two-stage search reads MaxSim from :attr:`tokens`). ``rows`` None:
+        every chunk."""
+        self.finish()
+        rows = np.arange(self.n_chunks) if rows is None else np.asarray(rows, dtype=np.int64)
+        vecs = torch.from_numpy(np.ascontiguousarray(chunk_vectors[rows], dtype=np.float32))
+        ev, el = self.entities.gather(rows)
+        out = ChunkSet(vecs, torch.from_numpy(np.ascontiguousarray(ev)), torch.from_numpy(el))
+        unit_rows = None
+        if self.units is not None:
+            u = self.units
+            ids, local = u.pairs.gather(rows)
+            unit_rows, inverse = np.unique(ids, return_inverse=True)
+            uev, uel = u.entities.gather(unit_rows)
+            out.units = ChunkSet(torch.from_numpy(np.ascontiguousarray(u.vectors[unit_rows], dtype=np.float32)),
+                                 torch.from_numpy(np.ascontiguousarray(uev)), torch.from_numpy(uel))
+            out.unit_pairs = torch.from_numpy(np.stack([local, inverse.reshape(-1)]).astype(np.int64))
+        if tokens and self.tokens is not None:
+            codes, local = self.tokens.codes.gather(rows)
+            out.token_vectors = torch.from_numpy(self.tokens.codec.decode(codes))
+            out.token_chunk = torch.from_numpy(local)
+        return out, unit_rows
+
+    # ----- persistence ----------------------------------------------------------------------
+    def save(self, folder: Path) -> None:
+        """Write the table into ``folder`` (an index being written)."""
+        self.finish()
+        self.entities.save(folder, "entities")
+        meta = {"format": "gralc.chunk_table/1", "n_chunks": self.n_chunks,
+                "units": self.units is not None, "tokens": self.tokens is not None}
+        if self.units is not None:
+            d = folder / UNITS_DIR
+            d.mkdir()
+            np.save(d / "vectors.npy", self.units.vectors)
+            self.units.entities.save(d, "entities")
+            self.units.pairs.save(d, "pairs")
+            self.units.chunks.save(d, "chunks")
+            (d / "bm25").mkdir()
+            self.units.bm25.write_to(d / "bm25")
+            meta["n_units"] = len(self.units.vectors)
+        if self.tokens is not None:
+            self.tokens.save(folder / TOKENS_DIR)
+            meta["token_codec"] = self.tokens.codec.describe()
+        (folder / TABLE_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path, n_chunks: int, mmap: bool = True, records: bool = False) -> ChunkTable:
+        """Read what :meth:`save` wrote for an index of ``n_chunks`` chunks; anything missing
+        or of the wrong size is an error naming the file. ``records``: also the sentence
+        units' records (texts; a merge rebuilds their BM25 from them)."""
+        from gralc.retrieval.indexes.bm25 import BM25Index
+        from gralc.retrieval.indexes.folder import read_json
+
+        meta = read_json(folder / TABLE_FILE)
+        if meta.get("n_chunks") != n_chunks:
+            raise ValueError(f"{folder / TABLE_FILE}: {meta.get('n_chunks')} chunks, the index "
+                             f"{n_chunks}: rebuild the index")
+        self = cls()
+        self.n_chunks = n_chunks
+        self.entities = _sized(Ragged.load(folder, "entities", mmap), n_chunks, folder / "entities.offsets.npy")
+        self._entities = [self.entities]
+        if meta.get("units"):
+            d = folder / UNITS_DIR
+            vectors = _npy(d / "vectors.npy", mmap)
+            n_units = len(vectors)
+            self.units = UnitTable(
+                vectors,
+                _sized(Ragged.load(d, "entities", mmap), n_units, d / "entities.offsets.npy"),
+                _sized(Ragged.load(d, "pairs", mmap), n_chunks, d / "pairs.offsets.npy"),
+                _sized(Ragged.load(d, "chunks", mmap), n_units, d / "chunks.offsets.npy"),
+                BM25Index.load(d / "bm25", records=records))
+            self.unit_chunks = list(self.units.bm25.chunks) if records else []
+            if len(self.units.bm25) != n_units:
+                raise ValueError(f"{d / 'bm25'}: {len(self.units.bm25)} units, {d / 'vectors.npy'} "
+                                 f"{n_units}: rebuild the index")
+            self.has_units = True
+        if meta.get("tokens"):
+            self.tokens = TokenStore.load(folder / TOKENS_DIR, mmap)
+            if len(self.tokens) != n_chunks:
+                raise ValueError(f"{folder / TOKENS_DIR}: tokens of {len(self.tokens)} chunks, the "
+                                 f"index {n_chunks}: rebuild the index")
+            self._codec = self.tokens.codec
+            self.codec_config = self._codec.config
+            self.has_tokens = True
+        return self
+
+    @classmethod
+    def concat(cls, tables: list[ChunkTable]) -> ChunkTable:
+        """One table of the tables' chunks in order (the shards of one build: their token
+        stores must share one codec); the units' BM25 is rebuilt over all units, from
+        ``unit_chunks`` (records) of each table."""
+        out = cls()
+        for t in tables:
+            t.finish()
+        out.n_chunks = sum(t.n_chunks for t in tables)
+        out.entities = Ragged.concat([t.entities for t in tables])
+        out._entities = [out.entities]
+        if any(t.units is not None for t in tables):
+            if not all(t.units is not None for t in tables):
+                raise ValueError("some shards have sentence units and others not: rebuild them with one model")
+            chunk_base = np.cumsum([0] + [t.n_chunks for t in tables])
+            unit_base = np.cumsum([0] + [len(t.units.vectors) for t in tables])
+            pairs = np.concatenate([_pairs_of(t.units.pairs) + np.array([[cb], [ub]])
+                                    for t, cb, ub in zip(tables, chunk_base, unit_base)], axis=1)
+            out._unit_vectors = [np.concatenate([np.asarray(t.units.vectors) for t in tables])]
+            out._unit_entities = [Ragged.concat([t.units.entities for t in tables])]
+            out._unit_pairs = [pairs]
+            out.unit_chunks = [c for t in tables for c in t.unit_chunks]
+            out.has_units = True
+        if any(t.tokens is not None for t in tables):
+            out.tokens = TokenStore.concat([t.tokens for t in tables])
+            out._codec = out.tokens.codec
+            out.codec_config = out._codec.config
+            out.has_tokens = True
+        return out.finish()
+
+
+def unit_links(pairs: np.ndarray, n_chunks: int, n_units: int) -> tuple[Ragged, Ragged]:
+    """``(units by chunk, chunks by unit)`` of (2, P) overlap pairs (chunk row, unit row)."""
+    by_chunk = np.lexsort((pairs[1], pairs[0]))
+    by_unit = np.lexsort((pairs[0], pairs[1]))
+    return (Ragged.from_groups(pairs[1][by_chunk].astype(np.int64), pairs[0][by_chunk], n_chunks),
+            Ragged.from_groups(pairs[0][by_unit].astype(np.int64), pairs[1][by_unit], n_units))
+
+
+def _pairs_of(by_chunk: Ragged) -> np.ndarray:
+    """(2, P) pairs (chunk row, unit row) of a units-by-chunk table."""
+    return np.stack([np.repeat(np.arange(len(by_chunk)), by_chunk.counts), np.asarray(by_chunk.values)])
+
+
+def _sized(table: Ragged, n: int, path: Path) -> Ragged:
+    if len(table) != n:
+        raise ValueError(f"{path}: {len(table)} rows, expected {n}: rebuild the index")
+    return table
+
+
+def _npy(path: Path, mmap: bool) -> np.ndarray:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the index is incomplete, rebuild it")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc}); rebuild the index") from None
+
+
+__all__ = ["ChunkTable", "UnitTable", "unit_links"]

@@ -1,0 +1,71 @@
+"""The concept match: BM25 over linked concept ids, the IDF-weighted concept term of the score.
+
+``kg_prox`` averages, over a question's concepts, their best cosine to a chunk's concepts with
+no weight for how common a concept is; with the full MeSH vocabulary the generic concepts
+(Infections, Viruses, Cells, linked in most COVID-QA articles) then dominate it. The concept
+match scores a chunk by BM25 over concept ids instead: every linked entry term is already its
+descriptor (``2019-nCoV``, ``SARS-CoV-2`` and ``COVID-19 virus`` are one id), a chunk is the
+set of its concepts (``Chunk.entity_ids``; each counted once), and IDF makes a shared rare
+concept count and a shared ubiquitous one count for almost nothing.
+
+One code path: an index or an evaluation builds ``BM25Index(CONCEPT_BM25)`` over its chunks
+(:func:`concept_index`); training scores a batch's chunks with the same BM25 core over the
+batch's concept texts (term statistics from the batch); both feed the model's score inputs
+(:mod:`gralc.model.score_inputs`) and the model adds ``model.concept_weight`` times the scores,
+in a fixed unit (:func:`idf_scale`), not divided by the question's best. The pure parts
+(:data:`CONCEPT_BM25`, :func:`concept_terms`, :func:`idf_scale`, :func:`concept_matrix`) live
+in :mod:`gralc.model.lexical` and are re-exported here. The candidate stage of a search adds
+the concept match's best chunks (``search.concepts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gralc.model.lexical import CONCEPT_BM25, concept_matrix, concept_terms, idf_scale
+from gralc.retrieval.indexes.bm25 import BM25Index
+
+if TYPE_CHECKING:
+    from gralc.chunking.chunk import Chunk
+    from gralc.knowledge.linker import EntityLinker
+
+
+def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
+    """The concept match's index over ``chunks`` (their ``entity_ids``)."""
+    index = BM25Index(CONCEPT_BM25)
+    index.index(chunks)
+    return index
+
+
+def question_concepts(linker: EntityLinker, texts: Sequence[str]) -> list[list[str]]:
+    """Each question's linked concept ids (a pipeline's ``linker``: longest match, descriptor
+    ids), in order of first mention."""
+    return [list(dict.fromkeys(m.concept_id for m in linker.link(t))) for t in texts]
+
+
+def concept_scores(index: BM25Index, ids: Sequence[str]) -> np.ndarray:
+    """(K,) concept match of one question (its concept ``ids``) against ``index``'s chunks:
+    BM25 over concept ids divided by :func:`idf_scale` of the index's chunk count."""
+    query = concept_terms(ids)
+    return index.scores(query) / idf_scale(len(index)) if query else np.zeros(len(index))
+
+
+def concept_idf(index: BM25Index, ids: Sequence[str]) -> np.ndarray:
+    """(len(ids),) IDF of each concept over ``index``'s chunks, BM25's (Lucene)
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``; a concept no chunk holds has df = 0."""
+    n = len(index)
+    vocab, indptr = index.retriever.vocab_dict, np.asarray(index.retriever.scores["indptr"])
+    out = np.zeros(len(ids))
+    for j, cid in enumerate(ids):
+        term = concept_terms([cid])
+        k = vocab.get(term)
+        df = 0 if k is None else int(indptr[k + 1] - indptr[k])
+        out[j] = np.log(1 + (n - df + 0.5) / (df + 0.5))
+    return out
+
+
+__all__ = ["CONCEPT_BM25", "concept_idf", "concept_index", "concept_matrix", "concept_scores", "concept_terms",
+           "idf_scale", "question_concepts"]

@@ -1,0 +1,240 @@
+"""Two-stage search with a trained model: candidates from cheap indexes, the model's full
+score over the candidates only.
+
+    search = TrainedSearch(scorer, pipeline, index, lexical=bm25, phrase=pairs)
+    hits = search.search_batch(["What dose ...?", ...], k=10)
+
+Stage one (:mod:`gralc.retrieval.trained.candidates`): the union of the FAISS index's nearest chunk
+vectors, the BM25 best chunks, the term-pair BM25 best (a model with ``phrase_weight``), the
+concept match's best (a model with ``concept_weight``) and the chunks of the best sentence
+units by their BM25 (a model with sentence evidence). Stage
+two: :meth:`GraLCModel.score_parts`, the score of training and validation, over the
+candidates' rows of the :class:`~gralc.retrieval.trained.chunk_table.ChunkTable` (vectors, concepts,
+units, lexical scores), MaxSim first from the tokens' centroids for every candidate, then
+decoded exactly for the best ``exact`` of them (PLAID's order). Every candidate gets the
+score an exhaustive pass gives it (up to the token codes' error; see candidates' docstring);
+``CandidateConfig.exhaustive`` scores every chunk, for checking.
+
+Questions are encoded, linked and BM25-scored as one batch (:meth:`TrainedSearch.encode`),
+candidate sets scored one question at a time. ``rows`` restricts a search to some chunks
+(e.g. one article's, for a within-article ranking): all of them are scored exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gralc.model.score_inputs import ScoreInputs
+from gralc.pipeline import Pipeline
+from gralc.retrieval.hits import Hit
+from gralc.retrieval.indexes.bm25 import BM25Index
+from gralc.retrieval.indexes.dense import ChunkIndex
+from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.trained.candidates import (
+    CandidateConfig,
+    top_rows,
+    union_rows,
+    unit_chunk_rows,
+)
+from gralc.retrieval.trained.concept_match import concept_idf, question_concepts
+from gralc.retrieval.trained.scorer import ScoreIndexes, TrainedScorer
+
+
+@dataclass
+class Questions:
+    """One batch of questions as the score reads them: ``vectors`` (Q, d), word-piece
+    ``tokens`` (Q, L, d) + ``token_mask`` (Q, L) (late interaction), concept vectors
+    ``entities`` (Q, E, d') + ``entity_mask`` (hybrid score), and their lexical ``inputs``
+    against every chunk (:class:`~gralc.model.score_inputs.ScoreInputs`: BM25 over the chunks,
+    term-pair BM25, concept match (Q, K) and BM25 over the sentence units (Q, U), each None
+    when the model does not use it)."""
+
+    texts: list[str]
+    vectors: torch.Tensor
+    tokens: torch.Tensor | None
+    token_mask: torch.Tensor | None
+    entities: torch.Tensor | None
+    entity_mask: torch.Tensor | None
+    inputs: ScoreInputs
+
+
+class TrainedSearch:
+    """A trained model's search over an index's chunks (see the module docstring)."""
+
+    def __init__(self, scorer: TrainedScorer, pipeline: Pipeline, index: ChunkIndex,
+                 lexical: BM25Index | None = None, phrase: BM25Index | None = None,
+                 config: CandidateConfig | None = None, concepts: BM25Index | None = None) -> None:
+        """``concepts``: the concept match's index of the same chunks
+        (:func:`~gralc.retrieval.trained.concept_match.concept_index`), for a model with
+        ``concept_weight`` > 0."""
+        self.scorer, self.pipeline, self.index = scorer, pipeline, index
+        self.lexical, self.phrase, self.concepts = lexical, phrase, concepts
+        self.config = config or CandidateConfig()
+        self.table = scorer.table.finish()
+        self.timings: dict[str, float] = defaultdict(float)
+        n = len(index)
+        if self.table.n_chunks != n:
+            raise ValueError(f"the model's chunk table holds {self.table.n_chunks} chunks, the index {n}")
+        if scorer.lexical and (lexical is None or len(lexical) != n):
+            raise ValueError("the model scores with its lexical term: pass the BM25 index of the same chunks")
+        if scorer.phrase and (phrase is None or len(phrase) != n):
+            raise ValueError("the model adds a term-pair BM25: pass the BM25Config(ngram=2) index of the same chunks")
+        if scorer.concept and (concepts is None or len(concepts) != n):
+            raise ValueError("the model adds the concept match: pass the concept_index of the same chunks")
+        if not self.config.exhaustive:
+            needs = [("lexical", scorer.lexical), ("phrase", scorer.phrase),
+                     ("units", scorer.uses_units and scorer.lexical)]
+            bad = [name for name, used in needs if used and getattr(self.config, name) < 1]
+            if bad:
+                raise ValueError(f"search.{bad[0]}=0, but the model normalises that BM25 by the "
+                                 "question's best chunk, which must then be a candidate: set it >= 1")
+
+    # ----- questions ------------------------------------------------------------------------
+    @torch.no_grad()
+    def encode(self, questions: Sequence[str]) -> Questions:
+        """Everything the score reads of ``questions``, computed as one batch."""
+        t0 = time.perf_counter()
+        texts = list(questions)
+        s, enc = self.scorer, self.pipeline.encoder
+        tokens = mask = None
+        if s.uses_tokens:  # the vector and the word-pieces from one encoder pass
+            vectors, tokens, mask = enc.encode_questions(texts)
+            vectors = vectors.float()
+        else:
+            vectors = enc.encode_queries(texts).float()
+        ents = emask = None
+        ids: list[list[str]] | None = None
+        if s.model.hybrid is not None:
+            ents, emask, ids = s.query_entities_batch(self.pipeline, texts, with_ids=True)
+        if s.concept and ids is None:
+            ids = question_concepts(self.pipeline.linker, texts)
+        if s.model.config.kg_prox_idf and emask is not None:  # each concept weighed by its IDF
+            if self.concepts is None:
+                raise ValueError("model.kg_prox_idf needs the concept match's index of the same chunks")
+            weights = torch.zeros(emask.shape)
+            for i, q_ids in enumerate(ids):
+                weights[i, : len(q_ids)] = torch.as_tensor(concept_idf(self.concepts, q_ids))
+            emask = emask.float() * weights
+        t1 = time.perf_counter()
+        inputs = s.score_inputs(texts, ScoreIndexes(self.lexical, self.phrase, self.concepts), ids)
+        self.timings["encode_s"] += t1 - t0
+        self.timings["bm25_s"] += time.perf_counter() - t1
+        return Questions(texts, vectors, tokens, mask, ents, emask, inputs)
+
+    # ----- searching ------------------------------------------------------------------------
+    def search_batch(self, questions: Sequence[str], k: int = 10,
+                     rows: Sequence[np.ndarray] | None = None) -> list[list[Hit]]:
+        """Top-``k`` hits of each question (``rows``: per question the chunk rows to search
+        among, all scored exactly; None: the candidates of stage one)."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        q = self.encode(questions)
+        return self.search_encoded(q, k, rows)
+
+    @property
+    def candidates_per_question(self) -> float:
+        """Mean number of candidates of the stage-one searches so far."""
+        return self.timings["candidates"] / max(1.0, self.timings["searched"])
+
+    def search(self, question: str, k: int = 10) -> list[Hit]:
+        """Top-``k`` hits of one question (:meth:`search_batch`)."""
+        return self.search_batch([question], k)[0]
+
+    def search_encoded(self, q: Questions, k: int, rows: Sequence[np.ndarray] | None = None
+                       ) -> list[list[Hit]]:
+        """:meth:`search_batch` of questions already encoded by :meth:`encode`."""
+        t0 = time.perf_counter()
+        given = rows is not None
+        if rows is None:
+            rows = self.candidates(q)
+            self.timings["candidates"] += sum(len(r) for r in rows)
+            self.timings["searched"] += len(rows)
+        t1 = time.perf_counter()
+        out = [self._score(q, i, np.asarray(r, dtype=np.int64), k, exact_all=given)
+               for i, r in enumerate(rows)]
+        self.timings["candidates_s"] += t1 - t0
+        self.timings["score_s"] += time.perf_counter() - t1
+        self.timings["questions"] += len(q.texts)
+        return out
+
+    def candidates(self, q: Questions) -> list[np.ndarray]:
+        """Stage one: each question's candidate chunk rows (sorted)."""
+        n, cfg = len(self.index), self.config
+        if cfg.exhaustive:
+            return [np.arange(n, dtype=np.int64)] * len(q.texts)
+        dense = self.index.search_rows(q.vectors.numpy(), cfg.dense) if cfg.dense else None
+        x = q.inputs
+        out = []
+        for i in range(len(q.texts)):
+            parts = [None if dense is None else dense[i]]
+            if x.lexical is not None:
+                parts.append(top_rows(x.lexical[i], cfg.lexical, positive=True))
+            if x.phrase is not None:
+                parts.append(top_rows(x.phrase[i], cfg.phrase, positive=True))
+            if x.concepts is not None:
+                parts.append(top_rows(x.concepts[i], cfg.concepts, positive=True))
+            if x.unit_lexical is not None:
+                parts.append(unit_chunk_rows(x.unit_lexical[i], cfg.units,
+                                             lambda u: self.table.units.chunks.gather(u)[0]))
+            out.append(union_rows(*parts))
+        return out
+
+    def _parts(self, q: Questions, i: int, rows: np.ndarray, late: torch.Tensor | None):
+        s = self.scorer
+        chunks, unit_rows = self.table.gather(self.index.vectors, rows)
+        ents = None if q.entities is None else (q.entities[i : i + 1], q.entity_mask[i : i + 1])
+        score, cos, prox = s.model.score_parts(
+            q.vectors[i : i + 1], *(ents or (None, None)), chunks,
+            late=None if late is None else late[None],
+            **q.inputs.select(i, rows, unit_rows).tensors(dtype=torch.float32))
+        return score[0], cos[0], prox[0]
+
+    @torch.no_grad()
+    def _score(self, q: Questions, i: int, rows: np.ndarray, k: int, exact_all: bool = False) -> list[Hit]:
+        """Stage two for question ``i`` over chunk ``rows`` (``exact_all``: every row's tokens
+        decoded)."""
+        if not len(rows):
+            return []
+        s, store = self.scorer, self.table.tokens
+        late = None
+        exact = np.ones(len(rows), dtype=bool)
+        if s.uses_tokens:
+            pieces = q.tokens[i, q.token_mask[i]]
+            depth = self.config.depth(k)
+            if depth and depth < len(rows) and not (self.config.exhaustive or exact_all):
+                late = store.centroid_maxsim(pieces, rows)  # every candidate, from centroids
+                first = self._parts(q, i, rows, late)[0]
+                best = torch.topk(first, depth).indices.numpy()
+                exact[:] = False
+                exact[best] = True
+                late[best] = store.maxsim(pieces, rows[best])
+            else:
+                late = store.maxsim(pieces, rows)
+        score, cos, prox = self._parts(q, i, rows, late)
+        chunks = [self.index.chunks[r] for r in rows]
+        # the exactly scored candidates first, the rest (centroid MaxSim) after them
+        key = score.numpy() + np.where(exact, 0.0, -1e6)
+        order = rank_order(chunks, key)[:k]
+        x = q.inputs
+        hits = []
+        for j in order:
+            parts = {"cos": float(cos[j]), "kg_prox": float(prox[j])}
+            if x.lexical is not None:
+                parts["bm25"] = float(x.lexical[i, rows[j]])
+            if x.phrase is not None:
+                parts["phrase_bm25"] = float(x.phrase[i, rows[j]])
+            if x.concepts is not None:
+                parts["concept_bm25"] = float(x.concepts[i, rows[j]])
+            if late is not None:
+                parts["maxsim"] = float(late[j])
+            hits.append(Hit(chunks[j], float(score[j]), parts))
+        return hits
+
+
+__all__ = ["Questions", "TrainedSearch"]

@@ -1,0 +1,172 @@
+"""FAISS chunk index: exactness, approximate recall, persistence, atomic save, merge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from gralc.chunking.chunk import Chunk
+from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
+
+
+def make_chunks(vecs: np.ndarray, start: int = 0) -> list[Chunk]:
+    return [
+        Chunk(doc_id=f"d{(start + i) // 4:05d}", chunk_id=f"c{start + i:06d}", text=f"t{i}",
+              char_start=0, char_end=2, section_ids=["s1"], imrad_types=["methods"],
+              embedding=v)
+        for i, v in enumerate(vecs)
+    ]
+
+
+def clustered(n: int, d: int, seed: int) -> np.ndarray:
+    """Gaussian-mixture vectors: like text embeddings they cluster (structureless random
+    vectors are the worst case for IVF: with nprobe=16 its recall there is about 0.5)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((100, d))
+    return (centers[rng.integers(0, 100, n)] + 0.5 * rng.standard_normal((n, d))).astype(np.float32)
+
+
+def ids(results: list[list[tuple[Chunk, float]]]) -> list[list[str]]:
+    return [[c.chunk_id for c, _ in row] for row in results]
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    x = clustered(5050, 64, seed=0)  # queries from the same distribution as the chunks
+    return x[:5000], x[5000:]
+
+
+def test_flat_equals_bruteforce_cosine(data) -> None:
+    x, q = data
+    ix = ChunkIndex(64)
+    ix.add(make_chunks(x[:1000]))
+    res = ix.search(q, 10)
+    xn = x[:1000] / np.linalg.norm(x[:1000], axis=1, keepdims=True)
+    cos = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ xn.T
+    expected = np.argsort(-cos, axis=1, kind="stable")[:, :10]
+    assert ids(res) == [[f"c{j:06d}" for j in row] for row in expected]
+    got = np.array([[s for _, s in row] for row in res])
+    np.testing.assert_allclose(got, np.take_along_axis(cos, expected, axis=1), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_approximate_recall_vs_flat(data, kind: str) -> None:
+    x, q = data
+    chunks = make_chunks(x)
+    flat, approx = ChunkIndex(64), ChunkIndex(64, IndexConfig(kind=kind))
+    flat.add(chunks)
+    approx.add(chunks)
+    recall = np.mean([len(set(a) & set(b)) / 10
+                      for a, b in zip(ids(flat.search(q, 10)), ids(approx.search(q, 10)))])
+    assert recall >= 0.95
+
+
+def test_ties_broken_by_ids_not_faiss_order() -> None:
+    # 30 identical vectors: every score ties; the top-3 must be the 3 largest (doc, chunk) ids
+    v = np.ones((30, 8), dtype=np.float32)
+    ix = ChunkIndex(8)
+    ix.add(make_chunks(v))
+    assert ids(ix.search(v[:1], 3)) == [["c000029", "c000028", "c000027"]]
+
+
+def test_add_errors_name_the_chunk() -> None:
+    ix = ChunkIndex(4)
+    bad = make_chunks(np.ones((2, 4), dtype=np.float32))
+    bad[1].embedding = None
+    with pytest.raises(ValueError, match="c000001.*no embedding"):
+        ix.add(bad)
+    with pytest.raises(ValueError, match=r"c000000.*shape \(3,\)"):
+        ix.add(make_chunks(np.ones((1, 3), dtype=np.float32)))
+    with pytest.raises(ValueError, match="zero or non-finite"):
+        ix.add(make_chunks(np.zeros((1, 4), dtype=np.float32)))
+    assert len(ix) == 0  # nothing half-added
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_save_load_round_trip(tmp_path: Path, data, kind: str) -> None:
+    x, q = data
+    ix = ChunkIndex(64, IndexConfig(kind=kind))
+    ix.add(make_chunks(x[:2000]))
+    ix.save(tmp_path / "ix", encoder_id="minilm", pipeline_config={"chunker": "late"})
+    back = ChunkIndex.load(tmp_path / "ix")
+    assert back.config == ix.config and len(back) == 2000
+    assert [c.to_dict() for c in back.chunks] == [c.to_dict() for c in ix.chunks]
+    assert [[(c.chunk_id, s) for c, s in row] for row in back.search(q, 10)] == [
+        [(c.chunk_id, s) for c, s in row] for row in ix.search(q, 10)
+    ]
+    meta = json.loads((tmp_path / "ix" / "config.json").read_text())
+    assert meta["encoder_id"] == "minilm" and meta["pipeline_config"] == {"chunker": "late"}
+    assert meta["index"]["kind"] == kind and "gralc_version" in meta
+
+
+def test_failed_save_leaves_old_index_intact(tmp_path: Path, monkeypatch) -> None:
+    old = ChunkIndex(4)
+    old.add(make_chunks(np.eye(4, dtype=np.float32)))
+    old.save(tmp_path / "ix")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "ix").iterdir()}
+
+    new = ChunkIndex(4)
+    new.add(make_chunks(np.eye(4, dtype=np.float32)[:2], start=100))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(faiss, "write_index", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        new.save(tmp_path / "ix")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ix").iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["ix"]  # temp dir cleaned up
+    assert len(ChunkIndex.load(tmp_path / "ix")) == 4
+
+
+@pytest.mark.parametrize("name", ["index.faiss", "vectors.npy", "chunks.jsonl", "config.json"])
+def test_missing_file_error_names_the_file(tmp_path: Path, name: str) -> None:
+    ix = ChunkIndex(4)
+    ix.add(make_chunks(np.eye(4, dtype=np.float32)))
+    ix.save(tmp_path / "ix")
+    (tmp_path / "ix" / name).unlink()
+    with pytest.raises(FileNotFoundError, match=name):
+        ChunkIndex.load(tmp_path / "ix")
+
+
+def test_corrupt_file_error_names_the_file(tmp_path: Path) -> None:
+    ix = ChunkIndex(4)
+    ix.add(make_chunks(np.eye(4, dtype=np.float32)))
+    ix.save(tmp_path / "ix")
+    (tmp_path / "ix" / "index.faiss").write_bytes(b"not an index")
+    with pytest.raises(ValueError, match="index.faiss"):
+        ChunkIndex.load(tmp_path / "ix")
+
+
+def test_merge_of_shards_equals_one_index(data) -> None:
+    x, q = data
+    whole = ChunkIndex(64)
+    whole.add(make_chunks(x[:3000]))
+    a, b = ChunkIndex(64), ChunkIndex(64)
+    a.add(make_chunks(x[:1200]))
+    b.add(make_chunks(x[1200:3000], start=1200))
+    merged = ChunkIndex.merge([a, b])
+    assert [c.chunk_id for c in merged.chunks] == [c.chunk_id for c in whole.chunks]
+    assert ids(merged.search(q, 10)) == ids(whole.search(q, 10))
+    with pytest.raises(ValueError, match="duplicate"):
+        ChunkIndex.merge([a, a])
+
+
+def test_training_and_lexical_search_never_load_faiss():
+    """FAISS is imported where a dense index is built, searched or read, not with the training
+    stack or BM25 (a GPU image or a training-only install need not carry it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gralc.training.run, gralc.retrieval.indexes.bm25; "
+            "assert 'faiss' not in sys.modules, 'faiss loaded on import'; "
+            "import numpy as np; from gralc.retrieval.indexes.dense import ChunkIndex; "
+            "from gralc.chunking.chunk import Chunk; i = ChunkIndex(2); "
+            "i.add([Chunk(doc_id='d', chunk_id='c', text='t', char_start=0, char_end=1, embedding=np.ones(2))]); "
+            "assert 'faiss' in sys.modules and len(i.search(np.ones((1, 2)), 1)[0]) == 1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -1,0 +1,312 @@
+"""Two-stage search with a trained model (gralc.retrieval.trained.search): every candidate gets
+the score the exhaustive pass gives it, candidates hold every source's best, batches equal
+single questions, and an index built in shards answers as one build does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gralc.model.gralc_model import GraLCModel
+from gralc.pipeline import Pipeline
+from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+from gralc.retrieval.indexes.dense import ChunkIndex
+from gralc.retrieval.trained.candidates import CandidateConfig, candidate_mask, top_rows
+from gralc.retrieval.trained.concept_match import concept_index, concept_scores, question_concepts
+from gralc.retrieval.trained.scorer import TrainedScorer
+from gralc.retrieval.trained.search import TrainedSearch
+from gralc.retrieval.trained.token_codec import TokenCodecConfig
+
+QUESTIONS = [
+    "Did metformin titration reduce gastrointestinal adverse events in type 2 diabetes?",
+    "What was the primary outcome of the trial?",
+    "Which adverse events were reported?",
+    "How was HbA1c measured at baseline?",
+]
+#: every score term a search gathers per candidate: kg_prox, lexical, sentence units, MaxSim, term
+#: pairs, concept match
+FULL = dict(sentence_evidence=0.3, late_interaction=0.4, phrase_weight=0.1, concept_weight=0.2)
+
+
+def _searchable(cfg, datamodule, codec: TokenCodecConfig):
+    """(scorer of an untrained model using every score term, pipeline, chunks, index, BM25,
+    term-pair BM25, concept match) over the datamodule's corpus."""
+    torch.manual_seed(0)
+    model = GraLCModel(replace(cfg.model, **FULL), cfg.pipeline.chunking.boundary,
+                       datamodule.token_dim, datamodule.concept_dim).eval()
+    scorer = TrainedScorer(model, cfg.pipeline)
+    scorer.token_codec = codec
+    pipeline = Pipeline(cfg.pipeline)
+    docs = [datamodule.data.features[d].doc for d in datamodule.data.corpus_doc_ids]
+    chunks = scorer.chunk(pipeline, pipeline.prepare(docs, progress=False))
+    index = ChunkIndex(pipeline.encoder.dim)
+    index.add(chunks)
+    bm25, pairs = BM25Index(), BM25Index(BM25Config(ngram=2))
+    bm25.index(chunks)
+    pairs.index(chunks)
+    return scorer, pipeline, chunks, index, bm25, pairs, concept_index(chunks)
+
+
+def _inputs(scorer, text, lexical, phrase, concepts):
+    """One question's score inputs assembled here from the indexes (an oracle independent of
+    the model's own builder): BM25, term-pair BM25 and concept match as given, the sentence
+    units' BM25 from the scorer's table."""
+    from gralc.model.score_inputs import ScoreInputs, ScoreTerms
+    from gralc.retrieval.trained.scorer import ScoreIndexes
+
+    units = scorer.score_inputs([text], ScoreIndexes(), terms=ScoreTerms(units=scorer.terms.units))
+    return ScoreInputs(lexical[None], units.unit_lexical, phrase[None], concepts[None])
+
+
+@pytest.fixture(scope="module")
+def exact(make_cfg, datamodule, tmp_path_factory):
+    cfg = make_cfg(tmp_path_factory.mktemp("ts"), "model.use_lexical=true")
+    return _searchable(cfg, datamodule, TokenCodecConfig(kind="float16"))
+
+
+def test_every_candidate_gets_its_exhaustive_score(exact):
+    """With a few candidates per source the BM25 terms are still normalised by the question's
+    best chunk / unit over the whole corpus: each candidate's score equals score_all's."""
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    assert scorer.lexical and scorer.phrase and scorer.uses_units and scorer.uses_tokens and scorer.concept
+    config = CandidateConfig(dense=3, lexical=2, phrase=1, units=1, concepts=1, exact=0)
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, config, concepts)
+    vecs = torch.from_numpy(np.asarray(index.vectors))
+    q = search.encode(QUESTIONS)
+    rows = search.candidates(q)
+    ids = question_concepts(pipeline.linker, QUESTIONS)
+    assert sum(concept_scores(concepts, i).max() > 0 for i in ids) >= 2, "the concept match is untested"
+    for i, text in enumerate(QUESTIONS):
+        cm = concept_scores(concepts, ids[i])
+        full = scorer.score_all(pipeline, text, q.vectors[i], vecs,
+                                inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
+        got = search.search_encoded(q, len(chunks))[i]
+        assert 3 <= len(got) == len(rows[i]) < len(chunks)  # a search, not an exhaustive pass
+        pos = {(c.doc_id, c.chunk_id): j for j, c in enumerate(chunks)}
+        for h in got:
+            assert h.score == pytest.approx(float(full[pos[(h.chunk.doc_id, h.chunk.chunk_id)]]), abs=1e-5)
+        # the candidates hold each source's best: the dense 3, the best BM25 and term-pair chunks
+        dense = set(index.search_rows(q.vectors[i : i + 1].numpy(), 3)[0].tolist())
+        best = {int(np.argmax(bm25.scores(text))), int(np.argmax(pairs.scores(text)))}
+        if cm.max() > 0:
+            best.add(int(np.argmax(cm)))
+        assert dense | best <= set(rows[i].tolist())
+    ranked = search.search_batch(QUESTIONS, 5)
+    assert [[h.chunk.chunk_id for h in r] for r in ranked] == \
+        [[h.chunk.chunk_id for h in search.search(t, 5)] for t in QUESTIONS]  # batch = one by one
+    assert all(set(h.components) == {"cos", "kg_prox", "bm25", "phrase_bm25", "concept_bm25", "maxsim"}
+               for h in ranked[0])
+
+
+def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
+    vecs = torch.from_numpy(np.asarray(index.vectors))
+    text = QUESTIONS[0]
+    cm = concept_scores(concepts, question_concepts(pipeline.linker, [text])[0])
+    full = scorer.score_all(pipeline, text, search.encode([text]).vectors[0], vecs,
+                            inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
+    hits = search.search(text, len(chunks))
+    assert len(hits) == len(chunks)
+    assert np.allclose([h.score for h in hits], np.sort(full.numpy())[::-1], atol=1e-5)
+    with pytest.raises(ValueError, match="search.lexical=0"):
+        TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(lexical=0), concepts)
+    with pytest.raises(ValueError, match="term-pair BM25"):
+        TrainedSearch(scorer, pipeline, index, bm25, None, concepts=concepts)
+    with pytest.raises(ValueError, match="concept match"):
+        TrainedSearch(scorer, pipeline, index, bm25, pairs)
+
+
+@pytest.mark.slow  # ~30 s: make test-all (CI)
+def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp_path):
+    """An IVF-PQ codec (trained on the corpus's tokens): MaxSim read from the centroids ranks
+    the candidates, the best ``exact`` are decoded; their scores equal an exhaustive pass over
+    the same codes, and the first hits agree with the exact (float16) tokens' ranking."""
+    cfg = make_cfg(tmp_path, "model.use_lexical=true")
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = _searchable(
+        cfg, datamodule, TokenCodecConfig(pq_bytes=48, centroids=64))
+    assert scorer.table.finish().tokens.codec.code_size == 61  # centroid id + 48 x 10 bits: 12.6x smaller than float16
+    codes = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exact=4), concepts)
+    every = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
+    e_scorer, *_ = exact
+    reference = TrainedSearch(e_scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
+    top1 = 0
+    for text in QUESTIONS:
+        got, full = codes.search(text, 4), {h.chunk.chunk_id: h.score for h in every.search(text, len(chunks))}
+        assert all(h.score == pytest.approx(full[h.chunk.chunk_id], abs=1e-5) for h in got)
+        top1 += got[0].chunk.chunk_id == reference.search(text, 1)[0].chunk.chunk_id
+        # a deeper search ranks its first hits alike (eval.py asks for 100, gralc.search for k)
+        deeper = codes.search(text, len(chunks))
+        assert [h.chunk.chunk_id for h in deeper[:4]] == [h.chunk.chunk_id for h in got]
+        assert [h.score for h in deeper[:4]] == pytest.approx([h.score for h in got], abs=1e-6)
+    assert top1 >= len(QUESTIONS) - 1
+
+
+def test_validation_ranks_the_candidates_a_search_would_score():
+    cos = torch.tensor([[0.9, 0.1, 0.8, 0.2, 0.3], [0.1, 0.2, 0.3, 0.4, 0.5]])
+    lex = torch.tensor([[0.0, 5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    units = torch.tensor([[0.0, 0.0, 7.0], [0.0, 0.0, 0.0]])
+    pairs = torch.tensor([[0, 3, 4], [0, 1, 2]])  # (chunk, unit): unit 2 lies in chunk 4
+    mask = candidate_mask(CandidateConfig(dense=1, lexical=1, units=1), cos, lex, None, units, pairs)
+    assert mask[0].tolist() == [True, True, False, False, True]  # dense best, BM25 best, unit's chunk
+    assert mask[1].tolist() == [False, False, False, False, True]  # no BM25 match: dense only
+    assert mask.equal(candidate_mask(CandidateConfig(dense=1, lexical=1, units=1), cos, lex, None, units, pairs))
+    assert candidate_mask(CandidateConfig(exhaustive=True), cos).all()
+    assert sorted(top_rows(np.array([0.0, 2.0, 1.0]), 5, positive=True).tolist()) == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def exported(datamodule, make_cfg, tmp_path_factory):
+    """A one-epoch model with the lexical term, exported with every inference term."""
+    from gralc.model.persistence import export
+    from gralc.training.run import train
+
+    out = tmp_path_factory.mktemp("exported")
+    cfg = make_cfg(out, "trainer.max_epochs=1", "callbacks.early_stopping.enabled=false",
+                   "model.use_lexical=true")
+    result = train(cfg)
+    return export(result["last_checkpoint"], out / "export", settings=FULL)
+
+
+def test_index_search_batch_and_cli_agree(exported, tmp_path, capsys):
+    """gralc.index --model, then Retriever.search_batch = search one by one; the saved index
+    memory-maps its tables; gralc.search --queries prints one JSON line per question, and
+    --search exhaustive=true ranks every chunk."""
+    from gralc import search as search_cli
+    from gralc.data.demo import DEMO_DIR
+    from gralc.inference import Retriever
+
+    Retriever.build(DEMO_DIR / "articles", model=exported,
+                    search=CandidateConfig(dense=5, lexical=5)).save(tmp_path / "index")
+    r = Retriever.load(tmp_path / "index")
+    assert r.concepts is not None and r.concepts.config.field == "concepts" and len(r.concepts) == len(r.index)
+    assert isinstance(r.index.vectors, np.memmap)
+    assert isinstance(r.scorer.table.tokens.codes.values, np.memmap)
+    assert r.search_config.dense == 5
+    batch = r.search_batch(QUESTIONS, 3)
+    assert [[h.chunk.chunk_id for h in b] for b in batch] == \
+        [[h.chunk.chunk_id for h in r.search(q, 3)] for q in QUESTIONS]
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(QUESTIONS)))
+    assert search_cli.main([str(tmp_path / "index"), "--queries", str(queries), "-k", "3"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["id"] for x in lines] == ["q0", "q1", "q2", "q3"]
+    assert [[h["chunk_id"] for h in x["hits"]] for x in lines] == [[h.chunk.chunk_id for h in b] for b in batch]
+    n = len(r.index)
+    assert search_cli.main([str(tmp_path / "index"), QUESTIONS[0], "-k", str(n), "--format", "json",
+                            "search.exhaustive=true"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == n
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n')
+    assert search_cli.main([str(tmp_path / "index"), "--queries", str(tmp_path / "bad.jsonl")]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
+    assert search_cli.main([str(tmp_path / "index"), "q", "search.dense=-1"]) == 2
+    assert "dense" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # ~30 s: make test-all (CI)
+def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_path, capsys):
+    """codec once, two shards with it, merge: the same chunks, token codes, BM25 and answers
+    as one build with that codec; a shard without the codec is refused before any encoding."""
+    from gralc import index as index_cli
+    from gralc import shard as shard_cli
+    from gralc.data.demo import DEMO_DIR
+    from gralc.inference import Retriever
+
+    articles = DEMO_DIR / "articles"
+    codec = tmp_path / "codec"
+    assert shard_cli.main(["codec", str(articles), "--model", str(exported),
+                             "--out", str(codec)]) == 0
+    assert "bytes a token" in capsys.readouterr().out
+    shards = [tmp_path / "shard_0", tmp_path / "deeper" / "shard_1"]  # at two depths
+    for i, shard in enumerate(shards):
+        assert shard_cli.main(["build", str(articles), "--shard", str(i), "--num-shards", "2",
+                                 "--model", str(exported), "--codec", str(codec),
+                                 "--out", str(shard)]) == 0
+    assert shard_cli.main(["merge", str(shards[1]), str(shards[0]),
+                             "--out", str(tmp_path / "merged")]) == 0
+    # the merged index names the model relative to itself, as a single build does
+    spec = json.loads((tmp_path / "merged" / "retriever.json").read_text())
+    assert (tmp_path / "merged" / spec["model"]).resolve() == Path(exported).resolve()
+    assert index_cli.main([str(articles), "--model", str(exported), "--codec", str(codec),
+                           "--out", str(tmp_path / "single")]) == 0
+    single, merged = Retriever.load(tmp_path / "single"), Retriever.load(tmp_path / "merged")
+    assert [c.chunk_id for c in single.index.chunks] == [c.chunk_id for c in merged.index.chunks]
+    a, b = single.scorer.table, merged.scorer.table
+    assert np.array_equal(a.tokens.codes.values, b.tokens.codes.values)
+    assert np.array_equal(a.tokens.codes.offsets, b.tokens.codes.offsets)
+    assert np.array_equal(a.units.pairs.values, b.units.pairs.values)
+    assert np.allclose(a.entities.values, b.entities.values, atol=1e-6)
+    assert np.allclose(single.lexical.scores(QUESTIONS[0]), merged.lexical.scores(QUESTIONS[0]))
+    probe = " ".join(sorted(t for t in single.concepts.retriever.vocab_dict if t))
+    assert np.allclose(single.concepts.scores(probe), merged.concepts.scores(probe))
+    for x, y in zip(single.search_batch(QUESTIONS, 5), merged.search_batch(QUESTIONS, 5)):
+        assert [h.chunk.chunk_id for h in x] == [h.chunk.chunk_id for h in y]
+        assert np.allclose([h.score for h in x], [h.score for h in y], atol=1e-5)
+    argv = ["build", str(articles), "--shard", "0", "--num-shards", "2",
+            "--model", str(exported), "--out", str(tmp_path / "nocodec")]
+    assert shard_cli.main(argv) == 2
+    assert "--codec" in capsys.readouterr().err and not (tmp_path / "nocodec").exists()
+
+
+def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
+    """model.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
+    chunks (the concept index's), and the kg_prox it scores is that weighted mean."""
+    from gralc.retrieval.trained.concept_match import concept_idf
+
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    model = scorer.model
+    base = model.config
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
+    plain = search.encode(QUESTIONS)
+    model.config = replace(base, kg_prox_idf=True)
+    try:
+        weighted = search.encode(QUESTIONS)
+        ids = question_concepts(pipeline.linker, QUESTIONS)
+        assert any(len(set(concept_idf(concepts, i).round(6))) > 1 for i in ids), "equal IDFs: cannot fail"
+        for i, q_ids in enumerate(ids):
+            assert torch.allclose(weighted.entity_mask[i, : len(q_ids)],
+                                  torch.as_tensor(concept_idf(concepts, q_ids)).float())
+            assert not weighted.entity_mask[i, len(q_ids):].any()
+        hits = search.search_encoded(weighted, len(chunks))
+        base_hits = search.search_encoded(plain, len(chunks))
+        assert any(h.components["kg_prox"] != b.components["kg_prox"] for h, b in zip(hits[0], base_hits[0]))
+        with pytest.raises(ValueError, match="TrainedSearch"):
+            scorer.score_all(pipeline, QUESTIONS[0], weighted.vectors[0],
+                             torch.from_numpy(np.asarray(index.vectors)))
+    finally:
+        model.config = base
+
+
+def test_training_scores_the_concepts_an_index_gives_the_chunks(make_cfg, datamodule, tmp_path):
+    """One concept match: training's (B, K) scores of a model's hard chunks equal the index's
+    over the chunks gralc.index makes of the same documents (their entity_ids)."""
+    from gralc.training.lit_module import GraLCLitModule
+
+    cfg = make_cfg(tmp_path)
+    torch.manual_seed(0)
+    model = GraLCModel(replace(cfg.model, concept_weight=0.3), cfg.pipeline.chunking.boundary,
+                       datamodule.token_dim, datamodule.concept_dim).eval()
+    lit = GraLCLitModule(model, cfg.optim)
+    examples = [e for e in datamodule.data.train if e.q_concepts][:4]
+    assert examples, "no training question links a concept: the test cannot fail"
+    doc_ids = list(dict.fromkeys(e.doc_id for e in examples))
+    feats = [datamodule.data.features[d] for d in doc_ids]
+    with torch.no_grad():
+        chunks = model(feats, soft=False)
+        got = lit.score_inputs(examples, feats, chunks)[3]
+    scorer = TrainedScorer(model, cfg.pipeline)
+    pipeline = Pipeline(cfg.pipeline)
+    made = scorer.chunk(pipeline, pipeline.prepare([f.doc for f in feats], progress=False))
+    assert len(made) == chunks.n_chunks
+    index = concept_index(made)
+    expected = np.stack([concept_scores(index, e.q_concepts) for e in examples])
+    assert expected.max() > 0
+    assert np.allclose(got.numpy(), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="inference setting"):
+        GraLCLitModule(GraLCModel(replace(cfg.model, kg_prox_idf=True), cfg.pipeline.chunking.boundary,
+                                  datamodule.token_dim, datamodule.concept_dim), cfg.optim)
