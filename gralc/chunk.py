@@ -26,7 +26,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gralc.cli import CommandParser, Settings, configure_output, pipeline_overrides, run
+from gralc.cli import (
+    CommandParser,
+    Settings,
+    command_main,
+    configure_output,
+    pipeline_overrides,
+)
 
 if TYPE_CHECKING:
     from gralc.chunking.base import PreparedDocument
@@ -229,11 +235,6 @@ def parser() -> CommandParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
-    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     p = parser()
@@ -273,6 +274,9 @@ def _main(argv: list[str]) -> int:
         drawn = plot_boundaries(prepared, chunks, args.plot, signals=signals)
         print(f"boundary scores drawn: {drawn}", file=sys.stderr if args.format == "jsonl" else sys.stdout)
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

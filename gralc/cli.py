@@ -79,6 +79,26 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
         return 2
 
 
+def command_main(body: Callable[[list[str]], int]) -> Callable[..., int]:
+    """A command's ``main(argv=None) -> int``: ``body(argv)`` inside :func:`run`'s boundary
+    (``argv`` None reads ``sys.argv``; 0, or 2 after one message for a user's mistake;
+    ``--debug`` / ``GRALC_DEBUG=1``: its traceback).
+
+    Example, at the end of a command module::
+
+        main = command_main(_main)   # gralc.index.main(["DOCS", "--out", "IDX"]) -> 0
+    """
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return run(body, argv)
+
+    main.__module__, main.__qualname__ = body.__module__, "main"
+    main.__doc__ = ("The command line (``argv``: None reads ``sys.argv``) inside the error "
+                    "boundary of :mod:`gralc.cli`: 0, or 2 after one message for a user's "
+                    "mistake (``--debug`` / ``GRALC_DEBUG=1``: its traceback).")
+    return main
+
+
 def add_debug_flag(parser) -> None:
     """List ``--debug`` in an argparse parser's help (:func:`run` takes it off the command line
     before ``main`` parses it)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from gralc.cli import Settings, run
+from gralc.cli import Settings, command_main
 
 #: the output-folder options of the index / export commands, as eval spells them
 EVAL_KEYS = (("--out ", "paths.output_dir="), ("--force", "paths.force=true"))
@@ -49,11 +49,6 @@ def settings() -> list[Settings]:
     return [Settings("evaluation (gralc/configs/eval.yaml overrides these defaults)", EvalConfig)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
-    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     from gralc.train import config_command
@@ -79,6 +74,9 @@ def _main(argv: list[str]) -> int:
     print_tables(results)
     print(f"\nresults written to {out}")
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

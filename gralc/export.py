@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, Settings, configure_output, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output
 
 RENAMED = {f"--{k.replace('_', '-')}": f"scoring.{k}=VALUE" for k in (
     "sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight",
@@ -39,12 +39,6 @@ def parser() -> CommandParser:
                    help="--out holds other files: move them aside to OUT.replaced-<time>")
     return p
 
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
-    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
-    ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
@@ -73,6 +67,9 @@ def _main(argv: list[str]) -> int:
     print(f"exported {exported.get('source_checkpoint', args.model)} to {out} (recipe, data, dev "
           f"metrics and limits: {out / MODEL_CARD})")
     return 0
+
+
+main = command_main(_main)
 
 
 def scoring_settings(items: list[str]) -> dict:

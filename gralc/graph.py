@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
 
 if TYPE_CHECKING:
     from gralc.retrieval.graph.search import GraphConfig, GraphIndex
@@ -123,11 +123,6 @@ def parser() -> CommandParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
-    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     args = parser().parse(argv)
@@ -164,6 +159,9 @@ def _main(argv: list[str]) -> int:
     if args.png:
         print(f"drawn: {draw(index, args.png)}")
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

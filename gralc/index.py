@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
 
 SECTIONS = ("search", "fusion", "index", "graph")
 #: ``--searcher`` choices (gralc.inference.SEARCHERS; written out so --help imports nothing)
@@ -72,12 +72,6 @@ def parser() -> CommandParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
-    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
-    ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     args = parser().parse(argv)
@@ -97,6 +91,9 @@ def _main(argv: list[str]) -> int:
     check_output_dir(args.out, "index", args.force, inputs)  # before any encoding
     with output_lock(args.out):  # held from before any encoding to the swap
         return _build(args, keys, inputs)
+
+
+main = command_main(_main)
 
 
 def _build(args: argparse.Namespace, keys: dict[str, list[str]], inputs: list[str]) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, configure_output, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output
 
 
 def settings() -> list[Settings]:
@@ -47,11 +47,6 @@ def parser() -> CommandParser:
                         "them aside to OUT.replaced-<time>")
     return p
 
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
-    message for a user's mistake)."""
-    return run(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
@@ -106,6 +101,9 @@ def _main(argv: list[str]) -> int:
     n = write_trec_qrels(qrels, out)
     print(f"{bench.name}: {n} judgements of {len(qrels)} questions ({level}) into {out}")
     return 0
+
+
+main = command_main(_main)
 
 
 def check_same_texts(chunks, bench, index: str) -> None:

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
 
 BATCH = 64  # questions encoded and scored together
 FORMATS = ("text", "json", "trec")
@@ -62,12 +62,6 @@ def hit_record(rank: int, hit) -> dict:
             "char_end": c.char_end, "section_path": c.section_path, "imrad_types": c.imrad_types,
             "score": hit.score, "components": hit.components, "text": c.text}
 
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
-    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake (``--debug`` /
-    ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
 
 
 def load_index(directory: str, search: list[str], model: str | None = None):
@@ -143,6 +137,9 @@ def _main(argv: list[str]) -> int:
     else:
         print_text(hits)
     return 0
+
+
+main = command_main(_main)
 
 
 def print_text(hits) -> None:

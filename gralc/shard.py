@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, Settings, configure_output, route_settings, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
 
 RENAMED = {"--corpus": "a positional argument (gralc shard build DIR ...)",
            "--shards": "positional arguments (gralc shard merge OUT/shard_* --out ...)",
@@ -53,11 +53,6 @@ def _parsers() -> dict[str, CommandParser]:
     return {"build": build, "codec": codec, "merge": merge}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (exit 2 after one
-    message for a user's mistake; ``--debug`` / ``GRALC_DEBUG=1``: its traceback)."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     parsers = _parsers()
@@ -95,6 +90,9 @@ def _main(argv: list[str]) -> int:
         merged = lib.merge_shards(args.shards, args.out, force=args.force)
         print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, run
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of every GraLC command (:func:`gralc.cli.run`):
-    a user error (a missing or malformed ingredient) is one message on stderr and exit code 2;
-    ``--debug`` or ``GRALC_DEBUG=1`` shows its traceback."""
-    return run(_main, argv)
+from gralc.cli import CommandParser, command_main
 
 
 def _main(argv: list[str]) -> int:
@@ -43,6 +36,9 @@ def _main(argv: list[str]) -> int:
 
     print(soup(args.checkpoints, args.out, weights))
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, Settings, configure_output, run
+from gralc.cli import CommandParser, Settings, command_main, configure_output
 
 
 def settings() -> list[Settings]:
@@ -115,11 +115,6 @@ def config_command(argv: list[str], prog: str, module_doc: str, settings_fn, con
     return args, cfg
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line (``argv``: None reads ``sys.argv``) inside the error boundary of
-    :mod:`gralc.cli`: 0, or 2 after one message for a user's mistake."""
-    return run(_main, argv)
-
 
 def _main(argv: list[str]) -> int:
     started = config_command(argv, "gralc train", __doc__, settings, "train.yaml",
@@ -135,6 +130,9 @@ def _main(argv: list[str]) -> int:
     result = train(cfg)
     print(json.dumps(result, indent=2))
     return 0
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":

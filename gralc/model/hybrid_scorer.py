@@ -42,6 +42,17 @@ def kg_proximity(
     return (best * w[:, :, None]).sum(dim=1) / w.sum(dim=1).clamp(min=1e-12)[:, None]
 
 
+
+def logit_parameter(value: float, learn: bool, name: str) -> nn.Parameter:
+    """A weight in (0, 1) learned as its logit: a 0-d parameter ``log(value / (1 - value))``;
+    ``name`` names the setting in the error for a value outside (0, 1).
+
+    Example: ``torch.sigmoid(logit_parameter(0.7, True, "beta_init"))`` is 0.7 (to float
+    precision)."""
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie in (0, 1), got {value}")
+    return nn.Parameter(torch.tensor(math.log(value / (1.0 - value))), requires_grad=learn)
+
 class HybridScorer(nn.Module):
     """score = beta * cos(q, c) + (1 - beta) * kg_prox, beta = sigmoid(logit) in (0, 1).
 
@@ -51,10 +62,7 @@ class HybridScorer(nn.Module):
 
     def __init__(self, beta_init: float = 0.7, learn_beta: bool = True) -> None:
         super().__init__()
-        if not 0.0 < beta_init < 1.0:
-            raise ValueError(f"beta_init must lie in (0, 1), got {beta_init}")
-        logit = math.log(beta_init / (1.0 - beta_init))
-        self.beta_logit = nn.Parameter(torch.tensor(logit), requires_grad=learn_beta)
+        self.beta_logit = logit_parameter(beta_init, learn_beta, "beta_init")
 
     @property
     def beta(self) -> torch.Tensor:
@@ -89,10 +97,7 @@ class LexicalTerm(nn.Module):
 
     def __init__(self, weight_init: float = 0.5, learn: bool = True) -> None:
         super().__init__()
-        if not 0.0 < weight_init < 1.0:
-            raise ValueError(f"lexical_init must lie in (0, 1), got {weight_init}")
-        logit = math.log(weight_init / (1.0 - weight_init))
-        self.logit = nn.Parameter(torch.tensor(logit), requires_grad=learn)
+        self.logit = logit_parameter(weight_init, learn, "lexical_init")
 
     @property
     def weight(self) -> torch.Tensor:

@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, configure_output, run
+from gralc.cli import CommandParser, command_main, configure_output
 
 #: the names `install` takes (gralc.encoding.install.INSTALL_NAMES; written out for --help)
 INSTALLABLE = ("e5-small", "e5-small-enpt", "multilingual-e5-small", "multilingual-e5-small-enpt")
 
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line inside the error boundary of :mod:`gralc.cli` (0, or 2 after one
-    message for a user's mistake)."""
-    return run(_main, argv)
 
 
 def _install(argv: list[str]) -> int:
@@ -86,6 +81,9 @@ def _main(argv: list[str]) -> int:
         print("usage: gralc encoders [list | install NAME [--out DIR]]\n\n" + __doc__.split("\n\n")[1])
         return 0
     return _install(argv)  # `python -m gralc.encoding.install NAME ...` (GraLC 0.1)
+
+
+main = command_main(_main)
 
 
 if __name__ == "__main__":
