@@ -4,7 +4,6 @@ The few names a user calls, importable from ``gralc`` (each loaded on first use,
 gralc`` is instant)::
 
     import gralc
-
     docs = gralc.load_documents("gralc/data/demo/articles")      # paths, Documents or lists
     note = gralc.document_from_text("# Titration\\n\\n## Methods\\n\\nMetformin was titrated over 8 weeks.", "n1")
     chunks = gralc.Chunker("structure_aware")(note)             # or Chunker(model="export/")
@@ -13,9 +12,7 @@ gralc`` is instant)::
     for hit in gralc.Retriever.load("index/").search("What limits metformin adherence?", k=3):
         print(hit.score, hit.chunk.doc_id, hit.chunk.section_path, hit.components)
 
-The command line is ``gralc`` (``gralc --help``); the API reference is docs/api.md
-(``mkdocs serve`` shows it as a site).
-"""
+The command line is ``gralc`` (``gralc --help``); the API reference is docs/api.md."""
 
 from __future__ import annotations
 

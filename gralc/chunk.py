@@ -6,15 +6,11 @@
     gralc chunk ori_pqal.json --pmid 21645374 --strategy late
     gralc chunk article.nxml --model exports/gralc --plot boundaries.png
 
-Input: one article (``.nxml``/``.xml`` JATS, ``.txt``/``.md`` plain text), or ONE entry of a
-PubMedQA ``ori_pqal.json`` (``--pmid``; default the first). ``--model``: the chunks a trained
-model makes (an export, checkpoint or run folder; it runs with its own settings). Mentions
-come from the pipeline's entity linker (``knowledge.vocabulary=PATH``, default the bundled
-demo vocabulary); the encoder is ``encoder.model=``. ``table`` prints every chunk and the
-ASCM quality metrics (SCS, EPR, ERL); ``jsonl`` prints ``Chunk.to_dict()`` per line (no
-embeddings); ``--plot FILE.png`` draws the boundary scores along the document with the cuts.
-Bad input exits with code 2.
-"""
+Input: one article (JATS ``.nxml``/``.xml``, ``.txt``/``.md``) or ONE entry of a PubMedQA
+``ori_pqal.json`` (``--pmid``; default the first); ``--model``: the chunks a trained model
+makes, with its own settings. ``table`` prints every chunk and the ASCM quality metrics,
+``jsonl`` one ``Chunk.to_dict()`` a line; bad input exits with code 2. The options in full:
+docs/inference.md."""
 
 from __future__ import annotations
 

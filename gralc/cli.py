@@ -1,27 +1,17 @@
 """What every GraLC command line shares: one grammar, one error boundary, offline by default.
 
-**Grammar.** ``gralc <command> POSITIONALS [key=value ...] [--flag ...]``: positionals (files,
-folders, a question), ``key=value`` settings anywhere on the line (a token that looks like
-``name.name=...`` is a setting, whatever its position; after ``--`` every token is a
-positional), and a few flags. No option takes more than one value, so none swallows a
-positional. :class:`CommandParser` implements it on top of :mod:`argparse`; its ``--help``
-ends with the settings the command takes, their defaults and one-line meanings, generated
-from the config dataclasses (:func:`settings_help`).
-
-**Error boundary.** A user's mistake (a missing file, a bad config key or value, a corrupt
-input: the ``FileNotFoundError`` / ``ValueError`` family our code raises with a message naming
-the file, key or entry and the fix) ends with exit code 2 and that one message on stderr.
-Anything else is a bug and keeps its traceback. ``--debug`` or ``GRALC_DEBUG=1`` shows the
-traceback of user errors too.
-
-**Offline by default.** Every entry point sets ``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``
-and ``WANDB_MODE=offline`` unless the user set them (:func:`offline_by_default`), before
-anything imports ``huggingface_hub``: an uncached model id fails at once with GraLC's message
-instead of retrying downloads for a minute. ``HF_HUB_OFFLINE=0`` lets a command download.
+**Grammar.** ``gralc <command> POSITIONALS [key=value ...] [--flag ...]``: a token that looks
+like ``name.name=...`` is a setting wherever it stands (after ``--`` every token is a
+positional), and no option takes more than one value. :class:`CommandParser` implements it on
+:mod:`argparse`; its ``--help`` ends with the settings, generated from the config dataclasses
+(:func:`settings_help`). **Error boundary.** A user's mistake (the ``FileNotFoundError`` /
+``ValueError`` family, with a message) exits 2 with that one message; anything else keeps its
+traceback (``--debug`` / ``GRALC_DEBUG=1``: user errors too). **Offline by default**
+(:func:`offline_by_default`): ``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1`` and
+``WANDB_MODE=offline`` unless the user set them. In full: docs/architecture.md.
 
 This module imports nothing of GraLC (every layer's command line may use it) and nothing heavy
-(``gralc <command> --help`` must answer at once).
-"""
+(``gralc <command> --help`` must answer at once)."""
 
 from __future__ import annotations
 

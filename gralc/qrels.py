@@ -1,8 +1,7 @@
 """``gralc qrels [data settings] --out PATH [--index INDEX] [--format trec|beir]``.
 
-Standard IR judgement files from any GraLC benchmark (``data=squad data.path=covidqa.json``,
-``data=demo``, ``data=pubmedqa ...``, ``data=beir ...``; the ``data.*`` settings of ``gralc
-eval``):
+Standard IR judgement files from any GraLC benchmark (the ``data.*`` settings of ``gralc
+eval``: ``data=squad data.path=covidqa.json``, ``data=demo``, ``data=pubmedqa ...``, ...):
 
 * ``--index INDEX``: TREC qrels at the **evidence** level: for every question the chunks of that
   index holding its answer span or gold paragraph, by the rule ``gralc eval`` scores with
@@ -13,8 +12,7 @@ eval``):
   ``qrels/test.tsv``), for any BEIR tool, or for ``gralc index`` / ``gralc eval data=beir``.
 
     gralc qrels data=squad data.path=covidqa_dev.json --format beir --out covidqa_beir
-    gralc qrels data=demo --index outputs/demo_index --out demo.qrels
-"""
+    gralc qrels data=demo --index outputs/demo_index --out demo.qrels"""
 
 from __future__ import annotations
 

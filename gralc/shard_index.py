@@ -1,28 +1,17 @@
 """Sharded indexing of a large corpus: build one index per shard, then merge them.
 
+    gralc shard codec DIR --model EXPORT --out OUT/codec     # only a model with token codes
     gralc shard build DIR --shard I --num-shards N --out OUT/shard_I
         [--strategy NAME | --model EXPORT [--codec OUT/codec]] [index.kind=flat|hnsw|ivf] [--graph]
     gralc shard merge OUT/shard_* --out OUT/merged
 
-A trained model that scores with late interaction stores its chunks' token vectors as codes
-(:mod:`gralc.retrieval.trained.token_codec`); the shards of one build must share one codec, trained
-once before them on the corpus's first tokens, exactly as a single build trains it:
-
-    gralc shard codec DIR --model EXPORT --out OUT/codec
-
-Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files
-(``files[I*F//N : (I+1)*F//N]``), so merging the shards in shard order gives exactly the
-chunks, in the same order, of a single-process ``gralc index DIR`` (the test checks
-it). Each shard directory is a normal :class:`~gralc.inference.Retriever` index plus
-``shard.json``; the merged directory is a normal index (``Retriever.load`` / ``gralc.search``).
-A trained model's merge joins the shards' chunk tables (concepts, sentence units, token codes)
-and rebuilds the BM25 indexes over all chunks (corpus-wide term statistics, as one build has).
-With ``--graph`` each shard grows its part of the corpus knowledge graph; the merge adds the
-shards' graphs (nodes, edges, weights, chunk ids) and computes communities, reports and
-vectors once over the whole (re-reading the shards' files, no encoding of documents).
-On SLURM, ``slurm/index.sbatch`` runs one build per task (``--shard $SLURM_PROCID``) and the
-merge once they have all finished.
-"""
+Shard ``I`` of ``N`` takes a contiguous block of the corpus's sorted files, so merging the
+shards in shard order gives exactly the chunks, in order, of one ``gralc index DIR``. Each
+shard is a normal :class:`~gralc.inference.Retriever` index plus ``shard.json``, and so is the
+merge; a trained model's merge joins the chunk tables and rebuilds the BM25 indexes over all
+chunks, a ``--graph`` merge adds the shards' graphs and computes communities, reports and
+vectors once. The shards of a model that stores token codes share one codec. On SLURM:
+``slurm/index.sbatch``. In full: docs/inference.md."""
 
 from __future__ import annotations
 

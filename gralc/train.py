@@ -7,14 +7,11 @@
     gralc train paths.output_dir=outputs/run1 paths.force=true  # move the old run1 aside
     gralc train --print-config experiment=covidqa_trained     # the resolved settings, nothing run
 
-Settings: the defaults in ``gralc/configs/train.yaml`` (shipped in the package, so this works
-from any folder), then ``group=name`` selections (``data=``, ``model=``, ``experiment=``: a
-YAML file of that group) and ``key=value`` overrides, validated against
-:class:`gralc.training.config.TrainConfig` before any work. A folder that already holds
-another run's checkpoints or result.json is refused (exit code 2) unless the run continues it
-(``resume=last`` / ``auto``); ``paths.force=true`` moves its content aside to
-``<folder>.replaced-<time>``, never deleting it.
-"""
+Settings: ``gralc/configs/train.yaml`` (shipped in the package), then ``group=name``
+selections (``data=``, ``model=``, ``experiment=``) and ``key=value`` overrides, validated
+against :class:`gralc.training.config.TrainConfig` before any work. A folder holding another
+run's checkpoints or result.json is refused (exit code 2) unless the run continues it
+(``resume=last`` / ``auto``); ``paths.force=true`` moves it aside (docs/training.md)."""
 
 from __future__ import annotations
 

@@ -1,41 +1,15 @@
 """BEIR folders as benchmarks (``eval.py data=beir data.path=DIR``), and any benchmark as one.
 
-A BEIR folder (the format of the BEIR benchmark, TREC-COVID, NFCorpus, SciFact, ...) holds::
-
-    corpus.jsonl       {"_id": "d1", "title": "...", "text": "..."}  one document a line
-    queries.jsonl      {"_id": "q1", "text": "..."}                  one question a line
-    qrels/test.tsv     query-id<TAB>corpus-id<TAB>score              a header line, then judgements
-    qrels/dev.tsv, qrels/train.tsv (optional)
-
-Reading (:func:`beir_benchmarks`):
-
-* every corpus entry becomes one :class:`Document` with the entry's ``_id``, parsed by the
-  plain-text reader (:func:`gralc.documents.plaintext.parse_plain_text`, so sections,
-  paragraphs and offsets are exact) with ``title`` as the document title (its first block of
-  text; an empty title: no title); an entry with neither title nor text is skipped (counted,
-  one warning);
-* the questions are :func:`gralc.data.question_io.read_queries` of the folder;
-* ``qrels/<split>.tsv`` judges them: a score > 0 is relevant (graded: TREC-COVID's 1 and 2),
-  0 or less is not. A question keeps EVERY relevant document in ``Question.relevance``, so the
-  document-level metrics (MRR, recall@k, graded nDCG@k) count them all; ``gold_doc_id`` is the
-  most relevant (the first in the file among equals). The evidence-level metrics need spans in
-  one document: a BEIR question's evidence is the WHOLE text of its ``gold_doc_id`` (BEIR
-  judges documents, not passages), so ``ev_*`` measure how early and how much of the most
-  relevant document is retrieved, not an answer span;
-* questions without a relevant document in the split are dropped (one INFO line with the
-  count); judgements naming a question or a document the folder lacks are dropped with one
-  warning each kind (the count and the first ``FILE:LINE``): the metrics then count the
-  judged documents present in the corpus, where BEIR's own evaluation would also count the
-  absent ones (which no run can retrieve).
-
-Every malformed line (not JSON, no ``_id``, a repeated ``_id``, a qrels line without three
-columns or with a score that is not an integer, two different scores for one pair) is one
-``ValueError`` naming ``FILE:LINE``.
-
-Writing (:func:`write_beir`): any :class:`Benchmark` (the demo, SQuAD/COVID-QA, PubMedQA*) as
-a BEIR folder judged at the document level, read back by :func:`beir_benchmarks` as the same
-documents (ids, titles, texts) and questions (ids, texts, relevant documents).
-"""
+A BEIR folder holds ``corpus.jsonl`` (``{"_id", "title", "text"}`` a line), ``queries.jsonl``
+(``{"_id", "text"}`` a line) and ``qrels/<split>.tsv`` (``query-id<TAB>corpus-id<TAB>score``
+after a header line). :func:`beir_benchmarks` reads one: every corpus entry a
+:class:`Document` (the plain-text reader, ``title`` as its first block), the questions by
+:func:`gralc.data.question_io.read_queries`, judged by the split's qrels (score > 0 relevant,
+graded; ``gold_doc_id`` the most relevant, whose whole text is the evidence). Questions without
+a relevant document are dropped (counted); every malformed line is one ``ValueError`` naming
+``FILE:LINE``. :func:`write_beir` writes any :class:`Benchmark` as a BEIR folder judged at the
+document level, read back as the same documents and questions. The rules in full:
+docs/data.md."""
 
 from __future__ import annotations
 

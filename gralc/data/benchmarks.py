@@ -4,20 +4,13 @@
 * ``pubmedqa``: PubMedQA* (paper Sect. 3.2.1): the PQA-L questions with contexts removed;
   the corpus is every abstract; a chunk is relevant when it comes from the gold abstract.
 * ``pmc``: a directory of JATS articles, IMRaD-filtered, at a document-length condition
-  (Sect. 3.3), with template cross-section questions generated from the full articles
-  (Sect. 3.4) and asked against the condition's instances; evidence = gold paragraphs.
-* ``squad``: a SQuAD-format JSON file whose contexts are whole articles (COVID-QA): every
-  ``paragraphs[]`` entry becomes a document (read by the plain-text article reader), every
+  (Sect. 3.3), with template cross-section questions (Sect. 3.4); evidence = gold paragraphs.
+* ``squad``: a SQuAD-format JSON file whose contexts are whole articles (COVID-QA); every
   question keeps its answer span(s) as evidence, mapped exactly into ``Document.text``.
+* ``beir``: a BEIR folder (:mod:`gralc.data.beir`), every question judged against all its
+  relevant documents (graded); evidence = the whole most relevant document.
 
-* ``beir``: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv;
-  :mod:`gralc.data.beir`): every corpus entry a document (the plain-text reader, its title
-  as the title), every question judged against all its relevant documents (graded).
-
-Every question carries evidence for the evidence-level metrics: answer spans (squad), gold
-paragraphs (pmc, demo), the whole gold abstract (pubmedqa) or the whole most relevant
-document (beir).
-"""
+Every question carries evidence for the evidence-level metrics. In full: docs/data.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,15 @@
 """Cloze questions: extractive-QA-like training questions written from unlabelled articles.
 
-COVID-QA-style questions are written by annotators looking at one sentence of the article:
-the answer is a short span of that sentence and the question restates the words around it.
-This generator mimics that from any corpus (JATS, plain text; no labels needed), in the
-spirit of cloze translation for unsupervised QA (Lewis et al., ACL 2019): pick a body
-sentence, pick an answer span in it (a linked concept mention, or a number with its unit),
-replace the span by ``what`` and keep at most ``window`` words on each side of it::
+    python -m gralc.data.cloze_questions DIR --out cloze.json --vocabulary thesaurus.tsv
 
-    "Mother-to-child transmission is the main cause of HIV-1 infection in children."
-    -> "What is the main cause of HIV-1 infection in children?"   answer: "Mother-to-child transmission"
-
-The output is a SQuAD-format JSON file (one context per article: its title and paragraphs
-separated by blank lines, the shape COVID-QA has), so it trains as an extra source through
-``mix=[{name: squad, path: FILE, weight: W}]`` and is read by the same loader as COVID-QA.
-The answer span is the evidence: the chunk that holds it is the positive, the article's other
-chunks the hard negatives. Sentences that occur twice in an article and answers that would
-be copied into the question are skipped. Deterministic: each article has its own
-``random.Random(f"{seed}:{doc.id}")``; question ids are ``"{doc.id}::cloze::{n}"``.
-"""
+Mimics COVID-QA's annotators on any corpus (JATS, plain text; no labels), in the spirit of
+cloze translation for unsupervised QA (Lewis et al., ACL 2019): pick a body sentence, an
+answer span in it (a linked concept mention, or a number with its unit), replace the span by
+``what`` and keep at most ``window`` words on each side ("Mother-to-child transmission is the
+main cause of HIV-1 infection in children." -> "What is the main cause of HIV-1 infection in
+children?"). The output is a SQuAD-format JSON file, trained as an extra source through
+``mix=[{name: squad, path: FILE, weight: W}]``. Deterministic: each article has its own
+``random.Random(f"{seed}:{doc.id}")``. The rules in full: docs/data.md."""
 
 from __future__ import annotations
 

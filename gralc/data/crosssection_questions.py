@@ -6,24 +6,12 @@ Five templates, each requiring evidence from two top-level IMRaD types::
     result_discussion  results + discussion     method_discussion  methods + discussion
     cross_study        results + discussion  ("... compare to the prior work of Smith et al. (2004)?")
 
-Slots are short key terms, never copied sentences (that would make the task lexical
-look-up): with an :class:`~gralc.knowledge.linker.EntityLinker`, the article's MeSH concepts
-(method slots: technique-like concepts plus the regex method phrases); otherwise regex
-heuristics (method phrases "using real-time PCR", result phrases "increased
-IL-6", "we investigated whether X" in the introduction, acronyms with their definitions).
-Terms are ranked by occurrences in the slot's section x IDF over the given documents, and
-terms found in BOTH required sections are preferred, so the question links the two.
-
-A paragraph's type is its TOP-LEVEL section's type (``Document.top_level_type``), so
-paragraphs under "Statistical analysis" count as methods. The discussion role falls back to
-``conclusion`` when an article has no discussion section. Gold paragraphs are the paragraphs
-of the two required types that contain a slot term (for cross_study also those citing the
-reference); a question is only emitted with at least one gold paragraph per type and no run
-of more than ``max_verbatim_words`` consecutive words copied from the article.
-
-Deterministic: each article has its own ``random.Random(f"{seed}:{doc.id}")`` (IDF depends on
-the document list). Question ids are ``"{doc.id}::{template}::{n}"``, ``kind`` = template.
-"""
+Slots are short key terms, never copied sentences: the article's MeSH concepts with an
+:class:`~gralc.knowledge.linker.EntityLinker`, else regex heuristics, ranked by occurrences x
+IDF, preferring terms found in both required sections. Gold paragraphs are the paragraphs of
+the two types holding a slot term; a question needs one per type and no run of more than
+``max_verbatim_words`` words copied. Deterministic (``random.Random(f"{seed}:{doc.id}")``);
+ids ``"{doc.id}::{template}::{n}"``, ``kind`` = template. The rules in full: docs/data.md."""
 
 from __future__ import annotations
 

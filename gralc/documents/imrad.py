@@ -11,10 +11,8 @@ Typing rules (used by the parsers):
    (``Results and discussion`` -> ``results``, ``Discussion and conclusions`` ->
    ``discussion``, ``Statistical methods`` -> ``methods``); titles about supplementary
    material, contributions, funding ... stay ``other``.
-4. A subsection whose title is not an exact canonical header inherits its parent's type.
-
-For IMRaD purposes only the top-level type matters (:meth:`Document.top_level_type`).
-"""
+4. A subsection whose title is not an exact canonical header inherits its parent's type; for
+   IMRaD purposes only the top-level type matters (:meth:`Document.top_level_type`)."""
 
 from __future__ import annotations
 

@@ -1,37 +1,15 @@
 """Parse JATS / NLM XML (PubMed Central ``.nxml``) into a :class:`Document`.
 
-Layout decisions (all text goes through :class:`TextBuilder`, so every offset is exact):
+All text goes through :class:`TextBuilder`, so every offset is exact. The main ``<abstract>``
+becomes the top-level section ``abstract``; body paragraphs before the first ``<sec>`` an
+untitled section ``s0``; figure, table and supplementary captions ``caption`` paragraphs;
+formulas their MathML token text; ``<back>`` is not body text, but each of its ``<ref>`` a
+:class:`Reference`. ``Document.id`` is the PMCID, else PMID, else DOI, else the file's stem.
 
-* Whitespace runs (incl. NBSP, thin spaces) collapse to one space; a paragraph's text and
-  the offsets of its inline ``<xref>``s are built in one pass.
-* The main ``<abstract>`` (no ``abstract-type``) becomes top-level section ``abstract``
-  (type ``abstract``, paragraphs of kind ``abstract``); a structured abstract's ``<sec>``s
-  are its subsections. TOC/teaser/summary abstracts are ignored.
-* Body paragraphs before the first ``<sec>`` go into an implicit untitled top-level section
-  (id ``s0``) of type ``introduction`` when titled sections follow and none of them is an
-  introduction, else ``other``. Every body paragraph thus has a section.
-* Blocks nested in a ``<p>`` (fig, table-wrap, list, boxed-text ...) are emitted right after
-  that paragraph; a ``<disp-formula>`` inside a ``<p>`` stays inline, since it is part of the
-  sentence. A block-level ``<disp-formula>`` is a paragraph of kind ``formula``.
-* Formula text is the MathML token text (annotations dropped), else ``[formula]``: TeX and
-  graphics never reach the text.
-* Figure/table/supplementary captions: one ``caption`` paragraph = label + caption title +
-  caption paragraphs. Table cells and table footers are not text. Captions held in
-  ``<back>`` (``sec-type="display-objects"``) or ``<floats-group>`` form a last top-level
-  section of type ``other``.
-* ``<boxed-text>`` content (its inner ``<sec>``s flattened) becomes ``boxed`` paragraphs.
-* ``<back>`` (acknowledgements, footnotes, glossary, references) is not body text; every
-  ``<ref>`` becomes a :class:`Reference` with its pmid/doi.
-* Ids: paragraphs ``p0001``..., lists ``l0001``..., sections use their unique ``@id``,
-  else ``s1``, ``s1.2`` ... ; ``Document.id`` is the PMCID, else PMID, else DOI, else the stem.
-
-Untrusted input: every walk over the tree (inline markup, MathML, blocks, sections) keeps its own
-stack instead of recursing, so markup nested as deep as the XML parser allows (2048 levels) is
-read in full; only ``<sec>`` nesting is capped (MAX_SECTION_DEPTH, with a document warning),
-for the section tree's sake. The XML parser never touches the network, never loads a DTD and
-never expands entities; entity amplification ("billion laughs") stays refused even with
-``huge_tree`` (which is only used for files that declare no entities).
-"""
+Untrusted input: every walk over the tree keeps its own stack instead of recursing (markup as
+deep as the XML parser allows is read in full; only ``<sec>`` nesting is capped,
+MAX_SECTION_DEPTH); the XML parser never touches the network, never loads a DTD and never
+expands entities. The layout decisions in full: docs/data.md."""
 
 from __future__ import annotations
 

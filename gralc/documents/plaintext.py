@@ -4,28 +4,12 @@ Every block is copied VERBATIM into ``Document.text`` (inner newlines kept); onl
 separators, the ``Abstract:``/``Text:`` labels and dropped metadata lines differ from the raw
 text, and :class:`OffsetMap` maps raw offsets (e.g. SQuAD answer spans) to ``Document.text``.
 
-Layout rules (paragraphs = blocks = runs of non-blank lines; sentences by ``split_sentences``):
-
-* The first non-empty line is the title (``#`` stripped), the first block of the text.
-* Front matter (the blocks before an ``Abstract:``/``Text:`` block, else the leading blocks up
-  to the first one with non-metadata text): metadata lines (URL, ``SHA:``/``Authors:``/
-  ``Date:``/``DOI:``/``License:`` ..., bare dates, ``;``-separated author lists, short citation
-  lines with a DOI) are dropped, keeping the DOI and a PMC id from a URL. Other front lines
-  before an ``Abstract:`` block form an untitled section ``front``.
-* ``Abstract:`` block (up to the ``Text:`` block) -> untitled section ``abstract`` (type
-  ``abstract``, paragraphs of kind ``abstract``); a CORD-19 ``Abstract: nan`` is dropped.
-* Headings (their own blocks in the text): Markdown ``#`` lines (markdown mode only; level =
-  number of ``#``); numbered lines (``2.1 Statistical analysis``, ``3. Results``; level =
-  numbering depth, ``8.2`` is no child of ``7``); known titles (``Materials and methods``,
-  ``References``) and short title-case / upper-case lines without ``,;:?!`` or a final ``.``
-  (``Situation in U.S.`` is fine) - such a guess must be followed by text and not repeat (a
-  running header). A heading stands alone in a block (<= 12 words) or starts one (<= 8 words).
-  Unnumbered headings are top-level; a top-level ``Abstract`` heading opens ``abstract``.
-* Body paragraphs before the first heading form an untitled section ``s0`` (``introduction``
-  when headings follow and none is an introduction, else ``other``), as in the JATS parser.
-* Unpaired UTF-16 surrogates in the text (a SQuAD context's ``\\udcff`` escape) become U+FFFD,
-  one character for one (raw offsets hold), with a document warning: the tokenizer refuses them.
-"""
+Layout, in short: the first non-empty line is the title; front-matter metadata lines (URL,
+``SHA:``, ``Authors:``, ``DOI:`` ...) are dropped (the DOI and a PMC id kept); an
+``Abstract:`` block opens the section ``abstract``; Markdown ``#`` lines, numbered lines and
+short title-case lines become headings; paragraphs are blank-line separated blocks; text
+before the first heading is the untitled section ``s0``; unpaired UTF-16 surrogates become
+U+FFFD (raw offsets hold). The layout rules in full: docs/data.md."""
 
 from __future__ import annotations
 

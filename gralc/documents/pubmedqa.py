@@ -1,29 +1,15 @@
 """PubMedQA loader: questions plus one :class:`Document` per abstract.
 
-Sources: the official ``ori_pqal.json`` (PQA-L, github.com/pubmedqa/pubmedqa, ``data/``) via
-:func:`load_pqal`, or the Hugging Face dataset ``qiaojin/PubMedQA`` via
-:func:`load_hf_pubmedqa`. Both go through :func:`convert_record`, so the same record gives the
-same objects.
-
-Document layout (canonical text built with :class:`TextBuilder`)::
-
-    LABEL \\n\\n context \\n\\n LABEL \\n\\n context ...
-
-* One :class:`Section` (level 1) per run of consecutive CONTEXTS with the same label: the
-  section holds one ``abstract`` paragraph per context (so a repeated label is one section
-  with several paragraphs, as in the printed abstract).
-* The section title is the label as given and is a text block of its own; ``UNLABELLED``
-  or empty labels give an untitled section (no title block: the word is not abstract text).
-* ``imrad_type`` comes from :func:`label_to_imrad` (``other`` when unknown).
-
-Splits (PQA-L): the 500 PMIDs of ``test_ground_truth.json`` are ``test``; of the others, a
-``dev_fraction`` share is ``dev``, drawn by ``random.Random(seed)`` from the sorted PMIDs
-(exact count, identical on every run), the rest ``train``.
-
-The JSON files are untrusted input (:mod:`gralc.documents.textio`): bytes that are not UTF-8,
-JSON nested too deeply to read and an entry of the wrong type are one error naming the file
-and the PMID; unpaired ``\\udXXX`` escapes become U+FFFD with one warning.
-"""
+Sources: the official ``ori_pqal.json`` (PQA-L) via :func:`load_pqal`, or the Hugging Face
+dataset ``qiaojin/PubMedQA`` via :func:`load_hf_pubmedqa`; both go through
+:func:`convert_record`, so the same record gives the same objects. A document's text is its
+labels and contexts in blank-line separated blocks (built with :class:`TextBuilder`): one
+level-1 :class:`Section` per run of contexts with the same label (``UNLABELLED`` or empty:
+untitled), its ``imrad_type`` from :func:`label_to_imrad`. Splits (PQA-L): the 500 PMIDs of
+``test_ground_truth.json`` are ``test``; a seeded ``dev_fraction`` share of the others is
+``dev``, the rest ``train``. The JSON files are untrusted input
+(:mod:`gralc.documents.textio`): a bad file is one error naming the file and the PMID. The
+layout in full: docs/data.md."""
 
 from __future__ import annotations
 

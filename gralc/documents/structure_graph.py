@@ -1,26 +1,14 @@
 """Document structure graph G_s (paper Sect. 3.1.2) as a ``torch_geometric`` HeteroData.
 
-Node types: ``section`` (level-1 sections), ``subsection`` (level >= 2), ``paragraph`` (every
-``Document.paragraphs`` entry, captions and list items included) and ``citation`` (one per
-distinct cited reference id). Each node store has ``num_nodes``, ``node_ids`` (list of str),
-``char_span`` (LongTensor (n, 2), ``[start, end)`` in ``Document.text``; for a citation the
-span of its first in-text mention); section stores also ``title``, ``imrad_type`` and ``level``
-(lists), the paragraph store ``kind``.
-
-Edge types (all in :data:`EDGE_TYPES`, always present, ``edge_index`` LongTensor (2, E),
-duplicates removed, so graphs batch with ``Batch.from_data_list``):
-
-* hierarchical: ``contains`` from a section/subsection to its child subsections and direct
-  paragraphs;
-* sequential: ``next`` between consecutive paragraphs (document order) and between
-  consecutive sibling sections/subsections;
-* citation: ``(paragraph, cites, citation)``;
-* cross-reference: ``(paragraph, refers_to, section|subsection)`` for ``sec`` xrefs and
-  ``(paragraph, refers_to, paragraph)`` to the caption paragraph for ``fig``/``table`` xrefs
-  (``Caption.id == CrossRef.target_id``). Xrefs to unknown targets or other ref types are ignored.
-
-Edges are directed as listed; add reverse edges with ``torch_geometric.transforms.ToUndirected``.
-"""
+Node types: ``section`` (level 1), ``subsection`` (level >= 2), ``paragraph`` (every
+``Document.paragraphs`` entry) and ``citation`` (one per distinct cited reference id); each
+store has ``num_nodes``, ``node_ids`` and ``char_span`` (LongTensor (n, 2) in
+``Document.text``), sections also ``title``, ``imrad_type`` and ``level``, paragraphs ``kind``.
+Edge types (all in :data:`EDGE_TYPES`, always present, duplicates removed, so graphs batch
+with ``Batch.from_data_list``): hierarchical ``contains``, sequential ``next``, citation
+``(paragraph, cites, citation)`` and cross-reference ``(paragraph, refers_to, ...)`` to
+sections or caption paragraphs. Edges are directed as listed; add reverse edges with
+``torch_geometric.transforms.ToUndirected``. The node and edge rules in full: docs/data.md."""
 
 from __future__ import annotations
 

@@ -1,30 +1,17 @@
 """Retrieval metrics: ranking (MRR, Recall@k, nDCG@k), chunk-level set metrics, structure coverage.
 
-Conventions (the PubMedQA* protocol of the paper):
-
-* A **run** for one query is the list of retrieved chunks, best first. A chunk-like item is a
-  :class:`~gralc.chunking.chunk.Chunk`, a dict with the same keys, or a ``(chunk, score)`` pair.
-* **Document-level relevance**: a retrieved chunk is relevant when ``chunk.doc_id`` is a gold
-  document id. Ranks are CHUNK positions (1-based) in the run; each gold document is counted
-  once (its first chunk), so no metric can exceed 1 however many of its chunks are retrieved.
-* **Tie-break** (fixed, trec_eval's rule): score descending, then ``doc_id`` descending, then
-  ``chunk_id`` descending (plain string comparison). :func:`rank_chunks` / :func:`rank_docs`
-  apply it; the indexes in :mod:`gralc.retrieval` return runs already ordered by it. ranx
-  itself orders tied scores with numba's unstable quicksort (insertion order for <= 15 items,
-  arbitrary beyond), i.e. it has no defined rule; :func:`evaluate_with_ranx` therefore hands
-  ranx strictly decreasing rank-derived scores, never ties.
-* A chunk's **section** is its top-level section ``section_ids[0]``; a chunk with empty
-  ``section_ids`` has NO section (it never counts as covering one).
-* IMRaD types are the canonical lower-case labels of
-  :data:`gralc.documents.model.SECTION_TYPES`; raw section titles raise ``ValueError``.
-
-The ranking metrics themselves (:func:`reciprocal_rank`, :func:`mrr`, :func:`recall_at_k`,
-:func:`ndcg_at_k`) live in :mod:`gralc.retrieval.rank_metrics`, below training, whose
-validation MRR uses them too; they are re-exported here.
+Conventions (the PubMedQA* protocol of the paper): a **run** for one query is the retrieved
+chunks, best first (a :class:`~gralc.chunking.chunk.Chunk`, a dict with its keys, or a
+``(chunk, score)`` pair); a chunk is relevant when ``chunk.doc_id`` is a gold document id,
+ranks are CHUNK positions and each gold document counts once. Ties follow trec_eval's rule
+(score, then ``doc_id``, then ``chunk_id``, descending: :func:`rank_chunks` /
+:func:`rank_docs`). A chunk's section is ``section_ids[0]`` (none when empty); IMRaD types are
+the labels of :data:`gralc.documents.model.SECTION_TYPES`. The ranking metrics live in
+:mod:`gralc.retrieval.rank_metrics` and are re-exported here.
 
 Report keys: ``mrr``, ``recall@k``, ``ndcg@10``, ``seccov_pairs@k``, ``seccov_doc@k``,
-``seccov_doc_frac@k``, ``cross_section_recall@k`` (see :func:`query_metrics`).
-"""
+``seccov_doc_frac@k``, ``cross_section_recall@k`` (see :func:`query_metrics`). The
+conventions in full: docs/evaluation.md."""
 
 from __future__ import annotations
 

@@ -2,32 +2,13 @@
 
 :func:`evidence_qrels` judges a chunk relevant to a question when it hits one of the
 question's evidence spans by the SAME hit rule as the evidence metrics
-(:func:`gralc.evaluation.evidence.hit_spans`: same document, overlap >= ``min_coverage`` of
-the shorter of chunk and span). Scoring a ``level="chunk"`` TREC run
-(:func:`gralc.retrieval.trec.write_trec_run`) against them with trec_eval, pytrec_eval or
-ranx gives:
-
-* ``recip_rank`` / ranx ``mrr`` = our ``ev_mrr``, always (both are 1 / the rank of the first
-  chunk that hits any evidence span);
-* ``recall_k`` / ranx ``recall@k`` = our ``ev_recall@k`` for every question whose hits pair
-  chunks and evidence spans one to one (each holding chunk holds one span, each span is held
-  by one chunk: the usual case of answer spans and of paragraphs inside larger chunks). In
-  general TREC recall counts relevant CHUNKS found, ``ev_recall@k`` evidence SPANS found: a
-  chunk holding two gold paragraphs counts once there and twice here, a long paragraph cut
-  into two holding chunks the other way round. :func:`one_to_one` names the questions where
-  the two agree by construction; ranx ``hit_rate@k`` (trec_eval ``success_k``) is the share
-  of questions with any evidence in the top k.
-
-An evidence span that no chunk holds (it lies, or most of it lies, in text no chunk covers,
-such as the gap a chunker leaves between two chunks) still counts in ``ev_recall``'s
-denominator and can never be found; it is judged as a placeholder docno
-``<qid>#evidence<j>-in-no-chunk`` that no run retrieves, so the TREC tools count it the same
-way. Questions without evidence (nothing to resolve) get no qrels, as
-they get no evidence metrics.
-
-Document-level qrels (every relevant document, graded) are
-:func:`gralc.retrieval.trec.document_qrels`.
-"""
+(:func:`gralc.evaluation.evidence.hit_spans`). A ``level="chunk"`` TREC run
+(:func:`gralc.retrieval.trec.write_trec_run`) scored against them by trec_eval, pytrec_eval or
+ranx gives our ``ev_mrr`` always, and our ``ev_recall@k`` for the questions whose chunks and
+spans pair one to one (:func:`one_to_one`). An evidence span no chunk holds is judged as a
+placeholder docno ``<qid>#evidence<j>-in-no-chunk`` that no run retrieves; questions without
+evidence get no qrels. Document-level qrels are :func:`gralc.retrieval.trec.document_qrels`.
+Where the TREC numbers and ours differ: docs/evaluation.md."""
 
 from __future__ import annotations
 

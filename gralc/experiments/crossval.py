@@ -1,48 +1,16 @@
-"""The bar of the training issue: 5-fold cross-validation by article on COVID-QA dev.
-
-Untrained rows are run once over the pooled 49 articles; each fold's numbers are the means
-over that fold's questions. With ``--train`` GraLC is trained once per fold on the other
-folds' articles and questions only (``data.cv_folds`` / ``data.cv_fold``: a held-out article
-is never trained on, and the dev split inside training comes from the training folds), then
-its rows are scored on the held-out fold's questions against the pooled corpus. Prints mean
-± std over folds for every row, seconds per training epoch and the gap to the best untrained
-row; ``--variants`` adds ablations (each learned part switched off).
+"""5-fold cross-validation by article on COVID-QA dev: untrained rows and GraLC trained per fold.
 
     python -m gralc.experiments.crossval                               # untrained rows, ~6 min
     python -m gralc.experiments.crossval --train --epochs 3 --out results/covidqa_cv
     python -m gralc.experiments.crossval --train --variants full no_kg fixed_boundaries
-    python -m gralc.experiments.crossval --train --epochs 2 --variants lexical lexical_small
 
-Each trained variant also gets ``init:VARIANT:ROW`` rows: the same model at its initial values;
-``--ablate lexical kg_fusion kg_prox boundaries`` adds ``VARIANT-PART:ROW`` rows for the first
-variant: each fold's trained model with that part switched off after training (no retraining).
-``--sentence-evidence W ...`` scores each fold's trained model (first variant) with sentence
-evidence (``model.sentence_evidence=W``, :mod:`gralc.model.sentence_evidence`): a
-``VARIANT+sent=W:gralc`` row per weight, and ``VARIANT+sent=cv:gralc`` with the
-weight chosen per fold by evidence MRR on that fold's dev split (its training folds' dev
-articles, searched against the training folds' articles only).
-
-    python -m gralc.experiments.crossval --train --reuse --epochs 2 --variants lora_lexical_small \
-        --rows multilevel_hybrid --sentence-evidence 0 0.2 0.3 0.5 --out results/cv_fix
-
-``--wise T ...`` scores each fold's model (first variant, with its dev-chosen sentence
-evidence) interpolated in weight space between its initial and selected checkpoints (WiSE-FT):
-a ``VARIANT+wise=T:gralc`` row per T and ``+wise=cv`` with T chosen on the dev split.
-
-``--extend-from DIR`` continues each fold's run of an earlier ``--out DIR`` up to ``--epochs``
-(copied first: DIR stays as it was; the earlier epochs still compete for the checkpoint):
-
-    python -m gralc.experiments.crossval --train --epochs 4 --extend-from results/cv_fix \
-        --variants lora_lexical_small --rows multilevel_hybrid bm25 \
-        --sentence-evidence 0 0.2 0.3 0.5 --set callbacks.checkpoint.monitor=val/ev_mrr \
-        --out results/cv_ep4
-
-Knowledge: the untrained rows' pipeline and every training run link with the full MeSH 2024
-graph of the shared data folder (:func:`gralc.experiments.real_data.knowledge_overrides`: thesaurus, tree,
-pharmacological actions, HSDN); ``--set pipeline.knowledge.vocabulary=...`` replaces it (then
-the other knowledge files are the ``--set`` ones too). A run on the built-in demo list is
-refused.
-"""
+Untrained rows run once over the pooled 49 articles, each fold's numbers the means over its
+questions. ``--train`` trains GraLC once per fold on the other folds' articles only and scores
+it on the held-out fold against the pooled corpus; prints mean ± std over folds, seconds per
+epoch and the gap to the best untrained row. ``--variants`` (ablations), ``--ablate``,
+``--sentence-evidence``, ``--wise`` and ``--extend-from`` add rows: docs/experiments.md.
+Knowledge: the full MeSH 2024 graph of the shared data folder
+(:func:`gralc.experiments.real_data.knowledge_overrides`); the built-in demo list is refused."""
 
 from __future__ import annotations
 

@@ -1,29 +1,5 @@
-"""Encoders side by side on COVID-QA dev (issue 47): the untrained rows with each encoder, paired
+"""Encoders side by side on COVID-QA dev: the untrained rows with each encoder, paired
 by question, five folds by article, and what each encoder costs.
-
-For every ``--encoders`` name (an ``encoder.model`` value: the bundled MiniLM, a name of
-:data:`gralc.encoding.conventions.KNOWN_ENCODERS`, a Hugging Face id or folder) the ``--rows``
-of eval.py are run over the pooled 49 articles with the full MeSH 2024 graph, as
-:mod:`gralc.experiments.crossval` runs them; budgets (``ev_recall@Nwp``) always count
-all-MiniLM-L6-v2 word-pieces (:func:`gralc.evaluation.evidence.budget_counter`), so every
-encoder is judged at the same retrieved-text budget. Each row of each encoder is compared with
-the first encoder's on the same questions: the gain with a paired bootstrap over held-out
-articles, stratified by fold (:mod:`gralc.evaluation.significance`).
-
-Cost, measured in this run: whole-document encoding speed (cache off, the same articles, the
-encoders interleaved ``--repeats`` times; seconds per 1,000 MiniLM word-pieces of text and
-the ratio to the first encoder), the encoder's own tokens per MiniLM word-piece (an index of
-token vectors grows with it) and the vector width; with ``--train-batches N``, seconds per
-training batch of the model of record's recipe per encoder (:func:`training_cost`).
-
-``--trained NAME=two_stage.json`` (runs of :mod:`gralc.experiments.two_stage_cv`, one per
-encoder, the model of record's recipe trained by ``gralc.experiments.crossval --train``) adds
-the trained rows: each encoder's trained model against the first's, paired on the folds every
-run covers, with the real index's bytes per chunk; ``--training NAME=cv.json`` adds each training
-run's seconds per epoch.
-
-``--pubmedqa NAME=results.json`` adds PubMedQA*'s fixed strategies per encoder (runs of
-``gralc.experiments.pubmedqa --seeds``).
 
     python -m gralc.experiments.encoder_trial \\
         --encoders all-MiniLM-L6-v2 multilingual-e5-small multilingual-e5-small-enpt \\
@@ -31,7 +7,12 @@ run's seconds per epoch.
     python -m gralc.experiments.encoder_trial --report results/encoder_trial/encoder_trial.json \\
         --trained all-MiniLM-L6-v2=docs/results/two_stage_cv.json \\
         multilingual-e5-small=results/two_stage_e5/two_stage.json --publish encoder_trial
-"""
+
+Each ``--encoders`` name's ``--rows`` run over the pooled 49 articles with the full MeSH 2024
+graph, budgets always in MiniLM word-pieces, each row compared with the first encoder's by a
+paired bootstrap over held-out articles; the cost (encoding speed, tokens per word-piece,
+vector width, ``--train-batches``) is measured in the same run. ``--trained``, ``--training``
+and ``--pubmedqa`` add other runs' rows. In full: docs/experiments.md."""
 
 from __future__ import annotations
 

@@ -1,27 +1,15 @@
-"""Issue 55's scripted first hour: what a new user meets, timed and checked, on the demo corpus.
+"""A new user's first hour, scripted: what they meet, timed and checked, on the demo corpus.
 
     python -m gralc.experiments.first_hour --out results/first_hour      # ~5 min on 2 cores
     python -m gralc.experiments.first_hour --report results/first_hour/first_hour.json --publish first_hour
 
 Every step runs the ``gralc`` command in a fresh process, from a scratch folder laid out as a
-clone after ``make demo`` (this checkout's package, ``outputs/demo_train`` trained by the demo's
-own training stage), and records pass/fail and seconds:
-
-* ``gralc --help`` and every command's ``--help`` (the bar: exit 0, under 3 s each);
-* an export and its trained index moved (``mv``) and tarred to another folder: the same top 10;
-* ``gralc eval`` with two named models: both row sets;
-* a BEIR folder in, a TREC run out, scored by ranx: the same MRR as ``gralc eval``'s ``ev_mrr``;
-* ``gralc search`` on one question, cold (a fresh process), five times (the bar: <= 3 s), and
-  where a cold start's time goes: ``python -X importtime`` of the same command (torch,
-  transformers, torch_geometric, faiss, gralc) and the rest;
-* the floor a transformers-free query tower would give: the default encoder traced with
-  ``torch.jit.trace`` (questions padded to 64 word-pieces) and its tokenizer read by the
-  ``tokenizers`` package, loaded and run on one question in a fresh process (a measured
-  prototype, not the product's path).
-
-The README's tour is run as written by ``tests/project/test_readme.py`` (and from a wheel install by
-``.ci/wheel_tour.sh``), not here.
-"""
+clone after ``make demo``, and records pass/fail and seconds: every ``--help`` (under 3 s
+each), an export and its index moved and tarred (the same top 10), ``gralc eval`` with two
+named models, BEIR in and TREC out scored by ranx (the same MRR as ``ev_mrr``), ``gralc
+search`` cold five times (<= 3 s) with ``python -X importtime``, and a transformers-free
+query tower's floor. The steps in full: docs/experiments.md. The README's tour is run by
+``tests/project/test_readme.py`` (and from a wheel by ``.ci/wheel_tour.sh``), not here."""
 
 from __future__ import annotations
 

@@ -4,19 +4,13 @@
                                    [--epochs N] [--out outputs/bench_pubmedqa] [--quick]
                                    [--baselines naive ...] [--set key=value ...]
 
-One process: prepare all 1,000 abstracts ONCE (encoder cache ``data/cache``), evaluate the
-fixed strategies (naive, semantic, late, structure-aware), then per seed the fixed-weight
-GraLC rows (the model at the paper's initial values with a seeded, untrained GAT / MLP) and
-the TRAINED rows (``train(cfg)`` on 315 of the 450 train questions, model selection on the 50
-dev questions plus the 135 held-out train questions, corpus without the 500 test abstracts;
-see ``configs/experiment/pubmedqa_tuned.yaml``). Relevance: a chunk of the gold abstract.
-Every method is scored ONCE on all 1,000 questions; the test rows are the same per-query
-results restricted to the 500 official test questions (one shared corpus, so this equals a
-separate run on the test split). Knowledge: MeSH 2024 (thesaurus, tree, pharmacological
-actions) and HSDN disease-symptom edges from ``--mesh`` / ``--hsdn``.
-
-Writes OUT/table.md and OUT/results.json (with run metadata); prints the table.
-"""
+One process: prepare all 1,000 abstracts ONCE, evaluate the fixed strategies (naive,
+semantic, late, structure-aware), then per seed the fixed-weight GraLC rows (the paper's
+initial values, a seeded untrained GAT / MLP) and the TRAINED rows (315 of the 450 train
+questions, selection on the 50 dev plus the 135 held-out train questions; see
+``configs/experiment/pubmedqa_tuned.yaml``). Every method is scored ONCE on all 1,000
+questions; the test rows are those restricted to the 500 official test questions. Knowledge:
+MeSH 2024 and HSDN (``--mesh`` / ``--hsdn``). Writes OUT/table.md and OUT/results.json."""
 
 from __future__ import annotations
 

@@ -1,20 +1,15 @@
-"""Choose the section-diverse re-ranker's settings on one half of the PMC questions (issue 4).
+"""Choose the section-diverse re-ranker's settings on one half of the PMC questions.
 
     python -m gralc.experiments.rerank_grid [--strategies multilevel fixed] [--out results/rerank_grid.md]
 
-The questions of ``--questions`` are split by a hash of their gold document id (the
-benchmark's ``ARTICLE#full``) into a ``dev`` and a ``test`` half. Each strategy is chunked,
-indexed and searched ONCE (100 candidates per question); then every re-ranker setting below
-re-orders the same candidates and is scored on all questions and on each half, exactly as
+The questions of ``--questions`` are split by a hash of their gold document id into a ``dev``
+and a ``test`` half. Each strategy is chunked, indexed and searched ONCE (100 candidates per
+question); every re-ranker setting (none, ``mmr``, ``quota``, ``complete`` with 4 / 6 / 8 / 10
+completion slots for the 1 / 2 / 3 best documents) re-orders the same candidates, scored as
 ``eval.py`` scores (top 20 kept). The ``complete`` setting with the best dev cross-section
-recall@20 (the first in the order below on ties) is named in a comment after each strategy;
-``gralc.evaluation.methods.DIVERSE`` holds the one chosen on multilevel chunks.
-
-Settings: none (plain ranking), ``mmr`` (lambda 0.7, the earlier default), ``quota`` (one chunk
-per section, all documents), and ``complete`` with 4 / 6 / 8 / 10 completion slots for the
-1 / 2 / 3 best documents. Knowledge: the full MeSH 2024 graph of ``--shared-data``
-(:func:`gralc.experiments.real_data.knowledge_overrides`).
-"""
+recall@20 is named after each strategy; ``gralc.evaluation.methods.DIVERSE`` holds the one
+chosen on multilevel chunks. Knowledge: the full MeSH 2024 graph of ``--shared-data``. In
+full: docs/experiments.md."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """One training recipe under several seeds, as parallel ``train.py`` jobs: each seed's five
-fold models of the COVID-QA cross-validation (what ``gralc.experiments.crossval --train`` trains in
-turn, with its overrides) and, with ``--final-seeds``, its model on all 49 articles (what
-``gralc.experiments.final_model`` trains), for each recipe: ``run`` (the model of record's run,
-checkpoint chosen by evidence MRR on its dev split) and ``refit`` (the same on the dev
-articles too, last epoch). The soup of record averages the two. Layout, read by
-``gralc.experiments.average_folds`` and ``gralc.experiments.inference_cv``::
+COVID-QA fold models (as ``gralc.experiments.crossval --train``) and, with ``--final-seeds``,
+its model on all 49 articles (as ``gralc.experiments.final_model``), each as ``run`` and
+``refit``. Layout (read by ``average_folds`` and ``inference_cv``)::
 
     OUT/seed{S}/{run,refit}/VARIANT/fold{K}/    OUT/seed{S}/{run,refit}/final/
 
@@ -12,15 +9,10 @@ articles too, last epoch). The soup of record averages the two. Layout, read by
     python -m gralc.experiments.seed_folds --seeds 1 2 --final-seeds 0 1 2 --device cuda --jobs 16 --threads 1 \\
         --out results/seeds                                                       # one GPU
 
-A job whose folder holds a ``result.json`` is kept, a stopped one goes on from its
-``last.ckpt`` (``resume=auto``), and a job folder holding files train.py does not write is
-refused before anything runs; each job appends its log beside its folder (``fold{K}.log``); ``OUT/jobs.json`` records every job's command, exit
-status and wall seconds with the git hash (one entry per invocation). ``--deadline S`` starts no job after S seconds and
-stops the ones still running then (a device lease's end); they are reported, not kept.
-Every job links with the full MeSH 2024 graph of the shared data folder, as
-``gralc.experiments.crossval`` (``--set pipeline.knowledge.vocabulary=...`` replaces it); jobs on the
-built-in demo list are refused before any runs.
-"""
+A finished job (``result.json``) is kept, a stopped one resumes from ``last.ckpt``, a folder
+holding files train.py does not write is refused; ``OUT/jobs.json`` records every job's
+command, exit status and seconds; ``--deadline S`` starts no job after S seconds and stops
+the running ones. Knowledge: the full MeSH 2024 graph, as ``gralc.experiments.crossval``."""
 
 from __future__ import annotations
 

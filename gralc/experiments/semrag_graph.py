@@ -1,24 +1,16 @@
-"""SemRAG's graph search (issue: corpus graph, communities, local / global search), measured.
-
-1. ``covidqa``: COVID-QA dev (expert questions over 49 full-text articles, evidence = answer
-   spans): SemRAG local / global graph search over semantic chunks vs semantic chunking alone,
-   its hybrid, BM25 and the best untrained GraLC-family rows, at equal retrieved-text budgets.
-2. ``pmc``: the PMC template questions (cross-section questions over 108 JATS articles,
-   evidence = gold paragraphs), where a graph should help most.
-3. ``cost``: the graph's build time (graph, communities, reports, concept and report vectors)
-   as a ratio of the whole-document encoder pass it rides on, measured in one run on COVID-QA
-   (uncached encoder; late chunks, pooled from that pass, so no second encoder pass); and the
-   memory of a graph over 10k chunks (all COVID-QA and PMC articles, 3-sentence chunks:
-   tracemalloc peak of build + communities + reports, concept vectors, the saved JSON).
-4. ``concepts``: what MeSH links in the COVID-QA questions: how many link none, and the most
-   frequent concepts with the share of articles that mention them (why the graph narrows little).
+"""SemRAG's graph search (corpus graph, communities, local / global search), measured.
 
     python -m gralc.experiments.semrag_graph --parts covidqa pmc cost --out results/semrag
 
+Parts: ``covidqa`` (COVID-QA dev: SemRAG local / global graph search over semantic chunks vs
+semantic chunking alone, its hybrid, BM25 and the best untrained GraLC rows, at equal
+retrieved-text budgets), ``pmc`` (the PMC template questions, where a graph should help
+most), ``cost`` (the graph's build time against the encoder pass it rides on, and the memory
+of a graph over 10k chunks) and ``concepts`` (what MeSH links in the COVID-QA questions).
 Every number is printed as a table and written to ``OUT/semrag.json`` with the run metadata.
-Knowledge: the full MeSH 2024 graph of the shared data folder (:mod:`gralc.experiments.real_data`; ``--set
-pipeline.knowledge.vocabulary=...`` replaces it).
-"""
+Knowledge: the full MeSH 2024 graph of the shared data folder
+(:mod:`gralc.experiments.real_data`; ``--set pipeline.knowledge.vocabulary=...`` replaces it).
+The parts in full: docs/experiments.md."""
 
 from __future__ import annotations
 

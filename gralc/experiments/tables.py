@@ -1,21 +1,17 @@
 """Every results table of ``docs/results/`` (and the README's headline), generated from its
 result file, never typed.
 
-Each ``docs/results/NAME.md`` is rendered from ``docs/results/NAME.json``, the file its
-experiment wrote (with its configuration, command line and git hash: :func:`gralc.runinfo.
-run_metadata`), by the renderer :data:`TABLES` names; the README's headline table (between
-``<!-- headline:begin -->`` and ``<!-- headline:end -->``) is ``headline.md``'s body, the
-encoder table of docs/encoders.md is ``encoder_trial.md``'s first table, and the memory table
-of docs/guarantees.md is ``memory_per_strategy.md``'s (:data:`COPIES`).
+Each ``docs/results/NAME.md`` is rendered from ``docs/results/NAME.json`` (the file its
+experiment wrote, with :func:`gralc.runinfo.run_metadata`) by the renderer :data:`TABLES`
+names; the tables copied into the README and the docs pages are :data:`COPIES`.
 
     python -m gralc.experiments.tables            # rewrite every table from its JSON
     python -m gralc.experiments.tables --check    # exit 1 naming each table that differs
     python -m gralc.experiments.tables --headline docs/results/covidqa_untrained_cv.json \\
         docs/results/two_stage_cv.json            # (re)build headline.json from run files
 
-``tests/experiments/test_results_tables.py`` runs ``--check``: a table edited by hand, or a result file
-changed without its table, fails the suite.
-"""
+``tests/experiments/test_results_tables.py`` runs ``--check``: a table edited by hand, or a
+result file changed without its table, fails the suite."""
 
 from __future__ import annotations
 

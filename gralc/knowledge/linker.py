@@ -4,20 +4,13 @@ Always run the linker on ``Document.text`` (the canonical text the chunker and t
 tokenise), never on another concatenation of the article: mention offsets are character
 offsets into exactly the string given to :meth:`EntityLinker.link`.
 
-Matching. Text and terms are normalised character by character to a string of the SAME
-length: lower-cased (a character whose lower case is longer, like "İ", is kept as is) and
-every non-alphanumeric character replaced by a space. Terms are added as ``" term "`` and
-the text is padded with a space on each side, so the automaton only reports matches that
-start and end at word boundaries ("Iris" is not found in "Irish"), and "Anti-Bacterial" also
-matches "anti bacterial". Among the matches, the longest wins, then the leftmost; selected
-mentions do not overlap ("breast cancer" beats "breast").
-
-Ambiguity filters (see :class:`LinkerConfig`): terms shorter than ``min_length`` are not
-used; short acronym-like terms ("AIDS", "COPD", "mRNA") match case-sensitively only; terms
-in the stop-list (frequent English words that are also MeSH entry terms) are not used.
-Plurals come from the vocabulary (MeSH's permuted variants, see
-:mod:`gralc.knowledge.vocabulary`); the linker adds none.
-"""
+Matching: text and terms are normalised to a string of the SAME length (lower-cased,
+non-alphanumerics as spaces) and matched at word boundaries only ("Iris" is not found in
+"Irish"; "Anti-Bacterial" matches "anti bacterial"); the longest match wins, then the
+leftmost, and mentions do not overlap. Filters (:class:`LinkerConfig`): terms shorter than
+``min_length`` and stop-listed terms are not used; short acronym-like terms match
+case-sensitively only. Plurals come from the vocabulary (:mod:`gralc.knowledge.vocabulary`).
+The rules in full: docs/data.md."""
 
 from __future__ import annotations
 

@@ -3,20 +3,14 @@ the trained scorer, the trained search and the evaluation rows.
 
 :meth:`GraLCModel.score_parts` reads, besides the question and chunk vectors, up to four
 matrices of raw scores of Q questions against K chunks (U sentence units): BM25 over the
-chunks' texts (``lexical``, ``model.use_lexical``), BM25 over the sentence units' texts
-(``unit_lexical``, with sentence evidence), BM25 over pairs of consecutive terms
-(``phrase``, ``model.phrase_weight``) and the concept match, BM25 over linked concept ids in
-the unit of :func:`~gralc.model.lexical.idf_scale` (``concepts``, ``model.concept_weight`` or
-``model.kg_prox_idf``). :class:`ScoreTerms` says which of them a model's config turns on;
-:class:`ScoreInputBuilder` computes them from the scorers of one set of chunks:
-
-* over texts (:meth:`ScoreInputBuilder.over_texts`): a training batch's chunks and units,
-  term statistics from the batch (or, for ``lexical``, a corpus's :class:`TermStats`);
-* over indexes built once (:mod:`gralc.retrieval.indexes.bm25`'s ``BM25Index``, a subclass of the
-  same :class:`~gralc.model.lexical.BM25Scorer`): an evaluation's or a search's chunks.
-
-Either way the numbers are those of the one BM25 core (:mod:`gralc.model.lexical`).
-"""
+chunks' texts (``lexical``), over the sentence units' texts (``unit_lexical``), over pairs of
+consecutive terms (``phrase``) and over linked concept ids (``concepts``, in the unit of
+:func:`~gralc.model.lexical.idf_scale`). :class:`ScoreTerms` says which of them a model's
+config turns on; :class:`ScoreInputBuilder` computes them from the scorers of one set of
+chunks, over texts (:meth:`ScoreInputBuilder.over_texts`: a training batch's chunks and
+units) or over indexes built once (:mod:`gralc.retrieval.indexes.bm25`'s ``BM25Index``: an
+evaluation's or a search's chunks). Either way the numbers are those of the one BM25 core
+(:mod:`gralc.model.lexical`). The setting that turns on each: docs/training.md."""
 
 from __future__ import annotations
 

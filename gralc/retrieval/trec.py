@@ -3,24 +3,15 @@
 A **run** has one line per retrieved item, ``qid Q0 docno rank score run_name``, best first
 within each query; a **qrels** file one line per judgement, ``qid 0 docno relevance``
 (relevance > 0: relevant). :func:`write_trec_run` writes our rankings at one of two levels:
+``chunk`` (docno = ``chunk_id``, scored against :func:`gralc.evaluation.trec.evidence_qrels`)
+or ``doc`` (docno = ``doc_id``, each document once at its best chunk, :func:`doc_hits`;
+scored against :func:`document_qrels`).
 
-* ``chunk``: docno = ``chunk_id``, every retrieved chunk; scored against
-  :func:`gralc.evaluation.trec.evidence_qrels` (the chunks holding each question's evidence),
-  it reproduces the evidence-level metrics;
-* ``doc``: docno = ``doc_id``, each document once, at its first (best) chunk with that
-  chunk's score (:func:`doc_hits`); scored against :func:`document_qrels`.
-
-**Order.** The rows' order IS the ranking (what our metrics score): the searchers produce it
-by the one tie-break rule (:mod:`gralc.retrieval.ranking`: score, then ``doc_id``, then
-``chunk_id``, descending), a re-ranker by its own logic. TREC tools do not read the rank
-column: they sort by score, trec_eval and pytrec_eval after storing it as a 32-bit float
-and breaking ties by docno descending, ranx with an unstable sort. So the written scores are
-32-bit floats strictly decreasing down each query's list: a score is written as its nearest
-32-bit float, or, when that would not lie below the score written above it (a tie, or a
-re-ranked list whose scores rise), as the next 32-bit float below that one. Every
-score-descending sort then keeps our order exactly, whatever its tie rule; a written score
-differs from ours by at most a few units in the 7th significant digit where it was nudged.
-"""
+**Order.** TREC tools sort by score, not by the rank column, so the written scores are 32-bit
+floats strictly decreasing down each query's list: each score is its nearest 32-bit float, or
+the next one below the score written above it where that would tie or rise. Every
+score-descending sort then keeps our order exactly (a nudged score differs from ours in the
+7th significant digit at most). Why: docs/evaluation.md."""
 
 from __future__ import annotations
 

@@ -2,31 +2,17 @@
 
 ``GraLCDataModule(cfg).setup()`` loads the benchmark, splits the questions
 (:func:`gralc.training.pairs.split_questions`), prepares and featurises every corpus document
-ONCE (encoder cache + one JSON + safetensors folder of all features and question encodings,
-keyed by a hash of everything they depend on; a cache hit does not even load the encoder), then serves
+ONCE (encoder cache + one feature cache entry keyed by a hash of everything it depends on; a
+hit does not even load the encoder), then serves train batches (:class:`TrainBatch`:
+``batch_size`` questions of DISTINCT documents, :class:`NoDuplicateDocBatchSampler`, plus
+``extra_negative_docs`` random training documents) and one validation batch
+(:class:`ValBatch`: every dev question against the whole val corpus).
 
-* train batches (:class:`TrainBatch`): ``batch_size`` questions of DISTINCT documents
-  (:class:`NoDuplicateDocBatchSampler`) plus ``extra_negative_docs`` random training documents;
-* one validation batch (:class:`ValBatch`): every dev question against the whole val corpus.
-
-Mixed sources (``mix``, :class:`gralc.training.config.MixSource`). The primary ``data``
-source is loaded as without them and alone supplies the dev set and the validation corpus,
-so ``val/*`` and checkpoint selection stay on the primary benchmark. Each mix source with
-weight w > 0 is loaded as if it were trained alone (its own feature-cache entry, so caches
-are shared with single-source runs) and contributes only its training questions and their
-documents (:func:`load_mix_sources`): its document and question ids get the prefix
-``NAME:`` (``NAME[i]:`` when two sources share a name; the primary's ids stay as they are,
-so its cache and dev set are untouched), a colliding id is an error, and a mix document with
-the text of a document already loaded (the primary's, dev ones included, or an earlier
-source's) is dropped with its questions, so no dev document is trained on under another id.
-Each epoch the batch sampler takes every primary training question plus ``round(w *
-n_primary_train)`` questions of each mix source (:func:`epoch_draw`, seeded by ``seed +
-epoch``) and batches them so no batch holds two questions of one document. Extra negative
-documents are drawn from the training documents of every source, each slot picking the
-source in proportion to its questions in the epoch (:class:`TrainCollator`): the primary
-keeps its share of same-domain (hard) negatives, and a source's documents are negatives in
-proportion to how much it is trained on.
-"""
+Mixed sources (``mix``, :class:`gralc.training.config.MixSource`): the primary ``data`` alone
+supplies the dev set and the validation corpus; each mix source adds its training questions
+and documents (ids prefixed ``NAME:``, :func:`load_mix_sources`), ``round(w * n_primary_train)``
+questions an epoch (:func:`epoch_draw`), its documents negatives in proportion
+(:class:`TrainCollator`). The rules in full: docs/training.md."""
 
 from __future__ import annotations
 

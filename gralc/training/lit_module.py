@@ -1,38 +1,18 @@
 """The LightningModule: contrastive (multi-positive InfoNCE) training of a GraLCModel.
 
 Per step, ``model(docs, soft=True)`` (:meth:`GraLCModel.forward`, the path inference takes
-with ``soft=False``) chunks every document of the batch (gold documents + extra negatives):
-H', u' from the KG, hard spans from the CURRENT learned boundaries (no gradient), soft chunk
-vectors under ``sigmoid((b - tau) / T)`` cuts (gradients reach alpha, gamma, tau), the chunks'
-entity table.
-Scores (B, K_total) = hybrid score / temperature over ALL chunks of the batch (with the
-lexical term: BM25 of each question over the texts of the batch's chunks, term statistics
-from those chunks, or with ``optim.lexical_stats=corpus`` from the chunks of the whole
-training corpus at the start of fitting, :meth:`GraLCLitModule.on_fit_start`), so negatives
-are in-batch documents, the other chunks of the gold document (hard negatives) and the extra
-documents. Loss per question = ``-log sum_pos exp(s) + log sum_all exp(s)``.
+with ``soft=False``) chunks every document of the batch: hard spans from the CURRENT learned
+boundaries (no gradient), soft chunk vectors under ``sigmoid((b - tau) / T)`` cuts (gradients
+reach alpha, gamma, tau). Scores (B, K_total) = hybrid score / temperature over ALL chunks of
+the batch (in-batch, same-document and extra negatives); loss per question =
+``-log sum_pos exp(s) + log sum_all exp(s)``. With LoRA adapters (``encoder``, a
+:class:`~gralc.encoding.lora.LoraEncoder`) each step re-encodes through them, by windows
+(:meth:`GraLCLitModule.training_views`); ``optim.late_interaction`` and
+``model.phrase_weight`` add their terms as inference does, and validation scores the same way.
 
-With LoRA adapters on the encoder (``encoder``: a :class:`~gralc.encoding.lora.LoraEncoder`,
-a submodule, so the optimiser, checkpoints and resume include its adapters), every step
-first recomputes H and b_sem and each question's vector with the adapted encoder, with
-gradient through the pooled chunk vectors (span pooling over the late-chunked pass). With
-``windows_per_doc = n >= 1`` a training step encodes encoder windows, not whole documents
-(:meth:`GraLCLitModule.training_views`): the window of each gold document that holds the
-question's evidence, ``n - 1`` other windows of it (same-document negatives) and one window
-of each extra negative document; validation encodes whole documents
-(:func:`~gralc.model.doc_features.adapted_features`), as inference does. Positives are
-resolved against the cached features of the same window (the supervision stays fixed).
-With ``optim.late_interaction = m > 0`` the score is ``(1 - m) * score + m * MaxSim`` of the
-questions' adapted word-piece vectors against the chunks' H' token vectors (ColBERT-style),
-so both sides of the late interaction inference can mix in are trained for it; validation
-scores with the same mix, so the checkpoint (and initial-vs-trained) choice judges that score.
-With ``model.phrase_weight = g > 0`` the term-pair BM25 of the batch's chunks is added last,
-as inference adds it, so the adapters learn around it.
-
-A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before
-the optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses
-to write non-finite parameters as a last guard.
-"""
+A non-finite loss or gradient raises :class:`NonFiniteLossError` inside the step, before the
+optimiser or any checkpoint can store the broken state; ``on_save_checkpoint`` refuses to
+write non-finite parameters as a last guard. The step in full: docs/training.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,17 @@
 """Question -> positive-chunk supervision, pluggable per benchmark.
 
-A :class:`TrainingExample` names the gold document and a :class:`Positives` selector. The
-selector is resolved at EVERY step against the document's current hard spans (they move as
-alpha / gamma / tau learn):
-
-* ``char_ranges``: chunks overlapping any gold character range (paragraphs or sections of the
-  required IMRaD types: PMC template questions, the demo corpus);
-* ``answer_vec``: the chunk whose frozen mean token vector is closest (cosine) to the encoded
-  long answer (PubMedQA: the chunk holding the answer evidence);
-* neither: every chunk of the gold document.
-
+A :class:`TrainingExample` names the gold document and a :class:`Positives` selector,
+resolved at EVERY step against the document's current hard spans (they move as alpha / gamma
+/ tau learn): ``char_ranges`` (chunks overlapping any gold character range: paragraphs or
+sections of the required IMRaD types, for PMC template questions and the demo corpus),
+``answer_vec`` (the chunk whose frozen mean token vector is closest, by cosine, to the encoded
+long answer: PubMedQA) or neither (every chunk of the gold document).
 ``pairs.positives=document`` (:class:`gralc.training.config.PairsConfig`) replaces every
-selector by "every chunk of the gold document" after loading (the features cache keeps the
-benchmark's own definition).
+selector by the last after loading (the features cache keeps the benchmark's own definition).
 
 Splits: PubMedQA uses the official split (train to train, dev to validate; the 500 test PMIDs
 are NEVER trained on, asserted); other sources split by gold DOCUMENT, so validation
-questions ask about articles not trained on.
-"""
+questions ask about articles not trained on."""
 
 from __future__ import annotations
 

@@ -1,27 +1,17 @@
 """Model soups: one checkpoint whose weights are the weighted mean of several checkpoints
 fine-tuned from the same initial weights (Wortsman et al., ICML 2022), e.g. a run selected on
-a dev split and its refit on every document (``loader.dev_fraction=0``), or WiSE-FT's
-interpolation between the untrained and the trained model (weights ``1 - t, t``).
+a dev split and its refit on every document, or WiSE-FT's interpolation (weights ``1 - t, t``).
 
     gralc soup RUN_A RUN_B --out outputs/soup.ckpt
     gralc export outputs/soup.ckpt --out DIR
 
-An ingredient is a checkpoint (.ckpt) or a run folder (``paths.output_dir``), which stands for
-the model its ``result.json`` selected (``best_checkpoint``: the best trained epoch on dev,
-``initial.ckpt`` when none beat it, the last epoch of a refit).
-
-Every floating tensor of the state dict is averaged (LoRA adapters and learned scalars
-alike); averaging only means something between models that started from the same weights,
-so checkpoints whose seed, LoRA settings or state-dict shapes differ are refused by name. The
-result is a weights-only checkpoint (no optimiser state: it is not a point of any one run to
-resume from) holding the last checkpoint's configuration, its own learned values and
-``gralc.soup`` (the ingredients and weights); it is written atomically.
-
-An ingredient that loads but is malformed (not a dict, no ``state_dict`` or ``gralc`` entry,
-a non-tensor weight, NaN, weights that do not fit the model its settings describe) is one
-error naming the file and what is wrong (:mod:`gralc.training.checkpoints`), exit code 2 from
-the command line (the boundary of :func:`gralc.cli.run`), and nothing is written.
-"""
+An ingredient is a checkpoint (.ckpt) or a run folder (the model its ``result.json``
+selected). Every floating tensor is averaged; checkpoints whose seed, LoRA settings or
+state-dict shapes differ are refused by name. The result is a weights-only checkpoint holding
+the last checkpoint's configuration, its own learned values and ``gralc.soup`` (ingredients
+and weights), written atomically. A malformed ingredient is one error naming the file
+(:mod:`gralc.training.checkpoints`; exit code 2 on the command line), and nothing is written.
+The rules in full: docs/training.md."""
 
 from __future__ import annotations
 

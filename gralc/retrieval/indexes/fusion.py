@@ -1,21 +1,17 @@
 """Hybrid lexical + dense search: fuse two rankings of the same chunks into one.
 
 Both inputs are one query's candidates, best first, as ``(chunk, score)`` pairs or Hits
-(e.g. the top ``candidates`` of FAISS and of BM25 over the SAME chunks). A chunk is
-identified by ``(doc_id, chunk_id)``.
+over the SAME chunks; a chunk is identified by ``(doc_id, chunk_id)``.
 
 * ``rrf`` (reciprocal-rank fusion, Cormack et al. 2009): ``sum over lists of
   1 / (rrf_k + rank)``, rank 1-based; a chunk missing from a list adds nothing. ``rrf_k=60``.
 * ``weighted``: ``(1 - lexical_weight) * dense_norm + lexical_weight * lexical_norm``, each
-  list's scores min-max normalised over that list's candidates for this query (the best
-  candidate 1, the worst 0; all equal -> 1); a chunk missing from a list gets 0 there.
-  ``lexical_weight`` 0 is the dense ranking, 1 the lexical one.
+  list's scores min-max normalised over that list's candidates for this query (all equal
+  -> 1); a chunk missing from a list gets 0 there.
 
 The fused list is ordered by the one ranking rule (:mod:`gralc.retrieval.ranking`); each
 hit keeps ``dense``, ``lexical`` (raw scores, NaN when absent) and the fused score in
-``components``. The trained model's score gains a learned lexical term later; this is the
-fixed-weight component both use.
-"""
+``components``. In full: docs/evaluation.md."""
 
 from __future__ import annotations
 

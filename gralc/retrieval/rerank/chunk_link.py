@@ -2,31 +2,14 @@
 the items of an enumeration they announce.
 
 An enumeration often spans several chunks: the "preamble" ("Patients were excluded for the
-following reasons:") lands in one chunk, the items in the next ones, and top-k search
-returns the preamble chunk without its items. Chunk-Link links each chunk holding a
-preamble to the following chunks (``window`` = 5 in the paper) that hold the enumerated
-items, and adds those linked chunks to the retrieved list.
-
-The paper detects preambles with an LLM; :func:`detect_preambles` is a rule-based detector
-(pass ``detector=`` to plug an LLM in; it must return preamble character spans):
-
-* sentences with an announcing cue: "the following" (not "the following day/year/...",
-  "the following section(s)"), "as follows", "include:", "are:", "were:", "following:",
-  a count before a colon ("three main reasons: ...");
-* sentences of 3+ words ending with a colon (typically right before a list or list-item
-  paragraphs; "Background:" labels are not preambles);
-* section titles announcing items ("Inclusion criteria", "Key points",
-  "Recommendations", "Steps", "Highlights", ..., or any title ending with ':');
-* lists (:class:`ListBlock`, JATS ``<list>``) themselves: the chunk holding a list's first
-  item is linked to the chunks holding the rest of the list.
-
-Where the items are (:func:`enumeration_for`): a list's items after its first; a titled
-section's content; for a sentence, the list that follows its paragraph (the whole run of
-list items) when the next block is a list item, else the text after its colon when the
-items follow a colon inside the sentence, else the rest of its paragraph when the sentence
-is not the paragraph's last, else the next paragraph (unless a section title comes in
-between: then there are no items).
-"""
+following reasons:") lands in one chunk, its items in the next ones. Chunk-Link links each
+chunk holding a preamble to the following chunks (``window`` = 5 in the paper) that hold the
+items, and adds them to the retrieved list. The paper detects preambles with an LLM;
+:func:`detect_preambles` is rule-based (announcing cues such as "the following", "as
+follows", a count before a colon; sentences ending with a colon; titles such as "Inclusion
+criteria"; lists themselves; ``detector=`` plugs an LLM in, returning preamble character
+spans), and :func:`enumeration_for` says where the items are. The rules in full:
+docs/evaluation.md."""
 
 from __future__ import annotations
 

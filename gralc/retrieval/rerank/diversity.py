@@ -1,39 +1,18 @@
 """Section-diverse re-ranking (GraLC-RAG paper, future work 3: "re-ranking that explicitly
 maximizes section diversity to improve cross-section recall").
 
-Plain top-k retrieval tends to return several chunks of the same section; cross-section
-questions need evidence from several top-level sections of the relevant article. Two
-re-rankers of one query's candidates:
+Cross-section questions need evidence from several top-level sections of the relevant
+article; plain top-k tends to return several chunks of one section. Re-rankers of one
+query's candidates: ``mmr`` (maximal marginal relevance, with a same-section and an embedding
+redundancy), ``quota`` (round-robin over the sections of the ``top_docs`` best documents,
+``per_section_quota`` chunks each) and ``complete`` (what ``eval.py``'s ``*_diverse`` rows use:
+the ``quota`` order over all documents, the last ``complete_slots`` of the top ``k`` given
+to the unseen top-level sections of the ``top_docs`` best documents).
 
-* ``mmr``: maximal marginal relevance. Each step picks the candidate maximising
-  ``lambda_ * rel - (1 - lambda_) * redundancy`` where ``rel`` is the retrieval score
-  min-max normalised over the candidates (so ``lambda_`` means the same for cosine and BM25
-  scores) and ``redundancy = same_section_penalty * [shares a section key with a selected
-  chunk] + embedding_weight * max(0, max cosine(embedding, selected embeddings))``.
-* ``quota``: round-robin over the sections of the ``top_docs`` best documents (documents
-  and sections ordered by their best candidate): each round takes up to
-  ``per_section_quota`` chunks from every section, best first; when those sections run
-  out, the remaining candidates follow by score.
-* ``complete`` (what ``eval.py``'s ``*_diverse`` rows use): the ``quota`` order over ALL
-  documents fills the first ``k - complete_slots`` positions; the last ``complete_slots``
-  positions of the top ``k`` go to the best chunk of each top-level section of the ``top_docs``
-  best documents that the head does not show yet (round-robin over those documents, best
-  document first); the rest follow in ``quota`` order. With ``top_docs=None`` in ``quota``
-  order a document's first chunk is never moved down, so the reciprocal rank of the first
-  relevant document can only improve when its first chunk is in the head; the tail then
-  completes the sections of the documents most likely to be the answer's. On the PMC
-  cross-section benchmark (README) ``complete_slots=6, top_docs=3`` was chosen on a dev half of
-  the questions.
-
-A chunk's section key is ``(doc_id, section_ids[0])`` (its top-level section); chunks with
-no section share the key ``(doc_id, None)``, so they get no free diversity bonus. Ties follow
-the one ranking rule (:mod:`gralc.retrieval.ranking`): the result is deterministic.
-
-The returned hits are in the new order and their ``score`` is a rank score
-(``n - position``, strictly decreasing) so that consumers sorting by score (ranx runs,
-score-based merges) keep the diversified order; the retrieval score is kept in
-``components["retrieval"]``.
-"""
+A chunk's section key is ``(doc_id, section_ids[0])`` (``(doc_id, None)`` without one); ties
+follow :mod:`gralc.retrieval.ranking`. The hits come in the new order with a rank score
+(``n - position``, strictly decreasing), the retrieval score in ``components["retrieval"]``.
+The formulas in full: docs/evaluation.md."""
 
 from __future__ import annotations
 
