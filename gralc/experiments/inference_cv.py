@@ -274,6 +274,7 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.inference_cv --help``): writes late_interaction.json; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--pool", nargs="+", metavar="RUN",
