@@ -349,7 +349,7 @@ def graph_searcher(kind: str, bench: Benchmark, chunks: list[Chunk], index: Grap
 class Scorer(Protocol):
     """What evaluation scores: a ranker of a benchmark's questions (in order) over its chunks:
     a baseline :class:`Searcher` (dense, BM25, hybrid), a trained model's row
-    (:class:`~gralc.evaluation.trained_rows.TrainedSearcher`), anything else."""
+    (:class:`~gralc.evaluation.trained_rows.RankedRows`), anything else."""
 
     def search(self, depth: int) -> list[Run]:
         """Per question its top ``depth`` ``(chunk, score)`` pairs, best first."""

@@ -10,19 +10,17 @@ its models):
   evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini).
 
 GraLC 0.1 named them ``gralc_graph``, ``gralc_kg``, ``gralc_graph_hybrid`` and
-``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows` (or, for probes
-that hold every chunk's score, a :class:`TrainedSearcher`), scored through the
-:class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row."""
+``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows`, scored through the
+:class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row; a probe that needs
+every chunk's score asks the same search (:meth:`TrainedSearch.scores`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
@@ -32,8 +30,7 @@ from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_score
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.fusion import FusionConfig, fuse
-from gralc.retrieval.ranking import rank_chunks, rank_order
-from gralc.retrieval.trained.concept_match import question_concepts
+from gralc.retrieval.ranking import rank_order
 from gralc.retrieval.trained.scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
@@ -55,116 +52,6 @@ def row_name(prefix: str, suffix: str) -> str:
 def row_names(prefix: str) -> list[str]:
     """Every row a trained model named ``prefix`` adds (:data:`ROWS`)."""
     return [row_name(prefix, s) for s in ROWS]
-
-
-def _top(chunks, scores: torch.Tensor, k: int):
-    """Top-k (chunk, score) with the metrics' fixed tie-break (score, doc id, chunk id)."""
-    n = min(len(chunks), k + 50)  # slack so ties at the cut are ordered by the rule
-    idx = torch.topk(scores, n).indices.tolist()
-    return rank_chunks([(chunks[i], float(scores[i])) for i in idx])[:k]
-
-
-class TrainedSearcher:
-    """One trained row as a :class:`~gralc.evaluation.methods.Scorer`: each question's score of
-    every chunk (``scores[i]`` (K,), computed once by the model and shared by the rows), fused
-    with BM25 (``lexical[i]`` (K,)) when given."""
-
-    def __init__(self, chunks: list[Chunk], scores: list[torch.Tensor],
-                 lexical: list[np.ndarray] | None, fusion: FusionConfig, candidates: int) -> None:
-        self.chunks, self.scores, self.lexical = chunks, scores, lexical
-        self.fusion, self.candidates = fusion, candidates
-        self.by_doc: dict[str, list[int]] = {}
-        for i, c in enumerate(chunks):
-            self.by_doc.setdefault(c.doc_id, []).append(i)
-
-    def search(self, depth: int) -> list[Run]:
-        """Per question its top ``depth`` ``(chunk, score)`` pairs by the row's scores (fused with
-        BM25 when ``lexical`` is given), best first."""
-        n = max(depth, self.candidates)
-        runs = []
-        for i, s in enumerate(self.scores):
-            dense = _top(self.chunks, s, n)
-            if self.lexical is None:
-                runs.append(dense[:depth])
-            else:
-                lexical = _top(self.chunks, torch.from_numpy(self.lexical[i]), n)
-                runs.append(_pairs(fuse(dense, lexical, self.fusion, depth)))
-        return runs
-
-    def within(self, qi: int, doc_id: str) -> Run:
-        """Question ``qi``'s ranking of the chunks of ``doc_id`` only."""
-        idx = self.by_doc.get(doc_id, [])
-        own = [self.chunks[i] for i in idx]
-        own_dense = _ranked(own, self.scores[qi].numpy()[idx])
-        if self.lexical is None:
-            return own_dense
-        return _pairs(fuse(own_dense, _ranked(own, self.lexical[qi][idx]), self.fusion))
-
-
-@dataclass
-class TrainedScores:
-    """A trained model's scores of one benchmark: its ``chunks`` (K), per question the
-    ``cosine`` (K,) of the KG-infused chunk vectors, the model's learned score ``graph``
-    (K,) and the ``lexical`` BM25 (K,) over the same chunks; the questions' vectors
-    ``queries`` (Q, d) from the encoder the model runs with; seconds spent chunking and
-    scoring."""
-
-    chunks: list[Chunk]
-    queries: torch.Tensor
-    cosine: list[torch.Tensor]
-    graph: list[torch.Tensor]
-    lexical: list[np.ndarray]
-    timings: dict[str, float]
-
-
-def trained_scores(
-    scorer: TrainedScorer,
-    bench: Benchmark,
-    prepared: list[PreparedDocument],
-    pipeline: Pipeline,
-    prefix: str = "gralc",
-    model_path: str | Path = "",
-) -> TrainedScores:
-    """Chunk ``bench``'s documents with the trained model and score every question against
-    every chunk. The model runs with the pipeline settings saved in it (encoder, LoRA-adapted
-    or not, knowledge base, boundary window): where ``pipeline`` differs in any of them the
-    documents and questions are prepared again with the model's (``pipeline``'s runtime
-    settings, e.g. its encoder cache, are kept) and a warning names the differences."""
-    pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
-    t0 = time.perf_counter()
-    chunks = scorer.chunk(pipeline, prepared, strategy=prefix)
-    t_chunk = time.perf_counter() - t0
-    vecs = torch.from_numpy(np.stack([c.embedding for c in chunks]))
-    t1 = time.perf_counter()
-    texts = [q.text for q in bench.questions]
-    q_vecs = pipeline.encoder.encode_queries(texts)
-    # the model's lexical inputs, and the chunks' BM25 for the fused rows whatever the model
-    terms = replace(scorer.terms, lexical=True)
-    ids = question_concepts(pipeline.linker, texts) if terms.concepts else None
-    inputs = scorer.score_inputs(texts, scorer.indexes(chunks, lexical=True), ids, terms)
-    cosine, graph = [], []
-    for i, (q, qv) in enumerate(zip(bench.questions, q_vecs)):
-        score, cos, _ = scorer.score_all(pipeline, q.text, qv, vecs, inputs=inputs.select(i))
-        cosine.append(cos)
-        graph.append(score)
-    return TrainedScores(chunks, torch.as_tensor(np.asarray(q_vecs)), cosine, graph, list(inputs.lexical),
-                         {"chunk_s": t_chunk, "score_s": time.perf_counter() - t1})
-
-
-def trained_rows(scores: TrainedScores, bench: Benchmark, settings: RunSettings,
-                 scorer: TrainedScorer, prefix: str = "gralc") -> list[MethodResult]:
-    """The four rows (:data:`ROWS`) of ``scores``, each scored like every baseline row."""
-    out = []
-    for name in ROWS:
-        searcher = TrainedSearcher(scores.chunks,
-                                   scores.cosine if name.startswith("cosine") else scores.graph,
-                                   scores.lexical if name.endswith("hybrid") else None,
-                                   settings.fusion, settings.fusion.candidates)
-        r = score_scorer(row_name(prefix, name), bench, scores.chunks, searcher, settings,
-                         scores.timings)
-        r.metrics.update({f"learned/{k}": v for k, v in scorer.learned_values().items()})
-        out.append(r)
-    return out
 
 
 class RankedRows:

@@ -65,6 +65,7 @@ def average_fold(a: Path, b: Path, out: Path, t: float, b_checkpoint: str) -> Pa
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.average_folds --help``): writes each fold's averaged model; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", required=True, help="variant folder whose selected fold models are averaged")
     ap.add_argument("--b", required=True, help="variant folder holding the second checkpoint of each fold")

@@ -84,6 +84,7 @@ def sentence_evidence(args, ckpt: str, bench) -> tuple[float | None, dict[float,
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.final_model --help``): writes the final model; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--variant", default="full", choices=list(VARIANTS))

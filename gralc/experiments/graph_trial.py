@@ -129,6 +129,7 @@ def row(search: TrainedSearch, side, settings, metrics=METRICS) -> dict:
 
 
 def mean(values: list[float]) -> float:
+    """Mean of ``values`` without their NaNs (NaN when none is left)."""
     values = [v for v in values if v == v]  # NaN: a metric the question does not have
     return statistics.fmean(values) if values else float("nan")
 
@@ -181,6 +182,8 @@ def graph_rows(args, scorer: TrainedScorer, pipe: Pipeline, test, settings, sear
 
 def fold_rows(args, scorer: TrainedScorer, test, dev, base_pipe: Pipeline, settings,
               search: CandidateConfig) -> tuple[dict[str, dict], dict]:
+    """One fold's rows (:func:`graph_rows`) with the concept weight chosen on its ``dev`` split,
+    and what was chosen: ``(rows, fold info)``."""
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     # the concept weight, chosen on the dev split (inside the training folds)
     chosen, dev_mrr = choose_concept_weight(args, scorer, pipe, dev, settings, search)
@@ -216,6 +219,7 @@ def gains_of(folds: list[dict[str, dict]]) -> dict[str, dict]:
 
 
 def report(saved: dict) -> str:
+    """The markdown tables of a saved ``graph_trial.json``: every row's means, then the gains."""
     a, folds = saved["args"], saved["folds"]
     metrics = list(folds[0][REFERENCE]["questions"])
     if a.get("pmc"):
@@ -267,6 +271,7 @@ def pmc_main(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.graph_trial --help``): writes graph_trial.json; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...) trained with full MeSH")
     ap.add_argument("--variant", default="lora_lexical_small_late",

@@ -4,9 +4,9 @@ For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``, e.g.
 ``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
 (``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc`` row does, with sentence
 evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
-``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; the product's own
-chunk tokens, question word-pieces and MaxSim; a check asserts the model's ``score_all``
-gives the same scores). ``m`` is chosen per fold on the fold's dev split (its training
+``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; every score from the
+product's search with every chunk a candidate, ``TrainedSearch.scores``; a check asserts its
+mix gives the same scores). ``m`` is chosen per fold on the fold's dev split (its training
 articles only, searched among them), then scored on the held-out fold (searched among all 49
 articles): the ``m=cv`` rows.
 
@@ -60,13 +60,13 @@ from gralc.data.folds import cv_side
 from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
 from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.significance import FoldPairs, paired_gain
-from gralc.evaluation.trained_rows import trained_scores
+from gralc.evaluation.trained_rows import searchable
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.experiments.real_data import require_real_graph
 from gralc.model.hybrid_scorer import normalise_lexical
-from gralc.model.late_interaction import maxsim
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.trained.candidates import CandidateConfig
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
@@ -78,39 +78,34 @@ METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "
 
 def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phrase_weight: float = 0.0,
            cut_unit: str | None = None):
-    """``(chunks, model scores (Q, K) without late interaction, MaxSim (Q, K))`` of every
-    question of ``bench`` against its documents, sentence evidence ``weight``; with
-    ``phrase_weight`` g the scores hold the term-pair BM25 term too, added after the late
-    interaction mix as the product adds it (:meth:`GraLCModel.score_parts`), so a row's score
-    is ``(1 - m) * (scores - g * phrase) + m * MaxSim + g * phrase``: the returned scores
-    are ``(scores without it, MaxSim, g * normalised phrase)`` to mix. ``cut_unit``: the
-    model's hard cuts at ``word`` or ``sentence`` starts (default: as trained)."""
+    """``(chunks, model scores (Q, K) without late interaction, MaxSim (Q, K), g * normalised
+    term-pair BM25 (Q, K))`` of every question of ``bench`` against its documents, sentence
+    evidence ``weight``, from the product's search with every chunk a candidate
+    (:meth:`~gralc.retrieval.trained.search.TrainedSearch.scores`, exact float16 tokens). With
+    ``phrase_weight`` g the product adds the term-pair BM25 after the late interaction mix
+    (:meth:`GraLCModel.score_parts`), so a row's score is ``(1 - m) * scores + m * MaxSim + g
+    * phrase``, the three returned to mix. ``cut_unit``: the model's hard cuts at ``word`` or
+    ``sentence`` starts (default: as trained)."""
     if cut_unit is not None:
         scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=cut_unit)
-    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.0,
-                                  phrase_weight=0.0)
-    pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
-    prepared = pipe.prepare(bench.documents, progress=False)
-    s = trained_scores(scorer, bench, prepared, pipe)
-    graph = torch.stack(s.graph)
-    scorer.model.config = replace(scorer.model.config, late_interaction=0.5)
+    # chunked with the late interaction and term pairs on: the chunks' tokens, the term-pair BM25
+    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.5,
+                                  phrase_weight=phrase_weight)
     scorer.token_codec = TokenCodecConfig(kind="float16")  # the exact token vectors
-    scorer.chunk(pipe, prepared)  # the same chunks, now with their token vectors
-    q_tok, q_mask = pipe.encoder.encode_query_tokens([q.text for q in bench.questions])
-    vecs = torch.from_numpy(np.stack([c.embedding for c in s.chunks]))
-    every = scorer.chunk_set(vecs)
-    late = maxsim(q_tok, q_mask, every.token_vectors, every.token_chunk, len(s.chunks))
-    scorer.model.config = replace(scorer.model.config, phrase_weight=phrase_weight)
+    pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
+    chunks = scorer.chunk(pipe, pipe.prepare(bench.documents, progress=False))
+    search = searchable(scorer, pipe, chunks, CandidateConfig(exhaustive=True))
     texts = [q.text for q in bench.questions]
-    inputs = scorer.score_inputs(texts, scorer.indexes(s.chunks))  # the model's own inputs
+    mixed_q = search.encode(texts)
+    mixed = search.scores(mixed_q)
+    scorer.model.config = replace(scorer.model.config, late_interaction=0.0, phrase_weight=0.0)
+    graph = search.scores(search.encode(texts)).score
     phrase = torch.zeros_like(graph)
     if phrase_weight:
-        phrase = phrase_weight * normalise_lexical(torch.as_tensor(inputs.phrase)).to(graph.dtype)
-    for i in range(min(3, len(bench.questions))):  # the product's score is this mix
-        got = scorer.score_all(pipe, texts[i], s.queries[i], vecs, inputs=inputs.select(i))[0]
-        assert torch.allclose(got, 0.5 * graph[i] + 0.5 * late[i] + phrase[i], atol=1e-5), "mix differs"
-    scorer.model.config = replace(scorer.model.config, late_interaction=0.0, phrase_weight=0.0)
-    return s.chunks, graph.numpy(), late.numpy(), phrase.numpy()
+        phrase = phrase_weight * normalise_lexical(torch.as_tensor(mixed_q.inputs.phrase)).to(graph.dtype)
+    # the product's score is this mix
+    assert torch.allclose(mixed.score, 0.5 * graph + 0.5 * mixed.late + phrase, atol=1e-5), "mix differs"
+    return chunks, graph.numpy(), mixed.late.numpy(), phrase.numpy()
 
 
 def means(bench, chunks, score: np.ndarray, settings) -> dict[str, float]:
@@ -279,6 +274,7 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.inference_cv --help``): writes late_interaction.json; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--pool", nargs="+", metavar="RUN",

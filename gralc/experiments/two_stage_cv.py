@@ -90,6 +90,7 @@ def fold_rows(scorer: TrainedScorer, test, base_pipe: Pipeline, settings, search
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``python -m gralc.experiments.two_stage_cv --help``): writes two_stage.json; 0 on success."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     fold_run_arguments(ap, "a gralc.experiments.crossval variant folder (fold0, ...)")
     ap.add_argument("--sentence-evidence", type=float, default=0.3)
@@ -164,6 +165,7 @@ def report(saved: dict) -> str:
 
 
 def report_main(path: Path, publish: str | None) -> int:
+    """Print the table of a saved ``two_stage.json`` (``publish``: also save it as results/NAME.json); 0."""
     saved = json.loads(path.read_text())
     print(report(saved))
     if publish:

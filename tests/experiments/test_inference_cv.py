@@ -104,3 +104,43 @@ def test_a_refit_run_takes_its_untrained_models_from_another_run(tmp_path, capsy
         main(["--run", str(tmp_path / "refit"), "--untrained", str(tmp_path / "other"),
               "--train-folds", "0", "--weights", "0", "0.8"])
     assert str(tmp_path / "other" / "fold0" / "initial.ckpt") in capsys.readouterr().err
+
+
+@pytest.mark.slow  # ~40 s: make test-all (CI)
+def test_rows_are_scored_by_the_one_trained_search(make_cfg, datamodule, tmp_path):
+    """scored(): every question's score of every chunk comes from the trained search with every
+    chunk a candidate (its late-interaction mix is checked inside), so the m=0 ranking is the
+    ranking ``search.exhaustive=true`` gives."""
+    from dataclasses import replace
+
+    import numpy as np
+    import torch
+
+    from gralc.data.benchmarks import demo_benchmark
+    from gralc.evaluation.trained_rows import searchable
+    from gralc.experiments.inference_cv import scored
+    from gralc.model.gralc_model import GraLCModel
+    from gralc.pipeline import Pipeline
+    from gralc.retrieval.trained.candidates import CandidateConfig
+    from gralc.retrieval.trained.scorer import TrainedScorer
+
+    cfg = make_cfg(tmp_path, "model.use_lexical=true")
+    torch.manual_seed(0)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim).eval()
+    bench = demo_benchmark()
+    bench.questions = bench.questions[:4]
+    scorer = TrainedScorer(model, cfg.pipeline)
+    chunks, graph, late, phrase = scored(scorer, bench, Pipeline(cfg.pipeline), 0.3, 0.05)
+    assert graph.shape == late.shape == phrase.shape == (4, len(chunks))
+    assert phrase.max() > 0 and np.abs(late).max() <= 1 + 1e-6
+    assert scorer.model.config.late_interaction == 0 and scorer.model.config.sentence_evidence == 0.3
+    alone = TrainedScorer(model, cfg.pipeline)  # the same model, searched as the product does
+    alone.model.config = replace(model.config, late_interaction=0.0, phrase_weight=0.0)
+    pipe = Pipeline(cfg.pipeline)
+    search = searchable(alone, pipe, alone.chunk(pipe, pipe.prepare(bench.documents, progress=False)),
+                        CandidateConfig(exhaustive=True))
+    ranked = search.search_encoded(search.encode([q.text for q in bench.questions]), len(chunks))
+    for i, hits in enumerate(ranked):  # the questions encoded as one batch, as scored() does
+        by_id = {c.chunk_id: float(graph[i, j]) for j, c in enumerate(chunks)}
+        assert [h.score for h in hits] == [by_id[h.chunk.chunk_id] for h in hits]

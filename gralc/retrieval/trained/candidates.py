@@ -1,21 +1,16 @@
 """The first stage of a trained model's search: which chunks its full score is computed for.
 
-A trained model's score (cosine, kg_prox, learned BM25 term, sentence evidence, MaxSim,
-term-pair BM25) is too costly for every chunk of a large corpus, so a search scores the
-union of cheap candidate lists only: the ``dense`` nearest chunk vectors (the FAISS index),
-the ``lexical`` best chunks by BM25, the ``phrase`` best by the term-pair BM25 (a model with
-``phrase_weight`` > 0), the ``concepts`` best by the concept match (a model with
-``concept_weight`` > 0; :mod:`gralc.retrieval.trained.concept_match`, in a fixed unit, so for recall
-only), and the chunks holding the ``units`` best sentence units by their BM25
-(a model with sentence evidence and the lexical term). Then the ``exact`` best candidates by the
-full score with MaxSim read from token centroids get their tokens decoded and their exact
-MaxSim (0: every candidate; :mod:`gralc.retrieval.trained.token_store`).
+A search scores the union of cheap candidate lists only (:func:`candidate_rows`, the one
+rule, also training's validation's: :func:`candidate_mask`): the ``dense`` nearest chunk
+vectors (FAISS), the ``lexical`` best chunks by BM25, the ``phrase`` best by the term-pair BM25
+(``phrase_weight`` > 0), the ``concepts`` best by the concept match (``concept_weight`` > 0),
+and the chunks of the ``units`` best sentence units by their BM25 (sentence evidence). Then
+the ``exact`` best candidates get their tokens decoded for the exact MaxSim
+(:mod:`gralc.retrieval.trained.token_store`).
 
-The score normalises BM25 by the question's best BM25 *among the chunks (units) scored*;
-since each list that feeds a normalised term contributes its own best chunk, the candidates
-always hold the corpus's best and every candidate gets exactly the score an exhaustive pass
-gives it. ``exhaustive=True`` scores every chunk (decoding every token), for checking.
-Training's validation ranks with the same candidate rule (:func:`candidate_mask`).
+The score normalises BM25 by the question's best *among the chunks (units) scored*; each
+list feeding a normalised term contributes its own best, so every candidate gets exactly the
+score an exhaustive pass gives it. ``exhaustive=True`` makes every chunk a candidate.
 """
 
 from __future__ import annotations
@@ -82,31 +77,56 @@ def unit_chunk_rows(unit_scores: np.ndarray | torch.Tensor, n: int, chunks_of_un
     return chunks_of_unit(best) if len(best) else np.zeros(0, np.int64)
 
 
+def candidate_rows(config: CandidateConfig, dense: np.ndarray | None,
+                   lexical: np.ndarray | torch.Tensor | None = None,
+                   phrase: np.ndarray | torch.Tensor | None = None,
+                   concepts: np.ndarray | torch.Tensor | None = None,
+                   unit_lexical: np.ndarray | torch.Tensor | None = None,
+                   chunks_of_units=None) -> np.ndarray:
+    """The candidate rule: one question's sorted candidate chunk rows, the union of its
+    ``dense`` rows (the ``config.dense`` nearest chunk vectors, found by the caller) and the
+    best rows of each score row given ((K,) BM25, term-pair BM25, concept match; (U,) the
+    sentence units' BM25, mapped to chunk rows by ``chunks_of_units(unit rows)``).
+
+    >>> candidate_rows(CandidateConfig(lexical=1), np.array([3]), lexical=np.array([0.0, 2.0, 1.0, 0.0]))
+    array([1, 3])
+    """
+    parts = [dense]
+    if lexical is not None:
+        parts.append(top_rows(lexical, config.lexical, positive=True))
+    if phrase is not None:
+        parts.append(top_rows(phrase, config.phrase, positive=True))
+    if concepts is not None:
+        parts.append(top_rows(concepts, config.concepts, positive=True))
+    if unit_lexical is not None and chunks_of_units is not None:
+        parts.append(unit_chunk_rows(unit_lexical, config.units, chunks_of_units))
+    return union_rows(*parts)
+
+
 def candidate_mask(config: CandidateConfig, cos: torch.Tensor, lexical: torch.Tensor | None = None,
                    phrase: torch.Tensor | None = None, unit_lexical: torch.Tensor | None = None,
                    unit_pairs: torch.Tensor | None = None, concepts: torch.Tensor | None = None
                    ) -> torch.Tensor:
-    """(Q, K) bool: each question's candidates among all K chunks, from full score matrices
-    (Q, K) (``unit_lexical`` (Q, U) with ``unit_pairs`` (2, P) chunk / unit rows): the rule of
-    a search, for training's validation, whose chunks all have their scores already."""
+    """(Q, K) bool: each question's candidates among all K chunks (:func:`candidate_rows`), from
+    full score matrices (Q, K) (``unit_lexical`` (Q, U) with ``unit_pairs`` (2, P) chunk / unit
+    rows; the dense rows: the best ``cos``), for training's validation, whose chunks all have
+    their scores already.
+
+    >>> candidate_mask(CandidateConfig(dense=1), torch.tensor([[0.1, 0.9, 0.5]])).tolist()
+    [[False, True, False]]
+    """
     n_q, n_k = cos.shape
     mask = torch.zeros(n_q, n_k, dtype=torch.bool)
     if config.exhaustive:
         return mask.fill_(True)
     pairs = None if unit_pairs is None else unit_pairs.cpu().numpy()
     for i in range(n_q):
-        rows = [top_rows(cos[i], config.dense)]
-        if lexical is not None:
-            rows.append(top_rows(lexical[i], config.lexical, positive=True))
-        if phrase is not None:
-            rows.append(top_rows(phrase[i], config.phrase, positive=True))
-        if concepts is not None:
-            rows.append(top_rows(concepts[i], config.concepts, positive=True))
-        if unit_lexical is not None and pairs is not None:
-            rows.append(unit_chunk_rows(unit_lexical[i], config.units,
-                                        lambda u: pairs[0][np.isin(pairs[1], u)]))
-        mask[i, torch.from_numpy(union_rows(*rows))] = True
+        rows = candidate_rows(
+            config, top_rows(cos[i], config.dense),
+            *(None if x is None else x[i] for x in (lexical, phrase, concepts, unit_lexical)),
+            chunks_of_units=None if pairs is None else (lambda u: pairs[0][np.isin(pairs[1], u)]))
+        mask[i, torch.from_numpy(rows)] = True
     return mask
 
 
-__all__ = ["CandidateConfig", "candidate_mask", "top_rows", "union_rows", "unit_chunk_rows"]
+__all__ = ["CandidateConfig", "candidate_mask", "candidate_rows", "top_rows", "union_rows", "unit_chunk_rows"]

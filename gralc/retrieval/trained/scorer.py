@@ -1,16 +1,15 @@
-"""A trained GraLC model at inference: chunk documents, score questions.
+"""A trained GraLC model at inference: it chunks documents and prepares what its score reads.
 
 ``TrainedScorer.load(ckpt_or_export)`` rebuilds the model; ``chunk(pipeline, prepared)``
 runs ``model(features, soft=False)`` (the forward pass training runs with ``soft=True``):
 hard boundaries with the LEARNED alpha / gamma / tau, each chunk the mean of its KG-enriched
-token vectors (Eq. 4); ``score_all`` gives the model's own hybrid score beta * cos +
-(1 - beta) * kg_prox of a question against EVERY chunk (not a re-ranking of a dense top-k, so
-Recall@k can change; reference pitfall 9).
+token vectors (Eq. 4), and keeps each chunk's score inputs in a
+:class:`~gralc.retrieval.trained.chunk_table.ChunkTable`. Scoring questions against the
+chunks is :class:`~gralc.retrieval.trained.search.TrainedSearch`, the one trained search.
 
-A model trained with LoRA adapters on the encoder must be used with a pipeline built from
-its ``pipeline_config`` (the merged, adapted encoder; :meth:`TrainedScorer.chunk` refuses any
-other encoder), and embeds concepts with the BASE encoder (``concept_encoder``), as training
-did.
+A model trained with LoRA adapters must be used with a pipeline built from its
+``pipeline_config`` (its merged, adapted encoder; :meth:`TrainedScorer.chunk` refuses any
+other) and embeds concepts with the BASE encoder (``concept_encoder``), as training did.
 """
 
 from __future__ import annotations
@@ -42,13 +41,16 @@ TABLE_DIR = "trained"  # the ChunkTable of an index built with a trained model
 
 
 class TrainedScorer:
-    """Chunking and scoring with a trained :class:`~gralc.model.gralc_model.GraLCModel`.
+    """Chunking with a trained :class:`~gralc.model.gralc_model.GraLCModel`.
 
     :meth:`chunk` appends what the model makes of each batch of documents to :attr:`table`
     (a :class:`~gralc.retrieval.trained.chunk_table.ChunkTable`: the chunks' concepts, sentence units
     and token codes, stored with :attr:`token_codec`), the per-chunk score inputs a search
-    gathers for its candidates (:mod:`gralc.retrieval.trained.search`); :meth:`score_all`
-    scores one question against every chunk of it."""
+    gathers for its candidates (:class:`~gralc.retrieval.trained.search.TrainedSearch`).
+
+        scorer = TrainedScorer.load("model/")
+        chunks = scorer.chunk(Pipeline(scorer.pipeline_config), prepared)
+    """
 
     def __init__(self, model, pipeline_config: PipelineConfig, source: str = "",
                  concept_embedder: ConceptEmbedder | None = None,
@@ -163,20 +165,7 @@ class TrainedScorer:
                                       level="sentences", locator=locator))
         return out
 
-    def chunk_set(self, chunk_vecs: torch.Tensor | np.ndarray) -> ChunkSet:
-        """Every chunk of :meth:`chunk` as one :class:`ChunkSet` (``chunk_vecs`` (K, d) their
-        vectors), token vectors decoded from :attr:`table`."""
-        vecs = chunk_vecs.numpy() if isinstance(chunk_vecs, torch.Tensor) else chunk_vecs
-        return self.table.gather(vecs, None, tokens=True)[0]
-
     # ----- questions ----------------------------------------------------------------------
-    @torch.no_grad()
-    def query_entities(self, pipeline: Pipeline, question: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(q_ent (1, Eq, d'), q_mask (1, Eq))``: the GAT outputs of the question's linked
-        concepts (:meth:`GraLCModel.query_entities`)."""
-        _, u, ei = QueryEncoder(pipeline, self.embedder(pipeline)).concepts(question)
-        return self.model.query_entities([(u, ei)])
-
     @torch.no_grad()
     def query_entities_batch(self, pipeline: Pipeline, questions: list[str], with_ids: bool = False):
         """``(q_ent (Q, Emax, d'), q_mask (Q, Emax))`` of several questions, one GAT pass
@@ -227,41 +216,6 @@ class TrainedScorer:
         units = self.table.finish().units.bm25 if terms.units else None
         return ScoreInputBuilder(terms, indexes.lexical, units, indexes.phrase,
                                  indexes.concepts).build(questions, concept_ids)
-
-    @torch.no_grad()
-    def score_all(self, pipeline: Pipeline, question: str, q_vec: torch.Tensor,
-                  chunk_vecs: torch.Tensor,
-                  q_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
-                  inputs: ScoreInputs | None = None,
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(score (K,), cos (K,), kg_prox (K,))`` against every chunk (its vectors
-        ``chunk_vecs`` (K, d) and this scorer's entity table), with
-        :meth:`GraLCModel.score_parts`, the scoring of training and validation. ``inputs``:
-        the question's lexical inputs (one row of :meth:`score_inputs`); without them only
-        the units' BM25 of :attr:`table` (a model with a lexical, phrase or concept term
-        needs them). With sentence evidence or late interaction, every chunk of
-        :meth:`chunk` must be given (the units' overlap pairs and the token rows index them);
-        ``q_tokens``: the question's word-piece vectors
-        (``DocumentEncoder.encode_query_tokens``, (1, L, d) and (1, L)), encoded here when
-        None."""
-        if self.model.config.kg_prox_idf:
-            raise ValueError("model.kg_prox_idf weighs kg_prox by the concept index's IDF: search with "
-                             "gralc.retrieval.trained.search.TrainedSearch")
-        if chunk_vecs.shape[0] != self.n_chunks:
-            raise ValueError(
-                f"{self.source or 'this model'}: score all {self.n_chunks} chunks of chunk() "
-                f"(got {chunk_vecs.shape[0]}); a search of some chunks is gralc.retrieval.trained.search")
-        chunks, unit_rows = self.table.gather(chunk_vecs.numpy(), None, tokens=self.uses_tokens)
-        if inputs is None:
-            inputs = self.score_inputs([question], ScoreIndexes(), terms=ScoreTerms(units=self.terms.units))
-        if self.uses_tokens and q_tokens is None:
-            q_tokens = pipeline.encoder.encode_query_tokens([question])
-        hybrid = self.model.hybrid is not None
-        q_ent, q_mask = self.query_entities(pipeline, question) if hybrid else (None, None)
-        score, cos, prox = self.model.score_parts(
-            q_vec[None].float(), q_ent, q_mask, chunks, q_tokens=q_tokens,
-            **inputs.select(0, None, unit_rows).tensors(dtype=torch.float32))
-        return score[0], cos[0], prox[0]
 
     # ----- persistence with an index --------------------------------------------------------
     def save_index_state(self, directory: Path) -> None:

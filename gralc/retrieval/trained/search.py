@@ -1,23 +1,17 @@
-"""Two-stage search with a trained model: candidates from cheap indexes, the model's full
-score over the candidates only.
+"""The trained model's search, the one path from a question to its score of chunks: candidates
+from cheap indexes (stage one, :mod:`gralc.retrieval.trained.candidates`), then the model's full
+score (:meth:`GraLCModel.score_parts`, the score of training and validation) over the
+candidates' rows of the :class:`~gralc.retrieval.trained.chunk_table.ChunkTable`, MaxSim first
+from the tokens' centroids, decoded exactly for the best ``exact`` (PLAID's order).
 
     search = TrainedSearch(scorer, pipeline, index, lexical=bm25, phrase=pairs)
     hits = search.search_batch(["What dose ...?", ...], k=10)
 
-Stage one (:mod:`gralc.retrieval.trained.candidates`): the union of the FAISS index's nearest chunk
-vectors, the BM25 best chunks, the term-pair BM25 best (a model with ``phrase_weight``), the
-concept match's best (a model with ``concept_weight``) and the chunks of the best sentence
-units by their BM25 (a model with sentence evidence). Stage
-two: :meth:`GraLCModel.score_parts`, the score of training and validation, over the
-candidates' rows of the :class:`~gralc.retrieval.trained.chunk_table.ChunkTable` (vectors, concepts,
-units, lexical scores), MaxSim first from the tokens' centroids for every candidate, then
-decoded exactly for the best ``exact`` of them (PLAID's order). Every candidate gets the
-score an exhaustive pass gives it (up to the token codes' error; see candidates' docstring);
-``CandidateConfig.exhaustive`` scores every chunk, for checking.
-
-Questions are encoded, linked and BM25-scored as one batch (:meth:`TrainedSearch.encode`),
-candidate sets scored one question at a time. ``rows`` restricts a search to some chunks
-(e.g. one article's, for a within-article ranking): all of them are scored exactly.
+Every candidate gets the score an exhaustive pass gives it (up to the token codes' error).
+``CandidateConfig.exhaustive`` makes every chunk a candidate, for checking, and
+:meth:`TrainedSearch.scores` gives that pass's (Q, K) scores; ``rows`` restricts a search to
+some chunks (e.g. one article's), all scored exactly. Questions are encoded as one batch
+(:meth:`TrainedSearch.encode`), candidates scored one question at a time.
 """
 
 from __future__ import annotations
@@ -36,12 +30,7 @@ from gralc.retrieval.hits import Hit
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.dense import ChunkIndex
 from gralc.retrieval.ranking import rank_order
-from gralc.retrieval.trained.candidates import (
-    CandidateConfig,
-    top_rows,
-    union_rows,
-    unit_chunk_rows,
-)
+from gralc.retrieval.trained.candidates import CandidateConfig, candidate_rows
 from gralc.retrieval.trained.concept_match import concept_idf, question_concepts
 from gralc.retrieval.trained.scorer import ScoreIndexes, TrainedScorer
 
@@ -62,6 +51,18 @@ class Questions:
     entities: torch.Tensor | None
     entity_mask: torch.Tensor | None
     inputs: ScoreInputs
+
+
+@dataclass
+class Scores:
+    """Each question's exact score of every chunk (:meth:`TrainedSearch.scores`): ``score``,
+    ``cos`` and ``kg_prox`` (Q, K), and the ``late`` MaxSim (Q, K) of a model with late
+    interaction (None otherwise)."""
+
+    score: torch.Tensor
+    cos: torch.Tensor
+    kg_prox: torch.Tensor
+    late: torch.Tensor | None
 
 
 class TrainedSearch:
@@ -164,26 +165,39 @@ class TrainedSearch:
         return out
 
     def candidates(self, q: Questions) -> list[np.ndarray]:
-        """Stage one: each question's candidate chunk rows (sorted)."""
+        """Stage one: each question's candidate chunk rows (sorted;
+        :func:`~gralc.retrieval.trained.candidates.candidate_rows`), every row when
+        ``exhaustive``."""
         n, cfg = len(self.index), self.config
         if cfg.exhaustive:
             return [np.arange(n, dtype=np.int64)] * len(q.texts)
         dense = self.index.search_rows(q.vectors.numpy(), cfg.dense) if cfg.dense else None
         x = q.inputs
-        out = []
-        for i in range(len(q.texts)):
-            parts = [None if dense is None else dense[i]]
-            if x.lexical is not None:
-                parts.append(top_rows(x.lexical[i], cfg.lexical, positive=True))
-            if x.phrase is not None:
-                parts.append(top_rows(x.phrase[i], cfg.phrase, positive=True))
-            if x.concepts is not None:
-                parts.append(top_rows(x.concepts[i], cfg.concepts, positive=True))
-            if x.unit_lexical is not None:
-                parts.append(unit_chunk_rows(x.unit_lexical[i], cfg.units,
-                                             lambda u: self.table.units.chunks.gather(u)[0]))
-            out.append(union_rows(*parts))
-        return out
+        return [candidate_rows(cfg, None if dense is None else dense[i],
+                               *(None if v is None else v[i]
+                                 for v in (x.lexical, x.phrase, x.concepts, x.unit_lexical)),
+                               chunks_of_units=lambda u: self.table.units.chunks.gather(u)[0])
+                for i in range(len(q.texts))]
+
+    @torch.no_grad()
+    def scores(self, q: Questions) -> Scores:
+        """Every question's exact score of every chunk, in the index's order: what a search
+        with ``exhaustive`` ranks (every row a candidate, every token decoded), as (Q, K)
+        matrices, for probes that need each chunk's score rather than a top-k."""
+        if not q.texts:
+            raise ValueError("no questions to score")
+        rows = np.arange(len(self.index), dtype=np.int64)
+        score, cos, prox, late = zip(*(self._exact(q, i, rows) for i in range(len(q.texts))))
+        return Scores(torch.stack(score), torch.stack(cos), torch.stack(prox),
+                      None if late[0] is None else torch.stack(late))
+
+    def _exact(self, q: Questions, i: int, rows: np.ndarray):
+        """``(score, cos, kg_prox, MaxSim or None)`` of question ``i`` over ``rows``, every
+        row's tokens decoded."""
+        late = None
+        if self.scorer.uses_tokens:
+            late = self.table.tokens.maxsim(q.tokens[i, q.token_mask[i]], rows)
+        return (*self._parts(q, i, rows, late), late)
 
     def _parts(self, q: Questions, i: int, rows: np.ndarray, late: torch.Tensor | None):
         s = self.scorer
@@ -202,21 +216,19 @@ class TrainedSearch:
         if not len(rows):
             return []
         s, store = self.scorer, self.table.tokens
-        late = None
         exact = np.ones(len(rows), dtype=bool)
-        if s.uses_tokens:
+        depth = self.config.depth(k) if s.uses_tokens else 0
+        if depth and depth < len(rows) and not (self.config.exhaustive or exact_all):
             pieces = q.tokens[i, q.token_mask[i]]
-            depth = self.config.depth(k)
-            if depth and depth < len(rows) and not (self.config.exhaustive or exact_all):
-                late = store.centroid_maxsim(pieces, rows)  # every candidate, from centroids
-                first = self._parts(q, i, rows, late)[0]
-                best = torch.topk(first, depth).indices.numpy()
-                exact[:] = False
-                exact[best] = True
-                late[best] = store.maxsim(pieces, rows[best])
-            else:
-                late = store.maxsim(pieces, rows)
-        score, cos, prox = self._parts(q, i, rows, late)
+            late = store.centroid_maxsim(pieces, rows)  # every candidate, from centroids
+            first = self._parts(q, i, rows, late)[0]
+            best = torch.topk(first, depth).indices.numpy()
+            exact[:] = False
+            exact[best] = True
+            late[best] = store.maxsim(pieces, rows[best])
+            score, cos, prox = self._parts(q, i, rows, late)
+        else:
+            score, cos, prox, late = self._exact(q, i, rows)
         chunks = [self.index.chunks[r] for r in rows]
         # the exactly scored candidates first, the rest (centroid MaxSim) after them
         key = score.numpy() + np.where(exact, 0.0, -1e6)
@@ -237,4 +249,4 @@ class TrainedSearch:
         return hits
 
 
-__all__ = ["Questions", "TrainedSearch"]
+__all__ = ["Questions", "Scores", "TrainedSearch"]

@@ -52,15 +52,17 @@ def _searchable(cfg, datamodule, codec: TokenCodecConfig):
     return scorer, pipeline, chunks, index, bm25, pairs, concept_index(chunks)
 
 
-def _inputs(scorer, text, lexical, phrase, concepts):
-    """One question's score inputs assembled here from the indexes (an oracle independent of
-    the model's own builder): BM25, term-pair BM25 and concept match as given, the sentence
-    units' BM25 from the scorer's table."""
-    from gralc.model.score_inputs import ScoreInputs, ScoreTerms
-    from gralc.retrieval.trained.scorer import ScoreIndexes
+def _every_chunk(scorer, pipeline, index, bm25, pairs, concepts):
+    """The same search with every chunk a candidate: the model's score of every chunk."""
+    return TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
 
-    units = scorer.score_inputs([text], ScoreIndexes(), terms=ScoreTerms(units=scorer.terms.units))
-    return ScoreInputs(lexical[None], units.unit_lexical, phrase[None], concepts[None])
+
+def _check_inputs(q, i, text, bm25, pairs, concepts, ids):
+    """Question ``i``'s score inputs equal the indexes' own scores (an oracle independent of
+    the model's input builder): BM25, term-pair BM25 and concept match."""
+    assert np.array_equal(q.inputs.lexical[i], bm25.scores(text))
+    assert np.array_equal(q.inputs.phrase[i], pairs.scores(text))
+    assert np.array_equal(q.inputs.concepts[i], concept_scores(concepts, ids))
 
 
 @pytest.fixture(scope="module")
@@ -71,20 +73,21 @@ def exact(make_cfg, datamodule, tmp_path_factory):
 
 def test_every_candidate_gets_its_exhaustive_score(exact):
     """With a few candidates per source the BM25 terms are still normalised by the question's
-    best chunk / unit over the whole corpus: each candidate's score equals score_all's."""
+    best chunk / unit over the whole corpus: each candidate's score equals the exhaustive one."""
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
     assert scorer.lexical and scorer.phrase and scorer.uses_units and scorer.uses_tokens and scorer.concept
     config = CandidateConfig(dense=3, lexical=2, phrase=1, units=1, concepts=1, exact=0)
     search = TrainedSearch(scorer, pipeline, index, bm25, pairs, config, concepts)
-    vecs = torch.from_numpy(np.asarray(index.vectors))
     q = search.encode(QUESTIONS)
     rows = search.candidates(q)
+    every = _every_chunk(scorer, pipeline, index, bm25, pairs, concepts)
+    full_scores = every.scores(every.encode(QUESTIONS)).score
     ids = question_concepts(pipeline.linker, QUESTIONS)
     assert sum(concept_scores(concepts, i).max() > 0 for i in ids) >= 2, "the concept match is untested"
     for i, text in enumerate(QUESTIONS):
         cm = concept_scores(concepts, ids[i])
-        full = scorer.score_all(pipeline, text, q.vectors[i], vecs,
-                                inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
+        _check_inputs(q, i, text, bm25, pairs, concepts, ids[i])
+        full = full_scores[i]
         got = search.search_encoded(q, len(chunks))[i]
         assert 3 <= len(got) == len(rows[i]) < len(chunks)  # a search, not an exhaustive pass
         pos = {(c.doc_id, c.chunk_id): j for j, c in enumerate(chunks)}
@@ -105,15 +108,15 @@ def test_every_candidate_gets_its_exhaustive_score(exact):
 
 def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
-    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
-    vecs = torch.from_numpy(np.asarray(index.vectors))
+    search = _every_chunk(scorer, pipeline, index, bm25, pairs, concepts)
     text = QUESTIONS[0]
-    cm = concept_scores(concepts, question_concepts(pipeline.linker, [text])[0])
-    full = scorer.score_all(pipeline, text, search.encode([text]).vectors[0], vecs,
-                            inputs=_inputs(scorer, text, bm25.scores(text), pairs.scores(text), cm))[0]
+    q = search.encode([text])
+    _check_inputs(q, 0, text, bm25, pairs, concepts, question_concepts(pipeline.linker, [text])[0])
+    full = search.scores(q)
+    assert full.score.shape == full.late.shape == (1, len(chunks))
     hits = search.search(text, len(chunks))
     assert len(hits) == len(chunks)
-    assert np.allclose([h.score for h in hits], np.sort(full.numpy())[::-1], atol=1e-5)
+    assert [h.score for h in hits] == np.sort(full.score[0].numpy())[::-1].tolist()  # the same pass
     with pytest.raises(ValueError, match="search.lexical=0"):
         TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(lexical=0), concepts)
     with pytest.raises(ValueError, match="term-pair BM25"):
@@ -158,6 +161,22 @@ def test_validation_ranks_the_candidates_a_search_would_score():
     assert mask.equal(candidate_mask(CandidateConfig(dense=1, lexical=1, units=1), cos, lex, None, units, pairs))
     assert candidate_mask(CandidateConfig(exhaustive=True), cos).all()
     assert sorted(top_rows(np.array([0.0, 2.0, 1.0]), 5, positive=True).tolist()) == [1, 2]
+
+
+def test_search_and_validation_choose_candidates_by_one_rule(exact):
+    """A search's candidates (FAISS, BM25 indexes, unit rows) are the rows training's
+    validation marks from the full score matrices (:func:`candidate_mask`)."""
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    config = CandidateConfig(dense=3, lexical=2, phrase=1, units=2, concepts=1)
+    search = TrainedSearch(scorer, pipeline, index, bm25, pairs, config, concepts)
+    q = search.encode(QUESTIONS)
+    vecs = torch.from_numpy(np.asarray(index.vectors))
+    cos = torch.nn.functional.normalize(q.vectors, dim=-1) @ vecs.T
+    x = q.inputs
+    table = scorer.table.gather(np.asarray(index.vectors), None)[0]
+    mask = candidate_mask(config, cos, torch.as_tensor(x.lexical), torch.as_tensor(x.phrase),
+                          torch.as_tensor(x.unit_lexical), table.unit_pairs, torch.as_tensor(x.concepts))
+    assert [np.flatnonzero(m.numpy()).tolist() for m in mask] == [r.tolist() for r in search.candidates(q)]
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +274,8 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
 
 def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
     """model.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
-    chunks (the concept index's), and the kg_prox it scores is that weighted mean."""
+    chunks (the concept index's), and the kg_prox it scores is that weighted mean, in two stages
+    as with every chunk a candidate."""
     from gralc.retrieval.trained.concept_match import concept_idf
 
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
@@ -275,9 +295,14 @@ def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
         hits = search.search_encoded(weighted, len(chunks))
         base_hits = search.search_encoded(plain, len(chunks))
         assert any(h.components["kg_prox"] != b.components["kg_prox"] for h, b in zip(hits[0], base_hits[0]))
-        with pytest.raises(ValueError, match="TrainedSearch"):
-            scorer.score_all(pipeline, QUESTIONS[0], weighted.vectors[0],
-                             torch.from_numpy(np.asarray(index.vectors)))
+        # exhaustive search and two stages score it alike: every candidate its exhaustive score
+        full = search.scores(weighted).score
+        two = TrainedSearch(scorer, pipeline, index, bm25, pairs,
+                            CandidateConfig(dense=3, lexical=2, phrase=1, units=1, concepts=1, exact=0), concepts)
+        for i, got in enumerate(two.search_batch(QUESTIONS, len(chunks))):
+            by_id = {c.chunk_id: float(full[i, j]) for j, c in enumerate(index.chunks)}
+            assert 0 < len(got) < len(chunks)
+            assert [h.score for h in got] == pytest.approx([by_id[h.chunk.chunk_id] for h in got], abs=1e-6)
     finally:
         model.config = base
 
