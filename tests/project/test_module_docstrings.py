@@ -26,10 +26,8 @@ ALLOWED_OVER = {
     "gralc/inference.py",
     "gralc/model/persistence.py",
     "gralc/retrieval/graph/search.py",
-    "gralc/retrieval/trained/candidates.py",
     "gralc/retrieval/trained/chunk_table.py",
     "gralc/retrieval/trained/concept_match.py",
-    "gralc/retrieval/trained/search.py",
     "gralc/retrieval/trained/token_codec.py",
     "gralc/training/run.py",
 }
