@@ -125,19 +125,19 @@ def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
     return vocab, KnowledgeBase(vocab, cfg.relations)
 
 
+#: the ``chunking`` section each strategy reads (a training run's pipeline has ``boundary`` alone)
+STRATEGY_SECTIONS = {"fixed": "fixed", "semantic": "semantic", "late": "late",
+                     "multilevel": "multilevel", "structure_aware": "boundary",
+                     "dp_sentences": "boundary"}
+
+
 def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> Any:
     """Instantiate the registered strategy ``name`` with its parameters from ``cfg``."""
     strategies = registered()
     if name not in strategies:
         raise ValueError(f"unknown chunking strategy {name!r}; available: {', '.join(sorted(strategies))}")
-    params: dict[str, Any] = {
-        "fixed": {"config": cfg.fixed},
-        "semantic": {"config": cfg.semantic},
-        "late": {"config": cfg.late},
-        "multilevel": {"config": cfg.multilevel},
-        "structure_aware": {"config": cfg.boundary},
-        "dp_sentences": {"config": cfg.boundary},
-    }.get(name, {})
+    section = STRATEGY_SECTIONS.get(name)
+    params: dict[str, Any] = {} if section is None else {"config": getattr(cfg, section)}
     return strategies[name](encoder, **params)
 
 
