@@ -21,6 +21,10 @@ from gralc.chunking import registered
 from gralc.chunking.base import PreparedDocument
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.chunking.chunk import Chunk
+from gralc.chunking.fixed import FixedConfig
+from gralc.chunking.late import LateConfig
+from gralc.chunking.multilevel import MultiLevelConfig
+from gralc.chunking.semantic import SemanticConfig
 from gralc.documents.model import Document
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.knowledge.concept_graph import KnowledgeBase, RelationSources
@@ -45,61 +49,13 @@ class KnowledgeConfig:
 
 
 @dataclass
-class FixedConfig:
-    """The fixed-size baseline (``naive``): windows of ``size`` tokens."""
-
-    #: tokens per chunk
-    size: int = 256
-    #: tokens shared by consecutive chunks
-    overlap: int = 32
-
-
-@dataclass
-class SemanticConfig:
-    """SemRAG's semantic chunking (:mod:`gralc.chunking.semantic`)."""
-
-    #: cut where consecutive buffered sentence groups are less similar than this (cosine)
-    threshold: float = 0.75
-    #: instead of threshold: cut below this percentile of the document's own similarities
-    percentile: float | None = None
-    #: sentences merged on each side of a sentence before comparing (SemRAG's buffer)
-    buffer_size: int = 1
-    #: longer groups are split into sub-chunks of at most this many tokens
-    max_tokens: int = 1024
-    #: tokens shared by those sub-chunks
-    sub_overlap: int = 128
-    #: buffered sentence groups: "pooled" from one encoding of each sentence, or "encoded"
-    #: as text on their own (SemRAG to the letter, ~3x the sentence pass for buffer_size 1)
-    groups: str = "pooled"
-    #: chunk vectors: "encoded" (each chunk's text on its own) or "pooled" from the sentences
-    chunk_vectors: str = "encoded"
-    #: word-pieces (special tokens included) of every text it encodes (sentences, groups,
-    #: chunks): null = the model card's max_seq_length (256 for MiniLM, as sentence-
-    #: transformers' encode() truncates), at most the model's context (512 for MiniLM)
-    encode_max_length: int | None = None
-
-
-@dataclass
-class LateConfig:
-    """Late chunking's fixed spans over the whole-document token vectors."""
-
-    #: tokens per chunk
-    max_tokens: int = 256
-
-
-@dataclass
-class MultiLevelConfig:
-    """MAL-RAG's levels (:mod:`gralc.chunking.multilevel`)."""
-
-    #: consecutive sentences of a paragraph per finest-level chunk
-    sentences_per_chunk: int = 3
-    #: sentences of a document / section summary chunk
-    summary_sentences: int = 3
-
-
-@dataclass
 class ChunkingConfig:
-    """Parameters of every strategy (the paper's defaults)."""
+    """Parameters of every strategy (the paper's defaults), each config beside its chunker
+    (:class:`~gralc.chunking.fixed.FixedConfig`, ...).
+
+    >>> ChunkingConfig().fixed.size
+    256
+    """
 
     fixed: FixedConfig = field(default_factory=FixedConfig)
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
@@ -169,19 +125,19 @@ def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
     return vocab, KnowledgeBase(vocab, cfg.relations)
 
 
+#: the ``chunking`` section each strategy reads (a training run's pipeline has ``boundary`` alone)
+STRATEGY_SECTIONS = {"fixed": "fixed", "semantic": "semantic", "late": "late",
+                     "multilevel": "multilevel", "structure_aware": "boundary",
+                     "dp_sentences": "boundary"}
+
+
 def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> Any:
     """Instantiate the registered strategy ``name`` with its parameters from ``cfg``."""
     strategies = registered()
     if name not in strategies:
         raise ValueError(f"unknown chunking strategy {name!r}; available: {', '.join(sorted(strategies))}")
-    params: dict[str, Any] = {
-        "fixed": vars(cfg.fixed),
-        "semantic": vars(cfg.semantic),
-        "late": vars(cfg.late),
-        "multilevel": vars(cfg.multilevel),
-        "structure_aware": {"config": cfg.boundary},
-        "dp_sentences": {"config": cfg.boundary},
-    }.get(name, {})
+    section = STRATEGY_SECTIONS.get(name)
+    params: dict[str, Any] = {} if section is None else {"config": getattr(cfg, section)}
     return strategies[name](encoder, **params)
 
 

@@ -9,7 +9,8 @@ late chunking is compared against.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
@@ -27,6 +28,28 @@ NAME = "fixed"
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class FixedConfig:
+    """The fixed-size baseline (``naive``, ``pipeline.chunking.fixed``): windows of ``size``
+    tokens overlapping by ``overlap``.
+
+    >>> FixedConfig(size=128).overlap
+    32
+    """
+
+    #: tokens per chunk
+    size: int = 256
+    #: tokens shared by consecutive chunks
+    overlap: int = 32
+
+    def __post_init__(self) -> None:
+        if self.size <= 0 or not 0 <= self.overlap < self.size:
+            raise ValueError(
+                f"fixed chunking needs size > 0 and 0 <= overlap < size, got size={self.size}, "
+                f"overlap={self.overlap}"
+            )
+
+
 @register(NAME)
 class FixedSizeChunker:
     """Windows of ``size`` tokens with stride ``size - overlap``; the last may be shorter.
@@ -38,12 +61,12 @@ class FixedSizeChunker:
 
     needs_tokens = False
 
-    def __init__(self, encoder: DocumentEncoder, size: int = 256, overlap: int = 32) -> None:
-        if size <= 0 or not 0 <= overlap < size:
-            raise ValueError(
-                f"fixed chunking needs size > 0 and 0 <= overlap < size, got size={size}, "
-                f"overlap={overlap}"
-            )
+    def __init__(self, encoder: DocumentEncoder, config: FixedConfig | None = None,
+                 **settings: Any) -> None:
+        """``config`` (default :class:`FixedConfig`), with ``settings`` (its fields by name)
+        replacing its values."""
+        cfg = replace(config or FixedConfig(), **settings)
+        size, overlap = cfg.size, cfg.overlap
         limit = text_token_limit(encoder)
         if size > limit:
             log.warning(

@@ -11,7 +11,8 @@ WHOLE-document contextual token vectors over its token span (late chunking), L2-
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch.nn.functional as F
@@ -52,6 +53,23 @@ def pack_units(units: list[Unit], max_tokens: int) -> list[tuple[int, int, bool]
     return spans
 
 
+@dataclass
+class LateConfig:
+    """Late chunking's spans over the whole-document token vectors
+    (``pipeline.chunking.late``): sentences packed into spans of at most ``max_tokens``.
+
+    >>> LateConfig().max_tokens
+    256
+    """
+
+    #: tokens per chunk
+    max_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.max_tokens <= 0:
+            raise ValueError(f"late chunking max_tokens must be > 0, got {self.max_tokens}")
+
+
 @register(NAME)
 class LateChunker:
     """Sentence-aligned late chunking; needs ``prepared.tokens`` (computed with
@@ -59,11 +77,12 @@ class LateChunker:
 
     needs_tokens = True
 
-    def __init__(self, encoder: DocumentEncoder, max_tokens: int = 256) -> None:
-        if max_tokens <= 0:
-            raise ValueError(f"late chunking max_tokens must be > 0, got {max_tokens}")
+    def __init__(self, encoder: DocumentEncoder, config: LateConfig | None = None,
+                 **settings: Any) -> None:
+        """``config`` (default :class:`LateConfig`), with ``settings`` (its fields by name)
+        replacing its values."""
         self.encoder = encoder
-        self.max_tokens = max_tokens
+        self.max_tokens = replace(config or LateConfig(), **settings).max_tokens
 
     def chunk(self, prepared: PreparedDocument) -> list[Chunk]:
         """Chunks of ``prepared.doc`` in document order, embeddings float32 (d,)."""

@@ -23,7 +23,8 @@ late-pooled from ``prepared.tokens``. Every vector is L2-normalised float32 (d,)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -42,6 +43,27 @@ NAME = "multilevel"
 LEVELS = ("document", "section", "paragraph", "sentences")
 
 
+@dataclass
+class MultiLevelConfig:
+    """MAL-RAG's levels (``pipeline.chunking.multilevel``).
+
+    >>> MultiLevelConfig(sentences_per_chunk=2).summary_sentences
+    3
+    """
+
+    #: consecutive sentences of a paragraph per finest-level chunk
+    sentences_per_chunk: int = 3
+    #: sentences of a document / section summary chunk
+    summary_sentences: int = 3
+
+    def __post_init__(self) -> None:
+        if self.sentences_per_chunk <= 0 or self.summary_sentences <= 0:
+            raise ValueError(
+                "multilevel chunking needs sentences_per_chunk > 0 and summary_sentences > 0, "
+                f"got {self.sentences_per_chunk} and {self.summary_sentences}"
+            )
+
+
 @register(NAME)
 class MultiLevelChunker:
     """MAL-RAG four-level chunking; needs ``prepared.tokens`` (computed with
@@ -52,18 +74,16 @@ class MultiLevelChunker:
     def __init__(
         self,
         encoder: DocumentEncoder,
-        sentences_per_chunk: int = 3,
-        summary_sentences: int = 3,
+        config: MultiLevelConfig | None = None,
         summariser: Callable[[str], str] | None = None,
+        **settings: Any,
     ) -> None:
-        if sentences_per_chunk <= 0 or summary_sentences <= 0:
-            raise ValueError(
-                "multilevel chunking needs sentences_per_chunk > 0 and summary_sentences > 0, "
-                f"got {sentences_per_chunk} and {summary_sentences}"
-            )
+        """``config`` (default :class:`MultiLevelConfig`), with ``settings`` (its fields by
+        name) replacing its values; ``summariser``: text -> summary (None: leading sentences)."""
+        cfg = replace(config or MultiLevelConfig(), **settings)
         self.encoder = encoder
-        self.sentences_per_chunk = sentences_per_chunk
-        self.summary_sentences = summary_sentences
+        self.sentences_per_chunk = cfg.sentences_per_chunk
+        self.summary_sentences = cfg.summary_sentences
         self.summariser = summariser
 
     def chunk(self, prepared: PreparedDocument) -> list[Chunk]:

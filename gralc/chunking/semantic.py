@@ -44,7 +44,8 @@ better than one over 510. Speed: ``python -m bench.index``.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch.nn.functional as F
@@ -67,6 +68,53 @@ NAME = "semantic"
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class SemanticConfig:
+    """SemRAG's semantic chunking (``pipeline.chunking.semantic``); ``encode_max_length`` is
+    checked against the encoder when the chunker is built.
+
+    >>> SemanticConfig(percentile=90).threshold
+    0.75
+    """
+
+    #: cut where consecutive buffered sentence groups are less similar than this (cosine)
+    threshold: float = 0.75
+    #: instead of threshold: cut below this percentile of the document's own similarities
+    percentile: float | None = None
+    #: sentences merged on each side of a sentence before comparing (SemRAG's buffer)
+    buffer_size: int = 1
+    #: longer groups are split into sub-chunks of at most this many tokens
+    max_tokens: int = 1024
+    #: tokens shared by those sub-chunks
+    sub_overlap: int = 128
+    #: buffered sentence groups: "pooled" from one encoding of each sentence, or "encoded"
+    #: as text on their own (SemRAG to the letter, ~3x the sentence pass for buffer_size 1)
+    groups: str = "pooled"
+    #: chunk vectors: "encoded" (each chunk's text on its own) or "pooled" from the sentences
+    chunk_vectors: str = "encoded"
+    #: word-pieces (special tokens included) of every text it encodes (sentences, groups,
+    #: chunks): null = the model card's max_seq_length (256 for MiniLM, as sentence-
+    #: transformers' encode() truncates), at most the model's context (512 for MiniLM)
+    encode_max_length: int | None = None
+
+    def __post_init__(self) -> None:
+        for key, value in (("groups", self.groups), ("chunk_vectors", self.chunk_vectors)):
+            if value not in ("pooled", "encoded"):
+                raise ValueError(
+                    f"semantic chunking {key} must be 'pooled' or 'encoded', got {value!r}"
+                )
+        if self.percentile is not None and not 0 <= self.percentile <= 100:
+            raise ValueError(
+                f"semantic chunking percentile must be in [0, 100], got {self.percentile}")
+        if self.buffer_size < 0:
+            raise ValueError(f"semantic chunking buffer_size must be >= 0, got {self.buffer_size}")
+        if self.max_tokens <= 0 or not 0 <= self.sub_overlap < self.max_tokens:
+            raise ValueError(
+                f"semantic chunking needs 0 <= sub_overlap < max_tokens, got "
+                f"max_tokens={self.max_tokens}, sub_overlap={self.sub_overlap}"
+            )
+
+
 @register(NAME)
 class SemanticChunker:
     """Similarity-threshold chunking over buffered sentence embeddings.
@@ -78,32 +126,13 @@ class SemanticChunker:
 
     needs_tokens = False
 
-    def __init__(
-        self,
-        encoder: DocumentEncoder,
-        threshold: float = 0.75,
-        percentile: float | None = None,
-        buffer_size: int = 1,
-        max_tokens: int = 1024,
-        sub_overlap: int = 128,
-        groups: str = "pooled",
-        chunk_vectors: str = "encoded",
-        encode_max_length: int | None = None,
-    ) -> None:
-        for key, value in (("groups", groups), ("chunk_vectors", chunk_vectors)):
-            if value not in ("pooled", "encoded"):
-                raise ValueError(
-                    f"semantic chunking {key} must be 'pooled' or 'encoded', got {value!r}"
-                )
-        if percentile is not None and not 0 <= percentile <= 100:
-            raise ValueError(f"semantic chunking percentile must be in [0, 100], got {percentile}")
-        if buffer_size < 0:
-            raise ValueError(f"semantic chunking buffer_size must be >= 0, got {buffer_size}")
-        if max_tokens <= 0 or not 0 <= sub_overlap < max_tokens:
-            raise ValueError(
-                f"semantic chunking needs 0 <= sub_overlap < max_tokens, got "
-                f"max_tokens={max_tokens}, sub_overlap={sub_overlap}"
-            )
+    def __init__(self, encoder: DocumentEncoder, config: SemanticConfig | None = None,
+                 **settings: Any) -> None:
+        """``config`` (default :class:`SemanticConfig`), with ``settings`` (its fields by name)
+        replacing its values."""
+        cfg = replace(config or SemanticConfig(), **settings)
+        max_tokens, chunk_vectors = cfg.max_tokens, cfg.chunk_vectors
+        encode_max_length = cfg.encode_max_length
         specials = encoder.tokenizer.num_special_tokens_to_add(pair=False)
         context = embed_length(encoder)
         if encode_max_length is None:
@@ -122,12 +151,12 @@ class SemanticChunker:
                 max_tokens, limit, encode_max_length, context,
             )
         self.encoder = encoder
-        self.threshold = threshold
-        self.percentile = percentile
-        self.buffer_size = buffer_size
+        self.threshold = cfg.threshold
+        self.percentile = cfg.percentile
+        self.buffer_size = cfg.buffer_size
         self.max_tokens = max_tokens
-        self.sub_overlap = sub_overlap
-        self.groups = groups
+        self.sub_overlap = cfg.sub_overlap
+        self.groups = cfg.groups
         self.chunk_vectors = chunk_vectors
         self.encode_max_length = encode_max_length
 

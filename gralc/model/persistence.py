@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 from gralc.artefacts import check_output_dir, verify_artefact, write_artefact
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.model.model_card import MODEL_CARD, model_card
-from gralc.model.scoring_config import BOUNDARY_KEYS, MODEL_KEYS, ScoringConfig
+from gralc.model.scoring_config import ScoringConfig
 from gralc.pipeline import PipelineConfig
 from gralc.safe_load import load_torch, path_inside, read_yaml_untrusted
 
@@ -260,14 +260,6 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
     (:func:`load_trained` without the concept encoder)."""
     trained = load_trained(path)
     return trained.model, trained.pipeline_config
-
-
-#: ModelConfig keys that only change how a trained model scores (never its weights): an
-#: export may set them (:class:`~gralc.model.scoring_config.ScoringConfig`)
-INFERENCE_SETTINGS = MODEL_KEYS
-#: BoundaryConfig keys (``pipeline.chunking.boundary``) an export may set: where the hard
-#: cuts of the trained boundary scores may fall (``gralc export scoring.cut_unit=...``)
-INFERENCE_BOUNDARY_SETTINGS = BOUNDARY_KEYS
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,

@@ -64,7 +64,4 @@ class ScoringConfig:
         return {k: v for k, v in self.settings().items() if k in BOUNDARY_KEYS}
 
 
-#: the ModelConfig keys an export may set
-MODEL_KEYS = tuple(f.name for f in fields(ScoringConfig) if f.name not in BOUNDARY_KEYS)
-
-__all__ = ["BOUNDARY_KEYS", "MODEL_KEYS", "ScoringConfig"]
+__all__ = ["BOUNDARY_KEYS", "ScoringConfig"]

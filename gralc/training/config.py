@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from gralc.chunking.boundaries import BoundaryConfig
-from gralc.config import ConfigError, PathsConfig, WandbConfig, to_dict
+from gralc.config import ConfigError, PathsConfig, WandbConfig
 from gralc.data.benchmarks import DataConfig
 from gralc.encoding.precision import PRECISIONS
 from gralc.model.gralc_model import ModelConfig
@@ -38,6 +38,17 @@ class LoaderConfig:
     holdout_fraction: float = 0.0
     max_train_questions: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"loader.batch_size must be >= 1, got {self.batch_size}")
+        if not 0.0 <= self.dev_fraction < 1.0:
+            raise ConfigError(f"loader.dev_fraction must be in [0, 1), got {self.dev_fraction}")
+        if not 0.0 <= self.holdout_fraction < 1.0:
+            raise ConfigError(
+                f"loader.holdout_fraction must be in [0, 1), got {self.holdout_fraction}")
+        if self.extra_negative_docs < 0:
+            raise ConfigError("loader.extra_negative_docs must be >= 0")
+
 
 @dataclass
 class PairsConfig:
@@ -48,6 +59,11 @@ class PairsConfig:
 
     #: evidence (the benchmark's gold paragraphs, sections or answer chunk) or document
     positives: str = "evidence"
+
+    def __post_init__(self) -> None:
+        if self.positives not in ("evidence", "document"):
+            raise ConfigError(
+                f"pairs.positives must be 'evidence' or 'document', got {self.positives!r}")
 
 
 @dataclass
@@ -92,6 +108,29 @@ class OptimConfig:
     schedule: str = "constant"
     warmup_fraction: float = 0.1
 
+    def __post_init__(self) -> None:
+        if self.scalar_anchor < 0:
+            raise ConfigError(f"optim.scalar_anchor must be >= 0, got {self.scalar_anchor}")
+        if self.lexical_stats not in ("batch", "corpus"):
+            raise ConfigError(
+                f"optim.lexical_stats must be 'batch' or 'corpus', got {self.lexical_stats!r}")
+        if self.dense_weight < 0:
+            raise ConfigError(f"optim.dense_weight must be >= 0, got {self.dense_weight}")
+        if not 0 <= self.late_interaction < 1:
+            raise ConfigError(
+                f"optim.late_interaction must be in [0, 1), got {self.late_interaction}")
+        if self.evidence_cut_weight < 0:
+            raise ConfigError(
+                f"optim.evidence_cut_weight must be >= 0, got {self.evidence_cut_weight}")
+        if self.temperature <= 0:
+            raise ConfigError(f"optim.temperature must be > 0, got {self.temperature}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(
+                f"optim.schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ConfigError(
+                f"optim.warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
+
 
 #: learning-rate schedules of ``optim.schedule``
 SCHEDULES = ("constant", "linear")
@@ -132,6 +171,13 @@ class TrainerConfig:
     #: score the untrained model on dev first (it is kept when no epoch beats it)
     validate_before_fit: bool = True
 
+    def __post_init__(self) -> None:
+        if self.num_nodes < 1:
+            raise ConfigError(f"trainer.num_nodes must be >= 1, got {self.num_nodes}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ConfigError(
+                f"trainer.num_threads must be >= 1 (or null: torch's count), got {self.num_threads}")
+
 
 @dataclass
 class EarlyStoppingConfig:
@@ -144,6 +190,18 @@ class EarlyStoppingConfig:
     monitor: str = "val/mrr"
     #: max or min
     mode: str = "max"
+
+    def __post_init__(self) -> None:
+        _check_metric("early_stopping", self.monitor, self.mode)
+
+
+def _check_metric(name: str, monitor: str, mode: str) -> None:
+    """``callbacks.NAME`` watches a metric :data:`MONITORS` knows, in ``min`` or ``max`` mode."""
+    if mode not in ("min", "max"):
+        raise ConfigError(f"callbacks.{name}.mode must be 'min' or 'max', got {mode!r}")
+    if monitor not in MONITORS:
+        raise ConfigError(
+            f"callbacks.{name}.monitor must be one of {', '.join(MONITORS)}, got {monitor!r}")
 
 
 @dataclass
@@ -163,6 +221,12 @@ class CheckpointConfig:
     #: max or min
     mode: str = "max"
     min_improvement: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_metric("checkpoint", self.monitor, self.mode)
+        mi = self.min_improvement
+        if mi is not None and mi < 0:
+            raise ConfigError(f"callbacks.checkpoint.min_improvement must be >= 0, got {mi}")
 
 
 @dataclass
@@ -211,6 +275,24 @@ class LoraConfig:
     windows_per_doc: int = 2
     hard_windows: bool = False
     precision: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.enabled:
+            return
+        if self.r < 1:
+            raise ConfigError(f"lora.r must be >= 1, got {self.r}")
+        if self.alpha <= 0:
+            raise ConfigError(f"lora.alpha must be > 0, got {self.alpha}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"lora.dropout must be in [0, 1), got {self.dropout}")
+        if not self.target_modules:
+            raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
+        if self.windows_per_doc < 0:
+            raise ConfigError(
+                f"lora.windows_per_doc must be >= 0 (0: whole documents), got {self.windows_per_doc}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"lora.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
 
 @dataclass
@@ -279,16 +361,35 @@ def _norm(path: str | None) -> str | None:
     return None if path is None else str(Path(path).resolve())
 
 
-def training_pipeline() -> PipelineConfig:
-    """The pipeline of a training run: as every pipeline, but chunks of 64-512 word-pieces
-    (CPU-friendly batches) instead of the baselines' 128-1024."""
-    cfg = PipelineConfig()
-    cfg.chunking.boundary = BoundaryConfig(min_tokens=64, max_tokens=512)
-    return cfg
+def _training_boundary() -> BoundaryConfig:
+    return BoundaryConfig(min_tokens=64, max_tokens=512)
 
 
-#: ``pipeline.chunking`` sections training never reads (the model chunks with ``boundary``).
-IGNORED_CHUNKING = ("fixed", "semantic", "late", "multilevel")
+@dataclass
+class TrainChunkingConfig:
+    """The model's chunking (``pipeline.chunking`` of a training run): ``boundary`` alone, the
+    one :class:`~gralc.chunking.boundaries.BoundaryConfig` the structure-aware baseline reads
+    too, with chunks of 64-512 word-pieces (CPU-friendly batches) instead of the baselines'
+    128-1024. The baselines' sections (``fixed``, ``semantic``, ...) are no training setting.
+
+    >>> TrainChunkingConfig().boundary.max_tokens
+    512
+    """
+
+    boundary: BoundaryConfig = field(default_factory=_training_boundary)
+
+
+@dataclass
+class TrainPipelineConfig(PipelineConfig):
+    """The pipeline of a training run: a :class:`~gralc.pipeline.PipelineConfig` whose
+    ``chunking`` is the model's (:class:`TrainChunkingConfig`); a trained model's saved
+    pipeline reads back as a ``PipelineConfig`` with the baselines' defaults.
+
+    >>> TrainPipelineConfig().chunking.boundary.min_tokens
+    64
+    """
+
+    chunking: TrainChunkingConfig = field(default_factory=TrainChunkingConfig)  # type: ignore[assignment]
 
 
 @dataclass
@@ -306,7 +407,7 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     # extra training sources, each with a weight (MixSource; `data` alone is validated on)
     mix: list[MixSource] = field(default_factory=list)
-    pipeline: PipelineConfig = field(default_factory=training_pipeline)
+    pipeline: TrainPipelineConfig = field(default_factory=TrainPipelineConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loader: LoaderConfig = field(default_factory=LoaderConfig)
     pairs: PairsConfig = field(default_factory=PairsConfig)
@@ -324,6 +425,34 @@ class TrainConfig:
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """The checks across sections (each section checks its own values when built); raises
+        ConfigError. (Whether ``lora.target_modules`` name layers of the encoder is checked
+        when the encoder is loaded, see run.train.)"""
+        for key in ("output_dir", "cache_dir"):
+            if not getattr(self.paths, key):
+                raise ConfigError(f"paths.{key} is empty: a training run needs a folder "
+                                  f"(default {getattr(training_paths(), key)})")
+        validate_mix(self)
+        if self.model.late_interaction > 0:
+            raise ConfigError(
+                f"model.late_interaction={self.model.late_interaction}: late interaction is applied "
+                "at inference only (training would ignore it); train with 0 (optim.late_interaction=M "
+                "puts it in the training loss) and set it on the trained model: "
+                "`gralc export RUN --out DIR scoring.late_interaction=M`")
+        if not has_dev_split(self) and self.callbacks.early_stopping.enabled:
+            raise ConfigError(
+                "loader.dev_fraction=0 trains on every document with no dev split, so there is "
+                "nothing for early stopping to monitor: add callbacks.early_stopping.enabled=false "
+                "(the run keeps its last epoch; choose trainer.max_epochs with a dev split first)")
+        if self.optim.late_interaction > 0 and not self.lora.enabled:
+            raise ConfigError(
+                f"optim.late_interaction={self.optim.late_interaction} trains MaxSim through the "
+                "encoder's adapters: set lora.enabled=true (or optim.late_interaction=0)")
+
 
 def has_dev_split(cfg: TrainConfig) -> bool:
     """Training validates on a dev split: always for PubMedQA (its official split) and when
@@ -334,106 +463,11 @@ def has_dev_split(cfg: TrainConfig) -> bool:
 
 
 def validate(cfg: TrainConfig) -> TrainConfig:
-    """Checks the schema cannot express; raises ConfigError. (Whether ``lora.target_modules``
-    name layers of the encoder is checked when the encoder is loaded, see run.train.)"""
-    for key in ("output_dir", "cache_dir"):
-        if not getattr(cfg.paths, key):
-            raise ConfigError(f"paths.{key} is empty: a training run needs a folder "
-                              f"(default {getattr(training_paths(), key)})")
-    defaults = PipelineConfig().chunking
-    for name in IGNORED_CHUNKING:
-        given, default = to_dict(getattr(cfg.pipeline.chunking, name)), to_dict(getattr(defaults, name))
-        changed = sorted(k for k in given if given[k] != default[k])
-        if changed:
-            raise ConfigError(
-                f"pipeline.chunking.{name}.{changed[0]} is set, but training never reads "
-                f"pipeline.chunking.{name} (the model chunks with pipeline.chunking.boundary); "
-                "drop the override"
-            )
-    if cfg.lora.enabled:
-        if cfg.lora.r < 1:
-            raise ConfigError(f"lora.r must be >= 1, got {cfg.lora.r}")
-        if cfg.lora.alpha <= 0:
-            raise ConfigError(f"lora.alpha must be > 0, got {cfg.lora.alpha}")
-        if not 0 <= cfg.lora.dropout < 1:
-            raise ConfigError(f"lora.dropout must be in [0, 1), got {cfg.lora.dropout}")
-        if not cfg.lora.target_modules:
-            raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
-        if cfg.lora.windows_per_doc < 0:
-            raise ConfigError(
-                f"lora.windows_per_doc must be >= 0 (0: whole documents), got {cfg.lora.windows_per_doc}"
-            )
-        if cfg.lora.precision not in PRECISIONS:
-            raise ConfigError(
-                f"lora.precision must be one of {', '.join(PRECISIONS)}, got {cfg.lora.precision!r}"
-            )
-    validate_mix(cfg)
-    if cfg.model.late_interaction > 0:
-        raise ConfigError(
-            f"model.late_interaction={cfg.model.late_interaction}: late interaction is applied at "
-            "inference only (training would ignore it); train with 0 (optim.late_interaction=M "
-            "puts it in the training loss) and set it on the trained model: "
-            "`gralc export RUN --out DIR scoring.late_interaction=M`")
-    if cfg.loader.batch_size < 1:
-        raise ConfigError(f"loader.batch_size must be >= 1, got {cfg.loader.batch_size}")
-    if not 0.0 <= cfg.loader.dev_fraction < 1.0:
-        raise ConfigError(f"loader.dev_fraction must be in [0, 1), got {cfg.loader.dev_fraction}")
-    if not has_dev_split(cfg) and cfg.callbacks.early_stopping.enabled:
-        raise ConfigError(
-            "loader.dev_fraction=0 trains on every document with no dev split, so there is nothing "
-            "for early stopping to monitor: add callbacks.early_stopping.enabled=false (the run "
-            "keeps its last epoch; choose trainer.max_epochs with a dev split first)")
-    if not 0.0 <= cfg.loader.holdout_fraction < 1.0:
-        raise ConfigError(
-            f"loader.holdout_fraction must be in [0, 1), got {cfg.loader.holdout_fraction}"
-        )
-    if cfg.optim.scalar_anchor < 0:
-        raise ConfigError(f"optim.scalar_anchor must be >= 0, got {cfg.optim.scalar_anchor}")
-    mi = cfg.callbacks.checkpoint.min_improvement
-    if mi is not None and mi < 0:
-        raise ConfigError(f"callbacks.checkpoint.min_improvement must be >= 0, got {mi}")
-    if cfg.loader.extra_negative_docs < 0:
-        raise ConfigError("loader.extra_negative_docs must be >= 0")
-    if cfg.pairs.positives not in ("evidence", "document"):
-        raise ConfigError(
-            f"pairs.positives must be 'evidence' or 'document', got {cfg.pairs.positives!r}"
-        )
-    if cfg.optim.lexical_stats not in ("batch", "corpus"):
-        raise ConfigError(
-            f"optim.lexical_stats must be 'batch' or 'corpus', got {cfg.optim.lexical_stats!r}"
-        )
-    if cfg.optim.dense_weight < 0:
-        raise ConfigError(f"optim.dense_weight must be >= 0, got {cfg.optim.dense_weight}")
-    if not 0 <= cfg.optim.late_interaction < 1:
-        raise ConfigError(
-            f"optim.late_interaction must be in [0, 1), got {cfg.optim.late_interaction}")
-    if cfg.optim.late_interaction > 0 and not cfg.lora.enabled:
-        raise ConfigError(
-            f"optim.late_interaction={cfg.optim.late_interaction} trains MaxSim through the "
-            "encoder's adapters: set lora.enabled=true (or optim.late_interaction=0)")
-    if cfg.optim.evidence_cut_weight < 0:
-        raise ConfigError(
-            f"optim.evidence_cut_weight must be >= 0, got {cfg.optim.evidence_cut_weight}"
-        )
-    if cfg.optim.temperature <= 0:
-        raise ConfigError(f"optim.temperature must be > 0, got {cfg.optim.temperature}")
-    if cfg.optim.schedule not in SCHEDULES:
-        raise ConfigError(
-            f"optim.schedule must be one of {', '.join(SCHEDULES)}, got {cfg.optim.schedule!r}")
-    if not 0 <= cfg.optim.warmup_fraction < 1:
-        raise ConfigError(
-            f"optim.warmup_fraction must be in [0, 1), got {cfg.optim.warmup_fraction}")
-    if cfg.trainer.num_nodes < 1:
-        raise ConfigError(f"trainer.num_nodes must be >= 1, got {cfg.trainer.num_nodes}")
-    if cfg.trainer.num_threads is not None and cfg.trainer.num_threads < 1:
-        raise ConfigError(
-            f"trainer.num_threads must be >= 1 (or null: torch's count), got {cfg.trainer.num_threads}")
-    for name in ("early_stopping", "checkpoint"):
-        c = getattr(cfg.callbacks, name)
-        if c.mode not in ("min", "max"):
-            raise ConfigError(f"callbacks.{name}.mode must be 'min' or 'max', got {c.mode!r}")
-        if c.monitor not in MONITORS:
-            raise ConfigError(
-                f"callbacks.{name}.monitor must be one of {', '.join(MONITORS)}, got {c.monitor!r}"
-            )
+    """``cfg`` after every check again (each section's ``__post_init__``, then
+    :meth:`TrainConfig.check`), for a config changed after it was built; raises ConfigError."""
+    sections = [cfg.loader, cfg.pairs, cfg.optim, cfg.trainer, cfg.lora,
+                cfg.callbacks.early_stopping, cfg.callbacks.checkpoint]
+    for section in sections:
+        section.__post_init__()
+    cfg.check()
     return cfg

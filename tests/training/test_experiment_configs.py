@@ -46,3 +46,33 @@ def test_the_model_of_record_carries_its_export_settings():
     scoring = _experiment("covidqa_trained").scoring
     assert scoring.settings() == {"sentence_evidence": 0.3, "late_interaction": 0.8,
                                   "phrase_weight": 0.05, "cut_unit": "sentence"}
+
+
+#: The effective settings of every shipped config and experiment as GraLC 0.2.0 (0d3f79d)
+#: loaded them, as their difference from the schema's defaults ("Schema/file+group=name":
+#: {key: value}); a refactor of the config must load each into the same settings.
+SETTINGS_OF_RECORD = Path(__file__).with_name("experiment_settings.json")
+
+
+def _effective(entry: str) -> dict:
+    import json
+
+    from gralc.config import flatten
+    from gralc.evaluation.config import EvalConfig
+
+    schema_name, rest = entry.split("/", 1)
+    schema = {"TrainConfig": TrainConfig, "EvalConfig": EvalConfig}[schema_name]
+    yaml, *groups = rest.split("+")
+    cfg, defaults = flatten(load_config(schema, CONFIG_DIR / yaml, groups)), flatten(schema())
+    assert set(cfg) == set(defaults)
+    return json.loads(json.dumps({k: v for k, v in cfg.items() if v != defaults[k]}))
+
+
+def test_every_shipped_config_loads_the_settings_of_record():
+    import json
+
+    record = json.loads(SETTINGS_OF_RECORD.read_text())
+    assert len(record) == 39 and "TrainConfig/train.yaml+experiment=covidqa_trained" in record
+    loaded = {entry: _effective(entry) for entry in record}
+    changed = {entry: loaded[entry] for entry, settings in record.items() if loaded[entry] != settings}
+    assert not changed, f"effective settings differ from {SETTINGS_OF_RECORD.name}: {changed}"

@@ -131,8 +131,7 @@ def test_a_refit_without_dev_split_trains_on_every_document_and_keeps_the_last_e
 
 
 def test_a_refit_refuses_early_stopping_before_loading_anything(make_cfg, tmp_path):
-    cfg = make_cfg(tmp_path, "loader.dev_fraction=0")  # early stopping on, as train.yaml has it
     with pytest.raises(ConfigError, match="callbacks.early_stopping.enabled=false"):
-        validate(cfg)
+        validate(make_cfg(tmp_path, "loader.dev_fraction=0"))  # early stopping on, as train.yaml has it
     with pytest.raises(ConfigError, match="loader.dev_fraction must be in"):
         validate(make_cfg(tmp_path, "loader.dev_fraction=1.0"))
