@@ -310,9 +310,14 @@ def _default(f: dataclasses.Field) -> Any:
     return "(required)"
 
 
-def setting_rows(schema: type, prefix: str = "", skip: Iterable[str] = ()) -> list[tuple[str, str, str]]:
+def setting_rows(schema: type, prefix: str = "", skip: Iterable[str] = (),
+                 default: Any = None) -> list[tuple[str, str, str]]:
     """``(key, default, meaning)`` of every leaf setting of ``schema``, nested dataclasses
-    walked (``encoder.model``), in field order."""
+    walked (``encoder.model``), in field order. ``default``: the instance whose values are the
+    defaults (a section's ``default_factory`` may set other values than its class does, e.g.
+    training's ``pipeline.chunking.boundary``); None: each field's own default.
+
+    Example: ``setting_rows(PathsConfig, "paths.")[0]`` is ``("paths.output_dir", ..., meaning)``."""
     rows: list[tuple[str, str, str]] = []
     meanings = field_meanings(schema)
     for f in dataclasses.fields(schema):
@@ -320,12 +325,11 @@ def setting_rows(schema: type, prefix: str = "", skip: Iterable[str] = ()) -> li
         if key in skip or f.name.startswith("_"):
             continue
         tp = _field_type(schema, f)
-        if _is_schema(tp):
-            rows.extend(setting_rows(tp, f"{key}.", skip))
-            continue
-        value = _default(f)
-        if dataclasses.is_dataclass(value):  # a default instance of a union-typed section
-            rows.extend(setting_rows(type(value), f"{key}.", skip))
+        value = getattr(default, f.name) if default is not None else _default(f)
+        if _is_schema(tp) or dataclasses.is_dataclass(value):  # a section (or a union-typed one)
+            section = tp if _is_schema(tp) else type(value)
+            rows.extend(setting_rows(section, f"{key}.", skip,
+                                     value if dataclasses.is_dataclass(value) else None))
             continue
         rows.append((key, _value_text(value), meanings.get(f.name, "")))
     return rows

@@ -155,3 +155,21 @@ def test_every_setting_a_command_lists_has_a_meaning():
         missing = [key for group in module.settings() for key, _, meaning in
                    setting_rows(group.schema, group.prefix, group.skip) if not meaning]
         assert missing == [], f"gralc {command}: settings without a meaning: {missing}"
+
+
+def test_help_shows_the_defaults_a_run_gets():
+    """A section's default_factory may differ from its class (training's chunk bounds are
+    64-512, BoundaryConfig's 128-1024): --help shows what a run gets, not the class's value."""
+    import functools
+
+    from gralc.cli import _value_text, setting_rows
+    from gralc.evaluation.config import EvalConfig
+    from gralc.training.config import TrainConfig
+
+    for schema in (TrainConfig, EvalConfig):
+        instance = schema()
+        for key, shown, _ in setting_rows(schema):
+            value = functools.reduce(getattr, key.split("."), instance)
+            assert shown == _value_text(value), (schema.__name__, key, shown, value)
+    rows = dict((k, v) for k, v, _ in setting_rows(TrainConfig))
+    assert (rows["pipeline.chunking.boundary.min_tokens"], rows["pipeline.chunking.boundary.max_tokens"]) == ("64", "512")
