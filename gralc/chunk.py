@@ -26,7 +26,6 @@ from gralc.cli import (
     CommandParser,
     Settings,
     command_main,
-    configure_output,
     pipeline_overrides,
 )
 
@@ -234,8 +233,7 @@ def parser() -> CommandParser:
 
 def _main(argv: list[str]) -> int:
     p = parser()
-    args = p.parse(argv)
-    configure_output(args.verbose)
+    args = p.start(argv)
     if args.list or args.strategy == "list":
         for name, text in strategy_descriptions().items():
             print(f"{name}\t{text}")

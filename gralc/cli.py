@@ -456,6 +456,19 @@ class CommandParser(argparse.ArgumentParser):
         args.settings = settings
         return args
 
+    def start(self, argv: Sequence[str]) -> argparse.Namespace:
+        """:meth:`parse`, then the output set up as ``-v`` asks (:func:`configure_output`):
+        how every command begins (``args = parser().start(argv)``)."""
+        args = self.parse(argv)
+        configure_output(args.verbose)
+        return args
+
+    def add_force(self, help: str = "--out holds other files: move them aside to "
+                  "OUT.replaced-<time>") -> None:
+        """The ``--force`` flag of a command that writes ``--out`` (never deletes a user's
+        files: they are moved aside)."""
+        self.add_argument("--force", action="store_true", help=help)
+
 
 def subcommand_parser(parent: CommandParser, name: str, description: str, **kwargs: Any) -> CommandParser:
     """A :class:`CommandParser` for ``PROG NAME`` (``gralc shard build``), for commands with

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, Settings, command_main, configure_output
+from gralc.cli import CommandParser, Settings, command_main
 
 RENAMED = {f"--{k.replace('_', '-')}": f"scoring.{k}=VALUE" for k in (
     "sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight",
@@ -35,15 +35,13 @@ def parser() -> CommandParser:
                       settings=settings, renamed=RENAMED)
     p.add_argument("model", metavar="MODEL", help="a run folder of `gralc train`, or a .ckpt")
     p.add_argument("--out", required=True, help="export folder to write")
-    p.add_argument("--force", action="store_true",
-                   help="--out holds other files: move them aside to OUT.replaced-<time>")
+    p.add_force()
     return p
 
 
 
 def _main(argv: list[str]) -> int:
-    args = parser().parse(argv)
-    configure_output(args.verbose)
+    args = parser().start(argv)
     from omegaconf import OmegaConf
 
     from gralc.model.model_card import MODEL_CARD

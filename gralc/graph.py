@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
+from gralc.cli import CommandParser, Settings, command_main, route_settings
 
 if TYPE_CHECKING:
     from gralc.retrieval.graph.search import GraphConfig, GraphIndex
@@ -118,15 +118,13 @@ def parser() -> CommandParser:
     p.add_argument("--top", type=int, default=5, help="reports to print")
     p.add_argument("--png", help="draw the largest communities into this PNG file")
     p.add_argument("--out", help="save the graph folder of a corpus here")
-    p.add_argument("--force", action="store_true",
-                   help="--out holds other files: move them aside to OUT.replaced-<time>")
+    p.add_force()
     return p
 
 
 
 def _main(argv: list[str]) -> int:
-    args = parser().parse(argv)
-    configure_output(args.verbose)
+    args = parser().start(argv)
     from gralc.artefacts import check_output_dir, output_lock, write_artefact
     from gralc.config import load_config
     from gralc.retrieval.graph.search import GraphConfig, GraphIndex

@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
+from gralc.cli import CommandParser, Settings, command_main, route_settings
 
 SECTIONS = ("search", "fusion", "index", "graph")
 #: ``--searcher`` choices (gralc.inference.SEARCHERS; written out so --help imports nothing)
@@ -52,8 +52,7 @@ def parser() -> CommandParser:
     p.add_argument("corpus", help="a .nxml / .txt / .md file, a folder of them, a BEIR folder, "
                                   "ori_pqal.json, or a SQuAD-format JSON of articles")
     p.add_argument("--out", required=True, help="index folder to write")
-    p.add_argument("--force", action="store_true",
-                   help="--out holds other files: move them aside to OUT.replaced-<time>")
+    p.add_force()
     p.add_argument("--model", help="a trained GraLC export (or checkpoint, or run folder)")
     p.add_argument("--strategy", default="structure_aware",
                    help="baseline chunking without --model (`gralc chunk --list` lists them)")
@@ -74,8 +73,7 @@ def parser() -> CommandParser:
 
 
 def _main(argv: list[str]) -> int:
-    args = parser().parse(argv)
-    configure_output(args.verbose)
+    args = parser().start(argv)
     from gralc.artefacts import check_output_dir, output_lock
     from gralc.model.persistence import resolve_model
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, command_main, configure_output
+from gralc.cli import CommandParser, Settings, command_main
 
 
 def settings() -> list[Settings]:
@@ -48,8 +48,7 @@ def parser() -> CommandParser:
 
 
 def _main(argv: list[str]) -> int:
-    args = parser().parse(argv)
-    configure_output(args.verbose)
+    args = parser().start(argv)
     bad = [s for s in args.settings if not s.startswith(("data", "evidence."))]
     if bad:
         raise ValueError(f"{' '.join(bad)}: gralc qrels takes data.* and evidence.* settings")

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from gralc.cli import CommandParser, Settings, command_main, configure_output, route_settings
+from gralc.cli import CommandParser, Settings, command_main, route_settings
 
 BATCH = 64  # questions encoded and scored together
 FORMATS = ("text", "json", "trec")
@@ -85,8 +85,7 @@ def load_index(directory: str, search: list[str], model: str | None = None):
 
 def _main(argv: list[str]) -> int:
     p = parser()
-    args = p.parse(argv)
-    configure_output(args.verbose)
+    args = p.start(argv)
     keys = route_settings(args.settings, ("search",))
     if keys[""]:
         p.error(f"unknown setting(s) {' '.join(keys[''])}: gralc search takes search.KEY=value "

@@ -38,18 +38,18 @@ def _parsers() -> dict[str, CommandParser]:
     build.add_argument("--codec", help="the build's token codec (gralc shard codec), for a model "
                                        "that scores with late interaction")
     build.add_argument("--graph", action="store_true", help="grow this shard's corpus knowledge graph")
-    build.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
+    build.add_force()
     codec = CommandParser("gralc shard codec", description="Train the token codec every shard of a "
                           "trained model's build shares.", renamed=RENAMED, takes_settings=False)
     codec.add_argument("corpus", help="the corpus folder")
     codec.add_argument("--model", required=True, help="a trained GraLC model: an export, .ckpt or run folder")
     codec.add_argument("--out", required=True, help="codec folder to write")
-    codec.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
+    codec.add_force()
     merge = CommandParser("gralc shard merge", description="Merge the shard indexes of one build "
                           "(any order) into one index.", renamed=RENAMED, takes_settings=False)
     merge.add_argument("shards", nargs="+", help="shard folders")
     merge.add_argument("--out", required=True, help="merged index folder to write")
-    merge.add_argument("--force", action="store_true", help="--out holds other files: move them aside")
+    merge.add_force()
     return {"build": build, "codec": codec, "merge": merge}
 
 

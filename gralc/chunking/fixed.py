@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
+    check_window,
     embed_independently,
     text_token_limit,
     token_windows,
@@ -43,11 +44,7 @@ class FixedConfig:
     overlap: int = 32
 
     def __post_init__(self) -> None:
-        if self.size <= 0 or not 0 <= self.overlap < self.size:
-            raise ValueError(
-                f"fixed chunking needs size > 0 and 0 <= overlap < size, got size={self.size}, "
-                f"overlap={self.overlap}"
-            )
+        check_window("fixed", self.size, self.overlap)
 
 
 @register(NAME)

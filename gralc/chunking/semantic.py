@@ -54,6 +54,7 @@ from gralc.chunking.base import PreparedDocument, SectionLocator, make_chunk
 from gralc.chunking.chunk import Chunk, register
 from gralc.chunking.sentence_spans import (
     Unit,
+    check_window,
     embed_independently,
     embed_length,
     sentence_token_spans,
@@ -108,11 +109,7 @@ class SemanticConfig:
                 f"semantic chunking percentile must be in [0, 100], got {self.percentile}")
         if self.buffer_size < 0:
             raise ValueError(f"semantic chunking buffer_size must be >= 0, got {self.buffer_size}")
-        if self.max_tokens <= 0 or not 0 <= self.sub_overlap < self.max_tokens:
-            raise ValueError(
-                f"semantic chunking needs 0 <= sub_overlap < max_tokens, got "
-                f"max_tokens={self.max_tokens}, sub_overlap={self.sub_overlap}"
-            )
+        check_window("semantic", self.max_tokens, self.sub_overlap, "max_tokens", "sub_overlap")
 
 
 @register(NAME)

@@ -121,11 +121,22 @@ def sentence_token_spans(doc: Document, tokens: TokenEmbeddings | np.ndarray) ->
     ]
 
 
+def check_window(what: str, size: int, overlap: int, size_name: str = "size",
+                 overlap_name: str = "overlap") -> None:
+    """ValueError unless ``size > 0`` and ``0 <= overlap < size`` (windows of ``size``
+    tokens sharing ``overlap``), naming the settings as ``what`` chunking calls them.
+
+    Example: ``check_window("fixed", 256, 256)`` raises "fixed chunking needs size > 0 and
+    0 <= overlap < size, got size=256, overlap=256"."""
+    if size <= 0 or not 0 <= overlap < size:
+        raise ValueError(f"{what} chunking needs {size_name} > 0 and 0 <= {overlap_name} < "
+                         f"{size_name}, got {size_name}={size}, {overlap_name}={overlap}")
+
+
 def token_windows(start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
     """Windows of at most ``size`` tokens over ``[start, end)``, each starting ``overlap``
     tokens before the previous one ends; the last may be shorter."""
-    if size <= 0 or not 0 <= overlap < size:
-        raise ValueError(f"need size > 0 and 0 <= overlap < size, got size={size}, overlap={overlap}")
+    check_window("token", size, overlap)
     windows: list[tuple[int, int]] = []
     s = start
     while s < end:

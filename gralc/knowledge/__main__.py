@@ -46,7 +46,7 @@ LINK_KEYS = ("knowledge.vocabulary", "knowledge.tree_file")
 
 
 def _link(argv: list[str], prog: str = "gralc link") -> int:
-    from gralc.cli import CommandParser, configure_output
+    from gralc.cli import CommandParser
 
     p = CommandParser(prog, description="Print the concept mentions (longest match) of a text or "
                       "JATS file: start, end, concept id, surface form, name (TSV).",
@@ -57,8 +57,7 @@ def _link(argv: list[str], prog: str = "gralc link") -> int:
                              "                            (default: the built-in 438-term MeSH subset)\n"
                              "  knowledge.tree_file=PATH   mtreesYYYY.bin (optional)")
     p.add_argument("file", type=Path, help="a .nxml / .xml (JATS) or text file")
-    args = p.parse(argv)
-    configure_output(args.verbose)
+    args = p.start(argv)
     given = {}
     for item in args.settings:
         key, _, value = item.partition("=")
@@ -81,7 +80,7 @@ def _link(argv: list[str], prog: str = "gralc link") -> int:
 
 
 def _download(argv: list[str], prog: str = "gralc mesh") -> int:
-    from gralc.cli import CommandParser, configure_output
+    from gralc.cli import CommandParser
 
     p = CommandParser(prog, description="Download NLM's MeSH descriptors (descYYYY.xml) and tree "
                       "numbers (mtreesYYYY.bin) for knowledge.vocabulary= / knowledge.tree_file=.",
@@ -90,8 +89,7 @@ def _download(argv: list[str], prog: str = "gralc mesh") -> int:
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--base-url", default=MESH_BASE_URL)
     p.add_argument("--force", action="store_true", help="download again if present")
-    args = p.parse(argv)
-    configure_output(args.verbose)
+    args = p.start(argv)
     for path in download_mesh(args.year, args.out, args.base_url, force=args.force):
         print(path)
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from gralc.cli import CommandParser, command_main, configure_output
+from gralc.cli import CommandParser, command_main
 
 #: the names `install` takes (gralc.encoding.install.INSTALL_NAMES; written out for --help)
 INSTALLABLE = ("e5-small", "e5-small-enpt", "multilingual-e5-small", "multilingual-e5-small-enpt")
@@ -29,10 +29,8 @@ def _install(argv: list[str]) -> int:
                         "Portuguese pruned copy")
     p.add_argument("--out", help="folder to write (default: where encoder.model="
                                  "multilingual-e5-small[-enpt] looks, under $GRALC_CACHE)")
-    p.add_argument("--force", action="store_true",
-                   help="--out holds other files: move them aside to OUT.replaced-<time>")
-    args = p.parse(argv)
-    configure_output(args.verbose)
+    p.add_force()
+    args = p.start(argv)
     from gralc.encoding.install import INSTALL_NAMES, install_encoder
     from gralc.encoding.models import encoder_cache_root
 
