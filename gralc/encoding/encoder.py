@@ -6,8 +6,8 @@ the context is encoded in overlapping windows blended by linear distance-weighte
 (all-MiniLM-L6-v2: mean pooling over the attention mask, then L2 normalisation).
 
 Each encoder's conventions (:class:`~gralc.encoding.models.EncoderConventions`, e.g. e5's
-``query: `` / ``passage: `` prefixes) are applied here and only here: questions
-(:meth:`DocumentEncoder.encode_queries`, :meth:`~DocumentEncoder.encode_questions`) get the
+``query: `` / ``passage: `` prefixes) are applied here and only here: questions (one path,
+:meth:`DocumentEncoder.read_questions`, batched as a :class:`QuestionBatching` says) get the
 query prefix, texts embedded on their own (:meth:`~DocumentEncoder.encode_texts`: chunks,
 concept names, reports) the passage prefix, and every window of a late-chunked document the
 passage prefix's tokens right after its leading special tokens (dropped from the output like
@@ -217,7 +217,8 @@ class DocumentEncoder:
     @property
     def question_max_length(self) -> int:
         """Word-pieces a question is read from, special tokens and query prefix included:
-        ``query_max_length`` plus the prefix, at most the model's context."""
+        ``query_max_length`` plus the prefix, at most the model's context (the one truncation
+        length of :meth:`read_questions`, whatever the batching)."""
         return min(self.query_max_length + len(self._query_ids), self._context)
 
     def question_texts(self, texts: list[str]) -> list[str]:
