@@ -49,27 +49,28 @@ QUESTION_ENCODERS = {"read_questions", "encode_questions", "encode_queries", "en
 
 def _calls(tree: ast.AST) -> list[tuple[int, str, str | None, ast.Call]]:
     """``(line, called name, enclosing function, node)`` of every call in ``tree``."""
-    found = []
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
-    def visit(node: ast.AST, func: str | None) -> None:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            func = node.name
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            found.append((node.lineno, name, func, node))
-        for child in ast.iter_child_nodes(node):
-            visit(child, func)
+    def enclosing(node: ast.AST) -> str | None:
+        while node in parent:
+            node = parent[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                return node.name
+        return None
 
-    visit(tree, None)
-    return found
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    return [(n.lineno, _name(n), enclosing(n), n) for n in calls]
+
+
+def _name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def _counts_pieces(call: ast.Call) -> bool:
     """A call to a tokenizer, or any call that asks for word-pieces without special tokens."""
-    f = call.func
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    return name == "tokenizer" or any(
+    return _name(call) == "tokenizer" or any(
         k.arg == "add_special_tokens" and isinstance(k.value, ast.Constant) and k.value.value is False
         for k in call.keywords)
 
