@@ -450,13 +450,13 @@ class DocumentEncoder:
         return self.encode_questions(texts, warn=False)[1:]
 
     @torch.inference_mode()
-    def encode_questions(self, texts: list[str], batching: QuestionBatching | None = None,
+    def encode_questions(self, texts: list[str], batching: QuestionBatching = ONE_BY_ONE,
                          tokens: bool = True, warn: bool = True
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`read_questions` with this encoder's own (frozen) weights; ``batching``
-        defaults to :data:`ONE_BY_ONE` (a question's numbers never depend on its batch).
+        """:meth:`read_questions` with this encoder's own (frozen) weights, by default
+        :data:`ONE_BY_ONE` (a question's numbers never depend on its batch).
         E.g. ``vectors, tokens, mask = encoder.encode_questions(["What is ACE2?"])``."""
-        return self.read_questions(texts, batching or ONE_BY_ONE, self._forward, tokens, warn)
+        return self.read_questions(texts, batching, self._forward, tokens, warn)
 
     def read_questions(self, texts: list[str], batching: QuestionBatching,
                        forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
