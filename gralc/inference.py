@@ -40,6 +40,8 @@ from gralc.artefacts import model_digest, verify_artefact, write_artefact
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.documents.model import Document
+from gralc.encoding.budget import budget_counter
+from gralc.model.query_features import question_concepts
 from gralc.pipeline import (
     RUNTIME_KEYS,
     Pipeline,
@@ -382,8 +384,8 @@ class Retriever:
             return []
         if self.spec.searcher in GRAPH_SEARCHERS:
             q = self.pipeline.encoder.encode_queries(questions).numpy().astype(np.float32)
-            return [self.graph_searcher().query(v, [m.concept_id for m in self.pipeline.linker.link(t)], k)
-                    for v, t in zip(q, questions)]
+            concepts = question_concepts(self.pipeline.linker, questions)
+            return [self.graph_searcher().query(v, ids, k) for v, ids in zip(q, concepts)]
         depth = k if self.spec.searcher != "hybrid" else max(k, self.fusion.candidates)
         if self.scorer is None:
             q = self.pipeline.encoder.encode_queries(questions).numpy().astype(np.float32)
@@ -417,11 +419,10 @@ class Retriever:
             if self.graph is None:
                 raise ValueError("this index has no corpus graph: rebuild it with --graph")
             cfg = config_from_dict(GraphConfig, self.spec.graph or {}, "retriever.json (graph)")
-            tok = self.pipeline.encoder.tokenizer
             kind = self.spec.searcher if self.spec.searcher in GRAPH_SEARCHERS else "graph_local"
             self._graph_searcher = GraphSearcher(
                 kind, self.index.chunks, self.graph, config=cfg.search, vectors=self.index.vectors,
-                pieces=lambda c: len(tok(c.text, add_special_tokens=False)["input_ids"]))
+                pieces=budget_counter(self.pipeline.encoder))  # eval's unit: MiniLM word-pieces
         return self._graph_searcher
 
 

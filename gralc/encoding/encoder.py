@@ -6,8 +6,8 @@ the context is encoded in overlapping windows blended by linear distance-weighte
 (all-MiniLM-L6-v2: mean pooling over the attention mask, then L2 normalisation).
 
 Each encoder's conventions (:class:`~gralc.encoding.models.EncoderConventions`, e.g. e5's
-``query: `` / ``passage: `` prefixes) are applied here and only here: questions
-(:meth:`DocumentEncoder.encode_queries`, :meth:`~DocumentEncoder.encode_questions`) get the
+``query: `` / ``passage: `` prefixes) are applied here and only here: questions (one path,
+:meth:`DocumentEncoder.read_questions`, batched as a :class:`QuestionBatching` says) get the
 query prefix, texts embedded on their own (:meth:`~DocumentEncoder.encode_texts`: chunks,
 concept names, reports) the passage prefix, and every window of a late-chunked document the
 passage prefix's tokens right after its leading special tokens (dropped from the output like
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +101,28 @@ class EncoderConfig:
     #: with a progress bar, each window blended as soon as it is computed (bounded memory:
     #: the token vectors themselves, not every window's output as well)
     stream_tokens: int = 100_000
+
+
+@dataclass(frozen=True)
+class QuestionBatching:
+    """How :meth:`DocumentEncoder.read_questions` groups questions into encoder passes:
+    ``size`` questions per pass (None: ``encoder.batch_size``; 1: one unpadded pass each),
+    ``longest_first``: sorted by length first (less padding). Padding changes a vector's last
+    bits, so each caller keeps the grouping its numbers were made with: use the constants.
+    E.g. ``encoder.encode_questions(texts, PADDED)``."""
+
+    size: int | None = None
+    longest_first: bool = False
+
+
+#: one unpadded pass per question: a question's numbers never depend on its batch (the
+#: trained search's late interaction, its pooled vector too)
+ONE_BY_ONE = QuestionBatching(size=1)
+#: padded passes of ``encoder.batch_size``, longest first (dense rows, the trained search's
+#: vector without late interaction, training's frozen question vectors)
+PADDED = QuestionBatching(longest_first=True)
+#: padded passes of ``encoder.batch_size`` in the given order (LoRA training's questions)
+IN_ORDER = QuestionBatching()
 
 
 class DocumentEncoder:
@@ -195,7 +217,8 @@ class DocumentEncoder:
     @property
     def question_max_length(self) -> int:
         """Word-pieces a question is read from, special tokens and query prefix included:
-        ``query_max_length`` plus the prefix, at most the model's context."""
+        ``query_max_length`` plus the prefix, at most the model's context (the one truncation
+        length of :meth:`read_questions`, whatever the batching)."""
         return min(self.query_max_length + len(self._query_ids), self._context)
 
     def question_texts(self, texts: list[str]) -> list[str]:
@@ -398,14 +421,10 @@ class DocumentEncoder:
 
     @torch.inference_mode()
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
-        """Query embeddings (Q, d), as ``encode_texts`` but behind the query prefix. A blank
-        question is refused (ValueError naming it); one longer than the encoder reads is
-        embedded from its first ``query_max_length`` word-pieces, with one warning naming the
-        questions and the limit."""
-        self._check_questions(texts)
-        means, _ = self._mean_pool(texts, None, self.conventions.query_prefix,
-                                   len(self._query_ids))
-        return self.finish_pooled(means)
+        """Query embeddings (Q, d): the vectors of :meth:`encode_questions` read in
+        :data:`PADDED` passes (what dense rows, the trained model's vector and training's
+        frozen question vectors use). E.g. ``encoder.encode_queries(["What is ACE2?"])``."""
+        return self.encode_questions(texts, PADDED, tokens=False)[0]
 
     def _check_questions(self, texts: list[str], warn: bool = True) -> None:
         """A blank question is refused; one longer than the encoder reads is warned of."""
@@ -426,37 +445,59 @@ class DocumentEncoder:
     @torch.inference_mode()
     def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The questions' word-piece vectors for late interaction: ``(vectors (Q, L, d)
-        float32, mask (Q, L) bool)``, special tokens and padding masked out, each question
-        read as :meth:`encode_queries` reads it (its first ``query_max_length`` word-pieces)."""
+        float32, mask (Q, L) bool)``, the ``tokens, mask`` of :meth:`encode_questions`
+        (one pass each). E.g. ``vectors, mask = encoder.encode_query_tokens(["ACE2?"])``."""
         return self.encode_questions(texts, warn=False)[1:]
 
     @torch.inference_mode()
-    def encode_questions(self, texts: list[str], warn: bool = True
+    def encode_questions(self, texts: list[str], batching: QuestionBatching = ONE_BY_ONE,
+                         tokens: bool = True, warn: bool = True
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(vectors (Q, d), word-piece vectors (Q, L, d), mask (Q, L))`` from one encoder
-        pass per question (behind the query prefix), unpadded (a question's numbers never
-        depend on its batch): the vector is :meth:`encode_queries`'s (the L2-normalised mean
-        over every position, special tokens and prefix included), the word-pieces
-        :meth:`encode_query_tokens`' (the question's own: neither special tokens nor prefix).
-        A search needing both pays one forward, not two. ``warn``: of questions longer than
-        the encoder reads, as :meth:`encode_queries` does."""
+        """:meth:`read_questions` with this encoder's own (frozen) weights, by default
+        :data:`ONE_BY_ONE` (a question's numbers never depend on its batch).
+        E.g. ``vectors, tokens, mask = encoder.encode_questions(["What is ACE2?"])``."""
+        return self.read_questions(texts, batching, self._forward, tokens, warn)
+
+    def read_questions(self, texts: list[str], batching: QuestionBatching,
+                       forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                       tokens: bool = True, warn: bool = True
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The one question path: ``(vectors (Q, d), word-piece vectors (Q, L, d), mask (Q,
+        L) bool)`` float32 on CPU. Each question is read behind the query prefix, truncated
+        to :attr:`question_max_length` word-pieces, in the passes ``batching`` says, through
+        ``forward(input_ids, attention_mask) -> hidden (B, L, d)`` (:meth:`_forward`, or a
+        LoRA encoder's adapted pass, with gradient). The vector is the mean over the attention
+        mask (special tokens and prefix included, as the model card pools), L2-normalised as
+        the conventions say; the word-pieces are the question's own (neither special tokens,
+        prefix nor padding), left-aligned (``tokens=False``: empty). A blank question is
+        refused (ValueError); with ``warn``, questions longer than the encoder reads are
+        logged. E.g. ``encoder.read_questions(["ACE2?"], ONE_BY_ONE, encoder._forward)``."""
         self._check_questions(texts, warn)
-        if not texts:
+        n = len(texts)
+        size = batching.size or self.config.batch_size
+        order = (sorted(range(n), key=lambda i: -len(texts[i])) if batching.longest_first
+                 else list(range(n)))
+        questions = self.question_texts(texts)
+        pooled: list[torch.Tensor] = [torch.empty(0)] * n
+        parts: list[torch.Tensor] = [torch.zeros(0, self.dim)] * n
+        for b in range(0, n, size):
+            rows = order[b : b + size]
+            enc = self.tokenizer([questions[i] for i in rows], padding=True, truncation=True,
+                                 max_length=self.question_max_length, return_tensors="pt")
+            hidden = forward(enc["input_ids"], enc["attention_mask"])
+            attention = enc["attention_mask"].unsqueeze(-1).float()
+            means = (hidden * attention).sum(1) / attention.sum(1).clamp(min=1e-9)
+            own = enc["attention_mask"].bool() & self.question_token_mask(enc["input_ids"])
+            for j, i in enumerate(rows):
+                pooled[i] = means[j]
+                if tokens:
+                    parts[i] = hidden[j][own[j]]
+        if not n:
             return (torch.zeros(0, self.dim), torch.zeros(0, 0, self.dim),
                     torch.zeros(0, 0, dtype=torch.bool))
-        pooled: list[torch.Tensor] = []
-        parts: list[torch.Tensor] = []
-        for text in self.question_texts(texts):
-            ids = torch.tensor([self.tokenizer(text, truncation=True,
-                                               max_length=self.question_max_length)["input_ids"]])
-            hidden = self._forward(ids, torch.ones_like(ids))[0]
-            pooled.append(hidden.mean(0))
-            parts.append(hidden[self.question_token_mask(ids)[0]])
         width = max(p.shape[0] for p in parts)
-        vectors = torch.zeros(len(parts), width, self.dim)
-        mask = torch.zeros(len(parts), width, dtype=torch.bool)
-        for i, p in enumerate(parts):
-            vectors[i, : p.shape[0]], mask[i, : p.shape[0]] = p, True
+        vectors = torch.stack([F.pad(p, (0, 0, 0, width - p.shape[0])) for p in parts])
+        mask = torch.stack([torch.arange(width) < p.shape[0] for p in parts])
         return self.finish_pooled(torch.stack(pooled)), vectors, mask
 
     @staticmethod

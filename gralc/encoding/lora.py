@@ -8,9 +8,10 @@ so an untrained LoraEncoder encodes exactly like its base model), and only they 
 ``state_dict`` (the frozen base weights come from the base model again when loading): 0.3 MB
 for all-MiniLM-L6-v2 at r = 8 (a training checkpoint, with Adam's moments, grows by ~1 MB).
 
-``encode_document`` / ``encode_texts`` compute what ``DocumentEncoder.encode_document`` /
-``encode_texts`` compute (same tokenisation, sliding windows and distance-weighted blending,
-same mean pooling), but differentiably w.r.t. the adapters and without the on-disk cache.
+``encode_document`` computes what ``DocumentEncoder.encode_document`` computes (same
+tokenisation, sliding windows and distance-weighted blending), and ``encode_questions`` reads
+questions through the encoder's one question path, but differentiably w.r.t. the adapters and
+without the on-disk cache.
 
 For inference, :meth:`LoraEncoder.save_merged` folds the adapters into the weights
 (``merge_and_unload``) and writes a plain Hugging Face folder (model, fast tokenizer,
@@ -33,11 +34,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from gralc.atomic import atomic_path
-from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.encoding.encoder import IN_ORDER, DocumentEncoder, EncoderConfig
 from gralc.encoding.models import (
     ENCODER_FORMAT,
     ENCODER_MARKER,
@@ -219,41 +219,12 @@ class LoraEncoder(nn.Module):
         self, texts: list[str]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One adapted pass over the questions, with gradient: ``(pooled (Q, d), tokens (Q, L,
-        d), mask (Q, L) bool)``, all float32 on CPU. ``pooled``: L2-normalised mean over the
-        attention mask, as ``DocumentEncoder.encode_queries``; ``tokens``: the word-piece vectors
-        late interaction reads, special tokens and padding masked out, as
-        ``DocumentEncoder.encode_query_tokens`` (padded batches of ``batch_size``: equal to the
-        one-at-a-time inference path up to float rounding). Each question is read behind the
-        encoder's query prefix, truncated to ``query_max_length`` word-pieces (or what the
-        encoder reads, if fewer), the prefix on top."""
-        enc = self.encoder
-        questions = enc.question_texts(texts)  # behind the encoder's query prefix
-        pooled, vectors, masks = [torch.zeros(0, enc.dim)], [], []
-        for b in range(0, len(questions), enc.config.batch_size):
-            batch = enc.tokenizer(questions[b : b + enc.config.batch_size], padding=True,
-                                  truncation=True, max_length=enc.question_max_length,
-                                  return_tensors="pt")
-            hidden = self._hidden(batch["input_ids"], batch["attention_mask"]).cpu()
-            attention = batch["attention_mask"].unsqueeze(-1).float()
-            pooled.append((hidden * attention).sum(1) / attention.sum(1).clamp(min=1e-9))
-            vectors.append(hidden)
-            masks.append(batch["attention_mask"].bool() & enc.question_token_mask(batch["input_ids"]))
-        if not vectors:
-            return (torch.zeros(0, enc.dim), torch.zeros(0, 0, enc.dim),
-                    torch.zeros(0, 0, dtype=torch.bool))
-        width = max(v.shape[1] for v in vectors)
-        return (enc.finish_pooled(torch.cat(pooled)),
-                torch.cat([F.pad(v, (0, 0, 0, width - v.shape[1])) for v in vectors]),
-                torch.cat([F.pad(m, (0, width - m.shape[1])) for m in masks]))
-
-    def encode_texts(self, texts: list[str]) -> torch.Tensor:
-        """Query embeddings (Q, d): the ``pooled`` part of :meth:`encode_questions`."""
-        return self.encode_questions(texts)[0]
-
-    def encode_query_tokens(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The questions' word-piece vectors and mask: the ``tokens, mask`` part of
-        :meth:`encode_questions`."""
-        return self.encode_questions(texts)[1:]
+        d), mask (Q, L) bool)``, float32 on CPU, as ``DocumentEncoder.read_questions`` reads
+        them (the one question path), in :data:`~gralc.encoding.encoder.IN_ORDER` padded
+        passes of ``batch_size`` (equal to the one-at-a-time inference path up to float
+        rounding). E.g. ``pooled, tokens, mask = lora.encode_questions(["What is ACE2?"])``."""
+        return self.encoder.read_questions(texts, IN_ORDER, lambda ids, mask: self._hidden(ids, mask).cpu(),
+                                           warn=False)
 
     # ----- saving ---------------------------------------------------------------------------
     def digest(self) -> str:

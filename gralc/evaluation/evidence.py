@@ -37,6 +37,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+# the one budget counter (MiniLM word-pieces), named here too: the budgeted metrics count with it
+from gralc.encoding.budget import PieceCounter as PieceCounter
+from gralc.encoding.budget import budget_counter as budget_counter
+
 Span = tuple[int, int]
 #: ``piece_ends(chunk)``: the end offset of each word-piece of ``chunk.text``, relative to it
 PieceEnds = Callable[[Any], Sequence[int]]
@@ -188,48 +192,3 @@ def evidence_metrics(
     if within_article is not None:
         out["wa_ndcg@10"] = ev_ndcg(within_article, gold_doc_id, evidence, 10, min_coverage)
     return out
-
-
-class PieceCounter:
-    """Word-piece end offsets of chunk texts from a Hugging Face fast tokenizer (no special
-    tokens), cached by ``(doc_id, chunk_id, char_start, char_end)``."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self._cache: dict[tuple, list[int]] = {}
-
-    def _key(self, c: Any) -> tuple:
-        return c.doc_id, c.chunk_id, c.char_start, c.char_end
-
-    def prime(self, chunks: Sequence[Any], batch: int = 256) -> None:
-        """Tokenise the chunks not yet cached, in batches."""
-        todo = [c for c in chunks if self._key(c) not in self._cache]
-        for i in range(0, len(todo), batch):
-            part = todo[i : i + batch]
-            enc = self.tokenizer([c.text for c in part], add_special_tokens=False,
-                                 return_offsets_mapping=True, truncation=False, verbose=False)
-            for c, offs in zip(part, enc["offset_mapping"]):
-                self._cache[self._key(c)] = [e for _, e in offs]
-
-    def __call__(self, chunk: Any) -> list[int]:
-        key = self._key(chunk)
-        if key not in self._cache:
-            self.prime([chunk])
-        return self._cache[key]
-
-
-def budget_counter(encoder: Any) -> PieceCounter:
-    """The word-piece counter of retrieved-text budgets (``ev_recall@Nwp``): always
-    all-MiniLM-L6-v2's tokenizer, so budgets stay one fixed unit when encoders are compared
-    (an encoder with a larger vocabulary would otherwise count fewer pieces for the same text).
-    ``encoder``: the pipeline's encoder, whose tokenizer is reused when it is MiniLM's."""
-    from gralc.encoding.models import DEFAULT_MODEL_ID
-
-    if getattr(encoder, "model_id", None) == DEFAULT_MODEL_ID:
-        return PieceCounter(encoder.tokenizer)
-    from transformers import AutoTokenizer
-
-    from gralc.encoding.models import default_model_path
-
-    return PieceCounter(AutoTokenizer.from_pretrained(default_model_path()))
-

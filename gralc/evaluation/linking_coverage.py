@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gralc.knowledge.mention import EntityMention
+from gralc.model.query_features import link_questions
 
 
 class Linker(Protocol):
@@ -82,7 +83,7 @@ def linking_coverage(linker: Linker, tokenizer, questions: Sequence[str],
     shares of questions / fixed ``chunk_size``-word-piece chunks with >= 1 concept, mentions
     per 1,000 word-pieces of the articles (and of the questions), distinct concepts, and the
     ``top`` concepts by the number of articles they occur in."""
-    q_mentions = [linker.link(q) for q in questions]
+    q_mentions = link_questions(linker, questions)
     a_mentions = [linker.link(a) for a in articles]
     chunks = [c for a in articles for c in fixed_chunk_texts(tokenizer, a, chunk_size)]
     c_mentions = [linker.link(c) for c in chunks]

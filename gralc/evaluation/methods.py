@@ -25,7 +25,8 @@ import numpy as np
 from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
 from gralc.data.benchmarks import Benchmark
-from gralc.evaluation.evidence import BUDGETS, PieceCounter, evidence_metrics, resolve_evidence
+from gralc.encoding.budget import PieceCounter, budget_counter
+from gralc.evaluation.evidence import BUDGETS, evidence_metrics, resolve_evidence
 from gralc.evaluation.generation import GenerationConfig, evaluate_generation
 from gralc.evaluation.metrics import (
     aggregate,
@@ -33,6 +34,7 @@ from gralc.evaluation.metrics import (
     cross_section_recall_at_k,
     query_metrics,
 )
+from gralc.model.query_features import question_concepts
 from gralc.pipeline import Pipeline, build_chunker
 from gralc.retrieval.graph.search import (
     GRAPH_SEARCHERS,
@@ -341,9 +343,9 @@ def graph_searcher(kind: str, bench: Benchmark, chunks: list[Chunk], index: Grap
     texts = [q.text for q in bench.questions]
     if q_vecs is None:
         q_vecs = pipeline.encoder.encode_queries(texts).numpy()
-    q_concepts = [[m.concept_id for m in ms] for ms in pipeline.linker.link_documents(texts)]
-    pieces = (lambda c: len(settings.pieces(c))) if settings.pieces is not None else None
-    return GraphSearcher(kind, chunks, index, q_vecs, q_concepts, settings.graph.search, pieces)
+    pieces = settings.pieces or budget_counter(pipeline.encoder)
+    return GraphSearcher(kind, chunks, index, q_vecs, question_concepts(pipeline.linker, texts),
+                         settings.graph.search, pieces)
 
 
 class Scorer(Protocol):

@@ -140,6 +140,7 @@ def question_concepts(top: int = 5) -> dict:
 
     from gralc.data.benchmarks import squad_benchmark
     from gralc.knowledge.linker import EntityLinker
+    from gralc.model.query_features import link_questions
     from gralc.pipeline import PipelineConfig, load_knowledge
 
     pcfg = load_config(PipelineConfig, None, knowledge_overrides(SHARED, prefix=""))
@@ -147,7 +148,7 @@ def question_concepts(top: int = 5) -> dict:
     linker = EntityLinker(vocab, pcfg.knowledge.linker)
     bench = squad_benchmark(SHARED / "covidqa" / "covidqa_dev.json")
     in_docs = Counter(cid for d in bench.documents for cid in {m.concept_id for m in linker.link(d.text)})
-    per_q = [{m.concept_id for m in linker.link(q.text)} for q in bench.questions]
+    per_q = [{m.concept_id for m in ms} for ms in link_questions(linker, [q.text for q in bench.questions])]
     counts = Counter(cid for ids in per_q for cid in ids)
     return {"questions": len(per_q), "without_concept": sum(not ids for ids in per_q),
             "top": [{"id": cid, "name": vocab[cid].name, "questions": n,

@@ -1,7 +1,14 @@
-"""The question side of the model's input: frozen query vectors and linked query concepts."""
+"""The question side of the model's input: frozen query vectors and linked query concepts.
+
+:func:`link_questions` is the one place a question's text meets the entity linker and
+:func:`question_concepts` the one rule for its concept ids (descriptor ids in order of first
+mention); the trained search, the concept match, the graph search of ``gralc search`` and
+eval's graph rows all read them from here.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -10,7 +17,23 @@ from gralc.knowledge.concept_graph import build_concept_graph
 
 if TYPE_CHECKING:
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
+    from gralc.knowledge.linker import EntityLinker
+    from gralc.knowledge.mention import EntityMention
     from gralc.pipeline import Pipeline
+
+
+def link_questions(linker: EntityLinker, texts: Sequence[str]) -> list[list[EntityMention]]:
+    """Each question's entity mentions (a pipeline's ``linker``: longest match, offsets into
+    the question). E.g. ``link_questions(pipeline.linker, ["Is ACE2 a receptor?"])``."""
+    return [linker.link(t) for t in texts]
+
+
+def question_concepts(linker: EntityLinker, texts: Sequence[str]) -> list[list[str]]:
+    """Each question's linked concept ids (descriptor ids), in order of first mention, each
+    once: the nodes of its concept graph (:func:`~gralc.knowledge.concept_graph.build_concept_graph`
+    orders them so). E.g. ``question_concepts(pipeline.linker, ["Where did 2019-nCoV come
+    from?"])``: one id, the descriptor that SARS-CoV-2 also links to."""
+    return [list(dict.fromkeys(m.concept_id for m in ms)) for ms in link_questions(linker, texts)]
 
 
 class QueryEncoder:
@@ -34,8 +57,8 @@ class QueryEncoder:
     def concepts_batch(self, texts: list[str]) -> list[tuple[list[str], torch.Tensor, torch.Tensor]]:
         """:meth:`concepts` of several questions; the concepts not yet embedded are embedded
         together (one encoder batch, not one per question)."""
-        graphs = [build_concept_graph(self.pipeline.linker.link(t), [(0, len(t))],
-                                      self.pipeline.knowledge_base) for t in texts]
+        graphs = [build_concept_graph(ms, [(0, len(t))], self.pipeline.knowledge_base)
+                  for t, ms in zip(texts, link_questions(self.pipeline.linker, texts))]
         every = list(dict.fromkeys(c for g in graphs for c in g.concept_ids))
         if every:
             self.embedder.embed_ids(every, self.pipeline.vocabulary)  # fills the cache at once

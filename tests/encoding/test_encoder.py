@@ -206,6 +206,36 @@ def test_query_encoding_matches_sentence_transformers(encoder, minilm_path):
     assert torch.equal(alone[1][0, : int(alone[2].sum())], tokens[1, mask[1]])
 
 
+def test_one_question_path_its_batching_explicit(encoder, minilm_path):
+    """encode_queries is read_questions in PADDED passes (longest first), encode_questions in
+    ONE_BY_ONE passes, and an untrained LoraEncoder (B = 0) reads through the same function in
+    IN_ORDER passes: the base encoder's numbers, bitwise. Padding moves only the last bits, and
+    a question read one by one never depends on its batch."""
+    from gralc.encoding.encoder import IN_ORDER, ONE_BY_ONE, PADDED
+    from gralc.encoding.lora import LoraEncoder
+
+    questions = SENTENCES[:5] + ["ACE2?"]  # more than one batch of 4, lengths mixed
+    small = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", batch_size=4))
+    padded = small.encode_questions(questions, PADDED)
+    assert torch.equal(small.encode_queries(questions), padded[0])
+    one = small.encode_questions(questions)
+    assert all(torch.equal(a, b) for a, b in zip(one, small.encode_questions(questions, ONE_BY_ONE)))
+    assert torch.equal(small.encode_questions(questions[2:3])[0][0], one[0][2])
+    for got in (padded, small.encode_questions(questions, IN_ORDER)):
+        assert torch.allclose(got[0], one[0], atol=1e-6)
+        assert torch.equal(got[2], one[2])  # the same word-pieces, left-aligned
+        assert torch.allclose(got[1], one[1], atol=1e-5)
+    lora = LoraEncoder(DocumentEncoder(small.config))
+    adapted = lora.encode_questions(questions)
+    assert adapted[0].requires_grad and adapted[1].requires_grad
+    ref = small.encode_questions(questions, IN_ORDER)
+    assert all(torch.equal(a.detach(), b) for a, b in zip(adapted, ref))
+    with pytest.raises(ValueError, match="blank"):
+        small.encode_questions(["ACE2?", "  "])
+    empty = small.encode_questions([])
+    assert [tuple(t.shape) for t in empty] == [(0, 384), (0, 0, 384), (0, 0)]
+
+
 def test_bf16_close_to_fp32(encoder, minilm_path):
     bf16 = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", precision="bf16"))
     text = make_text(6)

@@ -37,7 +37,7 @@ def test_query_tokens_match_the_inference_path(lora):
     weights) gives."""
     _, enc = lora
     questions = ["What is the incubation period of SARS-CoV-2?", "ACE2?", "How do bats shed it?"]
-    vecs, mask = enc.encode_query_tokens(questions)
+    vecs, mask = enc.encode_questions(questions)[1:]
     with torch.no_grad():
         ref, ref_mask = enc.encoder.encode_query_tokens(questions)
     assert vecs.requires_grad and torch.equal(mask.sum(1), ref_mask.sum(1))
@@ -63,8 +63,8 @@ def test_one_encoder_pass_gives_both_question_views(datamodule, lora):
     assert len(calls) == -(-len(train) // enc.encoder.config.batch_size)
     assert qs.tokens.requires_grad and qs.vectors.requires_grad  # the loss trains the adapters through both
     texts = [e.text for e in train]
-    tokens, mask = enc.encode_query_tokens(texts)
-    assert torch.allclose(qs.vectors, enc.encode_texts(texts), atol=1e-6)
+    pooled, tokens, mask = enc.encode_questions(texts)
+    assert torch.allclose(qs.vectors, pooled, atol=1e-6)
     assert torch.equal(qs.token_mask, mask) and torch.allclose(qs.tokens, tokens, atol=1e-6)
     assert lit.queries(train).tokens is None
 
@@ -89,7 +89,7 @@ def test_the_loss_mixes_maxsim_and_trains_both_sides(datamodule, lora):
     q, q_ent, q_mask = lit.queries(train)[:3]
     lexical = lit.score_inputs(train, views, chunks)[0]
     plain = model.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
-    q_tok, q_tok_mask = enc.encode_query_tokens([e.text for e in train])
+    q_tok, q_tok_mask = enc.encode_questions([e.text for e in train])[1:]
     q_tok.retain_grad()
     chunks.token_vectors.retain_grad()
     sim = maxsim(q_tok, q_tok_mask, chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)

@@ -13,7 +13,7 @@ mentions) into a :class:`GraphIndex`: the corpus graph
   ``neighbours`` strongest graph neighbours (weight ``hop_decay`` times the seed's), then the
   chunks mentioning them with ``cos(g, v) > tau_d``; a chunk scores
   ``cos(g, q) + entity_weight * w_v`` and the graph's chunks are kept, best first, until
-  they fill ``budget`` word-pieces (the window L).
+  they fill ``budget`` word-pieces (the window L; all-MiniLM-L6-v2's, whatever the encoder).
 * ``graph_global`` (eq. 5): the ``top_communities`` reports at ``level`` by
   ``cos(report, q) + centrality_weight * centrality``, then their member chunks (the points)
   by ``cos(g, q)``.
@@ -37,6 +37,7 @@ import numpy as np
 
 from gralc.atomic import atomic_path
 from gralc.documents.model import Document
+from gralc.encoding.budget import PieceCounter, budget_counter
 from gralc.knowledge.communities import (
     Community,
     CommunityConfig,
@@ -244,7 +245,8 @@ class GraphSearcher:
     """``kind`` (graph_local | graph_global) search over ``chunks``, whose unit vectors are
     ``vectors`` (n, d) (default: the chunks' ``embedding``). ``search`` / ``within`` rank the
     queries given by ``q_vecs`` (q, d) and the concept ids linked in each (``q_concepts``);
-    :meth:`query` ranks one new question. ``pieces(chunk) -> word-pieces`` sizes the budget."""
+    :meth:`query` ranks one new question. ``pieces`` counts the budget's word-pieces
+    (:func:`~gralc.encoding.budget.budget_counter`; None: the bundled MiniLM's)."""
 
     def __init__(
         self,
@@ -254,7 +256,7 @@ class GraphSearcher:
         q_vecs: np.ndarray | None = None,
         q_concepts: Sequence[Sequence[str]] = (),
         config: GraphSearchConfig | None = None,
-        pieces: Callable[[object], int] | None = None,
+        pieces: PieceCounter | None = None,
         vectors: np.ndarray | None = None,
     ) -> None:
         if kind not in GRAPH_SEARCHERS:
@@ -271,8 +273,11 @@ class GraphSearcher:
         self.row = {c.chunk_id: i for i, c in enumerate(self.chunks)}
         self.node_row = {n: i for i, n in enumerate(index.node_ids)}
         self.node_vecs = _unit(index.node_vecs)
-        count = pieces or (lambda c: c.n_tokens if c.n_tokens > 0 else len(c.text.split()))
-        self.pieces = np.array([count(c) for c in self.chunks], dtype=np.int64)
+        self.pieces = np.zeros(len(self.chunks), dtype=np.int64)  # each chunk's word-pieces
+        if self.cfg.budget and kind == "graph_local":  # the one unit: MiniLM's, whatever the encoder
+            count = pieces or budget_counter()
+            count.prime(self.chunks)
+            self.pieces[:] = [len(count(c)) for c in self.chunks]
         self.by_doc: dict[str, list[int]] = {}
         for i, c in enumerate(self.chunks):
             self.by_doc.setdefault(c.doc_id, []).append(i)

@@ -13,9 +13,9 @@ One code path: an index or an evaluation builds ``BM25Index(CONCEPT_BM25)`` over
 batch's concept texts (term statistics from the batch); both feed the model's score inputs
 (:mod:`gralc.model.score_inputs`) and the model adds ``model.concept_weight`` times the scores,
 in a fixed unit (:func:`idf_scale`), not divided by the question's best. The pure parts
-(:data:`CONCEPT_BM25`, :func:`concept_terms`, :func:`idf_scale`, :func:`concept_matrix`) live
-in :mod:`gralc.model.lexical` and are re-exported here. The candidate stage of a search adds
-the concept match's best chunks (``search.concepts``).
+(:data:`CONCEPT_BM25`, :func:`concept_terms`, :func:`idf_scale`, :func:`concept_matrix`; a
+question's ids, :func:`question_concepts`) live in :mod:`gralc.model` and are re-exported here.
+The candidate stage of a search adds the concept match's best chunks (``search.concepts``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gralc.model.lexical import CONCEPT_BM25, concept_matrix, concept_terms, idf_scale
+from gralc.model.query_features import question_concepts
 from gralc.retrieval.indexes.bm25 import BM25Index
 
 if TYPE_CHECKING:
     from gralc.chunking.chunk import Chunk
-    from gralc.knowledge.linker import EntityLinker
 
 
 def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
@@ -38,12 +38,6 @@ def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
     index = BM25Index(CONCEPT_BM25)
     index.index(chunks)
     return index
-
-
-def question_concepts(linker: EntityLinker, texts: Sequence[str]) -> list[list[str]]:
-    """Each question's linked concept ids (a pipeline's ``linker``: longest match, descriptor
-    ids), in order of first mention."""
-    return [list(dict.fromkeys(m.concept_id for m in linker.link(t))) for t in texts]
 
 
 def concept_scores(index: BM25Index, ids: Sequence[str]) -> np.ndarray:
