@@ -6,6 +6,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+import numpy as np
+
 from gralc.chunking.chunk import Chunk
 from gralc.documents.model import Document, Section
 from gralc.encoding.types import TokenEmbeddings
@@ -23,6 +25,17 @@ class PreparedDocument:
     doc: Document
     tokens: TokenEmbeddings | None = None
     mentions: list[EntityMention] = field(default_factory=list)
+
+    def offsets(self, tokenizer) -> np.ndarray:
+        """(N, 2) character offsets of the document's word-pieces: the encoded tokens' when
+        ``tokens`` is set, else ``tokenizer``'s (a strategy that needs no vectors).
+
+        Example: ``prepared.offsets(encoder.tokenizer)[0]`` -> ``[start, end]`` of piece 0."""
+        if self.tokens is not None:
+            return self.tokens.offsets
+        from gralc.chunking.sentence_spans import tokenize_offsets
+
+        return tokenize_offsets(tokenizer, self.doc.text)
 
 
 class SectionLocator:

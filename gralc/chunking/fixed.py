@@ -19,7 +19,6 @@ from gralc.chunking.sentence_spans import (
     embed_independently,
     text_token_limit,
     token_windows,
-    tokenize_offsets,
 )
 
 if TYPE_CHECKING:
@@ -79,10 +78,7 @@ class FixedSizeChunker:
     def chunk(self, prepared: PreparedDocument) -> list[Chunk]:
         """Chunks of ``prepared.doc`` in document order."""
         doc = prepared.doc
-        if prepared.tokens is not None:
-            offsets = prepared.tokens.offsets
-        else:
-            offsets = tokenize_offsets(self.encoder.tokenizer, doc.text)
+        offsets = prepared.offsets(self.encoder.tokenizer)
         locator = SectionLocator(doc)
         chunks = [
             make_chunk(

@@ -59,7 +59,6 @@ from gralc.chunking.sentence_spans import (
     embed_length,
     sentence_token_spans,
     token_windows,
-    tokenize_offsets,
 )
 
 if TYPE_CHECKING:
@@ -193,10 +192,7 @@ class SemanticChunker:
     def chunk(self, prepared: PreparedDocument) -> list[Chunk]:
         """Chunks of ``prepared.doc`` in document order."""
         doc = prepared.doc
-        if prepared.tokens is not None:
-            offsets = prepared.tokens.offsets
-        else:
-            offsets = tokenize_offsets(self.encoder.tokenizer, doc.text)
+        offsets = prepared.offsets(self.encoder.tokenizer)
         units = sentence_token_spans(doc, offsets)
         if not units:
             return []

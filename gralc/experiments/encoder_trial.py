@@ -27,7 +27,7 @@ from typing import Any
 from gralc.data.folds import article_folds
 from gralc.evaluation.methods import DEFAULT_METHODS, evaluate_method
 from gralc.evaluation.significance import FoldPairs, paired_gain
-from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.published import publish_result, run_arguments
 from gralc.experiments.real_data import SHARED_DATA
 from gralc.runinfo import run_metadata, seed_everything, write_json_atomic
 
@@ -373,9 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training", nargs="*", default=[], metavar="ENCODER=cv.json")
     ap.add_argument("--pubmedqa", nargs="*", default=[], metavar="ENCODER=results.json",
                     help="gralc.experiments.pubmedqa --seeds runs (fixed strategies), one per encoder")
-    ap.add_argument("--cache-dir", default="data/cache")
-    ap.add_argument("--out", help="folder for encoder_trial.json")
-    report_arguments(ap, "encoder_trial.json")
+    run_arguments(ap, "encoder_trial.json")
     args = ap.parse_args(argv)
     try:
         return run(args, argv)

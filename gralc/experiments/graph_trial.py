@@ -51,7 +51,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searched_rows
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.published import publish_result, run_arguments
 from gralc.experiments.real_data import require_real_graph
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
@@ -288,9 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", choices=["all", "scoring", "concepts"], default="all",
                     help="all rows; scoring: not those that chunk again (GAT fusion, entity "
                          "boundaries, every part off); concepts: the full graph and the concept match")
-    ap.add_argument("--cache-dir", default="data/cache")
-    ap.add_argument("--out", help="folder for graph_trial.json")
-    report_arguments(ap, "graph_trial.json")
+    run_arguments(ap, "graph_trial.json")
     args = ap.parse_args(argv)
     if args.report:
         saved = json.loads(args.report.read_text())

@@ -11,6 +11,16 @@ from gralc.experiments.real_data import REPO
 RESULTS = REPO / "docs" / "results"
 
 
+def run_arguments(ap, what: str) -> None:
+    """``--cache-dir`` (encodings and features), ``--out FOLDER`` (where ``what`` is written),
+    then :func:`report_arguments`: the arguments of a driver that writes one result file.
+
+    Example: ``run_arguments(ap, "two_stage.json")``."""
+    ap.add_argument("--cache-dir", default="data/cache")
+    ap.add_argument("--out", help=f"folder for {what}")
+    report_arguments(ap, what)
+
+
 def report_arguments(ap, what: str) -> None:
     """``--report JSON`` (only print the tables of an earlier run's ``what``) and ``--publish
     NAME`` (with it: copy it to docs/results/NAME.json, rendered by gralc.experiments.tables)."""

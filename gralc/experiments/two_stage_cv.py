@@ -37,7 +37,7 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
 from gralc.experiments.crossval import covidqa_setup, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.experiments.published import publish_result, report_arguments
+from gralc.experiments.published import publish_result, run_arguments
 from gralc.experiments.real_data import require_real_graph
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.trained.candidates import CandidateConfig
@@ -101,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="two-stage settings (gralc.retrieval.trained.candidates.CandidateConfig)")
     ap.add_argument("--codec", nargs="*", default=[], metavar="key=value",
                     help="token codec settings (gralc.retrieval.trained.token_codec.TokenCodecConfig)")
-    ap.add_argument("--cache-dir", default="data/cache")
-    ap.add_argument("--out", help="folder for two_stage.json")
-    report_arguments(ap, "two_stage.json")
+    run_arguments(ap, "two_stage.json")
     args = ap.parse_args(argv)
     if args.report:
         return report_main(args.report, args.publish)

@@ -48,10 +48,8 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
     """Raise :class:`MalformedCheckpointError` naming ``path`` unless ``ckpt`` is a dict with
     every entry of ``keys``, a non-empty ``state_dict`` of named tensors and, when ``keys``
     holds ``gralc``, a ``gralc`` dict with :data:`GRALC_KEYS`."""
-    if not isinstance(ckpt, dict):
-        raise MalformedCheckpointError(
-            f"{path}: not a training checkpoint (it holds a {type(ckpt).__name__}, not the "
-            f"dict of weights and settings gralc train writes){_fix(fix)}")
+    _require_dict(ckpt, f"{path}: not a training checkpoint: it holds", "the dict of weights "
+                  "and settings", fix)
     missing = [k for k in keys if k not in ckpt]
     if missing:
         weights_only = "state_dict" in ckpt and "optimizer_states" in missing
@@ -71,10 +69,7 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
                     f"{path}: state_dict entry {k!r} is a {type(v).__name__}, not a tensor{_fix(fix)}")
     if "gralc" in keys:
         info = ckpt["gralc"]
-        if not isinstance(info, dict):
-            raise MalformedCheckpointError(
-                f"{path}: its 'gralc' entry is a {type(info).__name__}, not the dict of settings "
-                f"gralc train writes{_fix(fix)}")
+        _require_dict(info, f"{path}: its 'gralc' entry is", "the dict of settings", fix)
         absent = [k for k in GRALC_KEYS if k not in info]
         if absent:
             raise MalformedCheckpointError(
@@ -83,6 +78,15 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
             if not isinstance(info[k], dict):
                 raise MalformedCheckpointError(
                     f"{path}: gralc.{k} is a {type(info[k]).__name__}, not a dict of settings{_fix(fix)}")
+
+
+
+def _require_dict(value: Any, said: str, expected: str, fix: str) -> None:
+    """MalformedCheckpointError "``said`` a TYPE, not ``expected`` gralc train writes" unless
+    ``value`` is a dict."""
+    if not isinstance(value, dict):
+        raise MalformedCheckpointError(f"{said} a {type(value).__name__}, not {expected} gralc "
+                                       f"train writes{_fix(fix)}")
 
 
 def check_finite(path: str | Path, state: Mapping[str, torch.Tensor], fix: str = "") -> None:
