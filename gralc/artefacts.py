@@ -16,8 +16,8 @@ Writing (:func:`write_artefact`)
      is taken over with a warning, together with the dead writer's temporary folders.
   3. The caller writes every file into a temporary folder beside the target; every file and
      folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
-     (:func:`gralc.atomic.default_modes`); the manifest is written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
-     the file system cannot exchange).
+     (:func:`gralc.atomic.default_modes`); the manifest is written last; :func:`gralc.atomic.swap_in`
+     swaps the new folder in (one ``renameat2(RENAME_EXCHANGE)``).
   4. Of the old folder only the files its manifest lists are deleted; every other file (the
      user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
      user's file whose name the new artefact also writes is never overwritten: the write is
@@ -33,8 +33,6 @@ Reading (:func:`verify_artefact`)
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import logging
@@ -43,13 +41,12 @@ import shutil
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gralc.atomic import default_modes, write_text_atomic
+from gralc.atomic import default_modes, move, move_aside, swap_in, temp_name, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -369,7 +366,7 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
     inputs = list(inputs)
     out = check_output_dir(target, kind, force, inputs)
     with output_lock(out):
-        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp = temp_name(out)
         tmp.mkdir()
         try:
             yield tmp
@@ -397,44 +394,10 @@ def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
     return out
 
 
-def _aside_name(out: Path) -> Path:
-    return out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
-
-
 def _move_aside(out: Path) -> Path:
-    aside = _aside_name(out)
-    os.replace(out, aside)
+    aside = move_aside(out)
     logger.warning("--force: the previous content of %s was moved to %s", out, aside)
     return aside
-
-
-def _move_files_aside(out: Path, rels: list[str]) -> Path:
-    """Move the files ``rels`` (relative to ``out``) to ``<out>.replaced-<time>/`` at the same
-    relative paths (``force``: a user's files whose names a new artefact needs)."""
-    aside = _aside_name(out)
-    for rel in rels:
-        dest = aside / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(out / rel, dest)
-    logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) moved to %s",
-                   ", ".join(rels), aside)
-    return aside
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths in one atomic ``renameat2(RENAME_EXCHANGE)``; False where unsupported."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return rc == 0
 
 
 def user_files(folder: Path) -> list[str]:
@@ -444,16 +407,13 @@ def user_files(folder: Path) -> list[str]:
 
 
 def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
-    if not out.exists():
-        os.replace(tmp, out)
+    if not out.exists() or not any(out.iterdir()):
+        swap_in(tmp, out)  # a new folder, or onto an empty one
         return
     marker = read_marker(out)
-    if not any(out.iterdir()):
-        os.replace(tmp, out)  # onto an empty folder
-        return
     if marker is None or marker["kind"] != kind or listed_files(marker) is None:
         _move_aside(out)  # only reached with force (check_output_dir)
-        os.replace(tmp, out)
+        swap_in(tmp, out)
         return
     clash = [rel for rel in user_files(out)
              if (tmp / rel).exists() or any((tmp / p).exists() and not (tmp / p).is_dir()
@@ -464,15 +424,13 @@ def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
                              f"needs ({', '.join(clash[:5])}): move or rename them, then rebuild, "
                              f"or pass --force to move them aside to {out.name}.replaced-<time>; "
                              "nothing was changed")
-    if clash:
-        _move_files_aside(out, clash)
-    if _exchange(tmp, out):
-        old = tmp  # the old content now lives at the temporary name
-    else:
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(out, old)
-        os.replace(tmp, out)
-    _dispose(old, out)
+    if clash:  # force: a user's files whose names the new artefact needs, kept aside
+        aside = move_aside(out, clash)
+        logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) "
+                       "moved to %s", ", ".join(clash), aside)
+    old = swap_in(tmp, out)
+    if old is not None:
+        _dispose(old, out)
 
 
 def _dispose(old: Path, out: Path) -> None:
@@ -488,8 +446,7 @@ def _dispose(old: Path, out: Path) -> None:
         if dest.exists() or not out.is_dir():
             dest = out.parent / f"{out.name}.recovered-{time.strftime('%Y%m%d-%H%M%S')}" / rel
             logger.warning("kept %s (a file GraLC did not write) in %s", rel, dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dest)
+        move(src, dest)
     (old / MARKER).unlink(missing_ok=True)
     for root, dirs, _ in os.walk(old, topdown=False):
         for d in dirs:
