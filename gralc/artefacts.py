@@ -3,32 +3,9 @@
 Every folder GraLC writes whole (an index, a BM25 index, a merged shard index, an export, a
 token codec, a corpus graph) is an *artefact*: its marker file ``.gralc-artefact.json`` names
 its kind and is its **manifest**: every file GraLC wrote there, with its size and SHA-256.
-
-Writing (:func:`write_artefact`)
-  1. :func:`check_output_dir` validates the target before any work: it may not exist, be
-     empty, or be an artefact of the same kind *with a manifest*; anything else (a user's
-     folder, a GraLC folder of another kind, an older GraLC folder without a manifest) needs
-     ``force``, which moves that content aside to ``<target>.replaced-<time>``, never deletes
-     it. A target equal to an input, inside one or holding one, or inside the installed
-     package, is always refused.
-  2. :func:`output_lock` takes the lock ``.<target>.lock`` beside the target (PID, host, time).
-     Commands take it *before* their expensive work; a lock whose process is dead (same host)
-     is taken over with a warning, together with the dead writer's temporary folders.
-  3. The caller writes every file into a temporary folder beside the target; every file and
-     folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
-     (:func:`gralc.atomic.default_modes`); the manifest is written last; :func:`gralc.atomic.swap_in`
-     swaps the new folder in (one ``renameat2(RENAME_EXCHANGE)``).
-  4. Of the old folder only the files its manifest lists are deleted; every other file (the
-     user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
-     user's file whose name the new artefact also writes is never overwritten: the write is
-     refused before the swap; with ``force`` that file is moved aside to
-     ``<target>.replaced-<time>/`` (same relative path) and the write goes on.
-
-Reading (:func:`verify_artefact`)
-  Every loader calls it before its first answer: the artefact (the folder, or the nearest
-  enclosing artefact of a sub-folder) must have a manifest, and every listed file must exist
-  with its size and SHA-256 (checked once per process while the files' sizes and times are
-  unchanged). A missing manifest is an error, never "an older index".
+:func:`write_artefact` writes one (target checked, locked, written aside, swapped in by
+:func:`gralc.atomic.swap_in`, a user's files kept); :func:`verify_artefact` checks one before
+any loader answers from it; :func:`claim_dir` marks a folder a long job writes file by file.
 """
 
 from __future__ import annotations
@@ -142,8 +119,13 @@ def artefact_root(folder: str | os.PathLike[str], levels: int = 4) -> Path | Non
 
 
 def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -> Path:
-    """Check the artefact holding ``folder`` against its manifest (module docstring); returns
-    its root. ``kinds``: the kinds the caller can read (empty: any)."""
+    """Check the artefact holding ``folder`` against its manifest; returns its root. ``kinds``:
+    the kinds the caller can read (empty: any).
+
+    The artefact (the folder, or the nearest enclosing artefact of a sub-folder) must have a
+    manifest, and every listed file must exist with its size and SHA-256 (checked once per
+    process while the files' sizes and times are unchanged). A missing manifest is an error,
+    never "an older index"."""
     folder = Path(folder)
     if not folder.exists():
         raise FileNotFoundError(f"{folder} does not exist")
@@ -221,9 +203,15 @@ def _protected() -> list[Path]:
 def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
                      inputs: Iterable[str | os.PathLike[str] | None] = (), out_key: str = "--out ",
                      force_key: str = "--force") -> Path:
-    """Validate ``target`` for an artefact of ``kind`` before any expensive work (module
-    docstring); returns it resolved. Raises :class:`OutputDirError` naming the fix
-    (``out_key`` / ``force_key``: how the calling command spells those options)."""
+    """Validate ``target`` for an artefact of ``kind`` before any expensive work; returns it
+    resolved. Raises :class:`OutputDirError` naming the fix (``out_key`` / ``force_key``: how
+    the calling command spells those options).
+
+    It may not exist, be empty, or be an artefact of the same kind *with a manifest*; anything
+    else (a user's folder, a GraLC folder of another kind, an older one without a manifest)
+    needs ``force``, which moves that content aside to ``<target>.replaced-<time>``, never
+    deleting it. A target equal to an input, inside one or holding one, or inside the
+    installed package, is always refused."""
     out = Path(target).expanduser().resolve()
     for inp in inputs:
         if inp is None:
@@ -298,7 +286,10 @@ def _stale(lock: Path) -> str | None:
 
 @contextmanager
 def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the write lock of ``target`` (reentrant within this process; module docstring)."""
+    """Hold the write lock ``.<target>.lock`` beside ``target`` (PID, host, time; reentrant
+    within this process). Commands take it *before* their expensive work; a lock whose process
+    is dead (same host) is taken over with a warning, together with the dead writer's
+    temporary folders."""
     out = Path(target).expanduser().resolve()
     with _held_lock:
         if out in _held:
@@ -362,7 +353,15 @@ def _clean_leftovers(out: Path) -> None:
 def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = False,
                    inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Iterator[Path]:
     """Yield a temporary folder to write the whole artefact into; on success it replaces
-    ``target`` (module docstring); on error it is removed and ``target`` is untouched."""
+    ``target``; on error it is removed and ``target`` is untouched.
+
+    ``target`` is checked (:func:`check_output_dir`) and locked (:func:`output_lock`); every
+    file written gets the permissions a plain ``open()`` gives; the manifest is written last;
+    :func:`gralc.atomic.swap_in` swaps the folder in. Of the old folder only the files its
+    manifest lists are deleted; every other file (the user's ``NOTES.md``) moves into the new
+    folder at the same path. A user's file whose name the new artefact also writes is never
+    overwritten: the write is refused before the swap; with ``force`` that file is moved aside
+    to ``<target>.replaced-<time>/`` (same relative path) and the write goes on."""
     inputs = list(inputs)
     out = check_output_dir(target, kind, force, inputs)
     with output_lock(out):
