@@ -3,38 +3,13 @@
 Every folder GraLC writes whole (an index, a BM25 index, a merged shard index, an export, a
 token codec, a corpus graph) is an *artefact*: its marker file ``.gralc-artefact.json`` names
 its kind and is its **manifest**: every file GraLC wrote there, with its size and SHA-256.
-
-Writing (:func:`write_artefact`)
-  1. :func:`check_output_dir` validates the target before any work: it may not exist, be
-     empty, or be an artefact of the same kind *with a manifest*; anything else (a user's
-     folder, a GraLC folder of another kind, an older GraLC folder without a manifest) needs
-     ``force``, which moves that content aside to ``<target>.replaced-<time>``, never deletes
-     it. A target equal to an input, inside one or holding one, or inside the installed
-     package, is always refused.
-  2. :func:`output_lock` takes the lock ``.<target>.lock`` beside the target (PID, host, time).
-     Commands take it *before* their expensive work; a lock whose process is dead (same host)
-     is taken over with a warning, together with the dead writer's temporary folders.
-  3. The caller writes every file into a temporary folder beside the target; every file and
-     folder there gets the permissions a plain ``open()`` / ``mkdir()`` gives
-     (:func:`gralc.atomic.default_modes`); the manifest is written last; one ``renameat2(RENAME_EXCHANGE)`` swaps the new folder in (two renames where
-     the file system cannot exchange).
-  4. Of the old folder only the files its manifest lists are deleted; every other file (the
-     user's ``NOTES.md``, a ``results/`` folder) moves into the new folder at the same path. A
-     user's file whose name the new artefact also writes is never overwritten: the write is
-     refused before the swap; with ``force`` that file is moved aside to
-     ``<target>.replaced-<time>/`` (same relative path) and the write goes on.
-
-Reading (:func:`verify_artefact`)
-  Every loader calls it before its first answer: the artefact (the folder, or the nearest
-  enclosing artefact of a sub-folder) must have a manifest, and every listed file must exist
-  with its size and SHA-256 (checked once per process while the files' sizes and times are
-  unchanged). A missing manifest is an error, never "an older index".
+:func:`write_artefact` writes one (target checked, locked, written aside, swapped in by
+:func:`gralc.atomic.swap_in`, a user's files kept); :func:`verify_artefact` checks one before
+any loader answers from it; :func:`claim_dir` marks a folder a long job writes file by file.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import logging
@@ -43,13 +18,12 @@ import shutil
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gralc.atomic import default_modes, write_text_atomic
+from gralc.atomic import default_modes, move, move_aside, swap_in, temp_name, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +119,13 @@ def artefact_root(folder: str | os.PathLike[str], levels: int = 4) -> Path | Non
 
 
 def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -> Path:
-    """Check the artefact holding ``folder`` against its manifest (module docstring); returns
-    its root. ``kinds``: the kinds the caller can read (empty: any)."""
+    """Check the artefact holding ``folder`` against its manifest; returns its root. ``kinds``:
+    the kinds the caller can read (empty: any).
+
+    The artefact (the folder, or the nearest enclosing artefact of a sub-folder) must have a
+    manifest, and every listed file must exist with its size and SHA-256 (checked once per
+    process while the files' sizes and times are unchanged). A missing manifest is an error,
+    never "an older index"."""
     folder = Path(folder)
     if not folder.exists():
         raise FileNotFoundError(f"{folder} does not exist")
@@ -224,9 +203,15 @@ def _protected() -> list[Path]:
 def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
                      inputs: Iterable[str | os.PathLike[str] | None] = (), out_key: str = "--out ",
                      force_key: str = "--force") -> Path:
-    """Validate ``target`` for an artefact of ``kind`` before any expensive work (module
-    docstring); returns it resolved. Raises :class:`OutputDirError` naming the fix
-    (``out_key`` / ``force_key``: how the calling command spells those options)."""
+    """Validate ``target`` for an artefact of ``kind`` before any expensive work; returns it
+    resolved. Raises :class:`OutputDirError` naming the fix (``out_key`` / ``force_key``: how
+    the calling command spells those options).
+
+    It may not exist, be empty, or be an artefact of the same kind *with a manifest*; anything
+    else (a user's folder, a GraLC folder of another kind, an older one without a manifest)
+    needs ``force``, which moves that content aside to ``<target>.replaced-<time>``, never
+    deleting it. A target equal to an input, inside one or holding one, or inside the
+    installed package, is always refused."""
     out = Path(target).expanduser().resolve()
     for inp in inputs:
         if inp is None:
@@ -301,7 +286,10 @@ def _stale(lock: Path) -> str | None:
 
 @contextmanager
 def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the write lock of ``target`` (reentrant within this process; module docstring)."""
+    """Hold the write lock ``.<target>.lock`` beside ``target`` (PID, host, time; reentrant
+    within this process). Commands take it *before* their expensive work; a lock whose process
+    is dead (same host) is taken over with a warning, together with the dead writer's
+    temporary folders."""
     out = Path(target).expanduser().resolve()
     with _held_lock:
         if out in _held:
@@ -365,11 +353,19 @@ def _clean_leftovers(out: Path) -> None:
 def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = False,
                    inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Iterator[Path]:
     """Yield a temporary folder to write the whole artefact into; on success it replaces
-    ``target`` (module docstring); on error it is removed and ``target`` is untouched."""
+    ``target``; on error it is removed and ``target`` is untouched.
+
+    ``target`` is checked (:func:`check_output_dir`) and locked (:func:`output_lock`); every
+    file written gets the permissions a plain ``open()`` gives; the manifest is written last;
+    :func:`gralc.atomic.swap_in` swaps the folder in. Of the old folder only the files its
+    manifest lists are deleted; every other file (the user's ``NOTES.md``) moves into the new
+    folder at the same path. A user's file whose name the new artefact also writes is never
+    overwritten: the write is refused before the swap; with ``force`` that file is moved aside
+    to ``<target>.replaced-<time>/`` (same relative path) and the write goes on."""
     inputs = list(inputs)
     out = check_output_dir(target, kind, force, inputs)
     with output_lock(out):
-        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp = temp_name(out)
         tmp.mkdir()
         try:
             yield tmp
@@ -397,44 +393,10 @@ def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
     return out
 
 
-def _aside_name(out: Path) -> Path:
-    return out.parent / f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
-
-
 def _move_aside(out: Path) -> Path:
-    aside = _aside_name(out)
-    os.replace(out, aside)
+    aside = move_aside(out)
     logger.warning("--force: the previous content of %s was moved to %s", out, aside)
     return aside
-
-
-def _move_files_aside(out: Path, rels: list[str]) -> Path:
-    """Move the files ``rels`` (relative to ``out``) to ``<out>.replaced-<time>/`` at the same
-    relative paths (``force``: a user's files whose names a new artefact needs)."""
-    aside = _aside_name(out)
-    for rel in rels:
-        dest = aside / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(out / rel, dest)
-    logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) moved to %s",
-                   ", ".join(rels), aside)
-    return aside
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths in one atomic ``renameat2(RENAME_EXCHANGE)``; False where unsupported."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return rc == 0
 
 
 def user_files(folder: Path) -> list[str]:
@@ -444,16 +406,13 @@ def user_files(folder: Path) -> list[str]:
 
 
 def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
-    if not out.exists():
-        os.replace(tmp, out)
+    if not out.exists() or not any(out.iterdir()):
+        swap_in(tmp, out)  # a new folder, or onto an empty one
         return
     marker = read_marker(out)
-    if not any(out.iterdir()):
-        os.replace(tmp, out)  # onto an empty folder
-        return
     if marker is None or marker["kind"] != kind or listed_files(marker) is None:
         _move_aside(out)  # only reached with force (check_output_dir)
-        os.replace(tmp, out)
+        swap_in(tmp, out)
         return
     clash = [rel for rel in user_files(out)
              if (tmp / rel).exists() or any((tmp / p).exists() and not (tmp / p).is_dir()
@@ -464,15 +423,13 @@ def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
                              f"needs ({', '.join(clash[:5])}): move or rename them, then rebuild, "
                              f"or pass --force to move them aside to {out.name}.replaced-<time>; "
                              "nothing was changed")
-    if clash:
-        _move_files_aside(out, clash)
-    if _exchange(tmp, out):
-        old = tmp  # the old content now lives at the temporary name
-    else:
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(out, old)
-        os.replace(tmp, out)
-    _dispose(old, out)
+    if clash:  # force: a user's files whose names the new artefact needs, kept aside
+        aside = move_aside(out, clash)
+        logger.warning("--force: %s (not written by GraLC, but the new artefact needs the name) "
+                       "moved to %s", ", ".join(clash), aside)
+    old = swap_in(tmp, out)
+    if old is not None:
+        _dispose(old, out)
 
 
 def _dispose(old: Path, out: Path) -> None:
@@ -488,8 +445,7 @@ def _dispose(old: Path, out: Path) -> None:
         if dest.exists() or not out.is_dir():
             dest = out.parent / f"{out.name}.recovered-{time.strftime('%Y%m%d-%H%M%S')}" / rel
             logger.warning("kept %s (a file GraLC did not write) in %s", rel, dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dest)
+        move(src, dest)
     (old / MARKER).unlink(missing_ok=True)
     for root, dirs, _ in os.walk(old, topdown=False):
         for d in dirs:

@@ -1,31 +1,29 @@
-"""The one way GraLC writes a file (or a folder) so that a reader never sees half of it.
+"""The one way GraLC writes a file or a folder so that a reader never sees half of it.
 
-Every writer goes through :func:`atomic_path`: it hands out a temporary name beside the
-target (``.<name>.tmp-<pid>-<random>``, so two writers, in one process or many, never share
-one), and only when the writing block ends without an error is the result flushed to disk
-(``fsync``) and renamed onto the target in one ``os.replace``. On any error (a full disk, a
-``KeyboardInterrupt``) the temporary file or folder is removed and the target is left as it
-was. :func:`atomic_write` yields an open file instead of a path; :func:`write_text_atomic`,
-:func:`write_bytes_atomic` and :func:`write_json_atomic` write a whole value.
+:func:`atomic_path` hands out a temporary name beside the target (``.<name>.tmp-<pid>-<random>``);
+only when the writing block ends without an error is the result flushed (``fsync``) and renamed
+onto the target, else it is removed and the target is left as it was. :func:`atomic_write`
+yields an open file; :func:`write_text_atomic`, :func:`write_bytes_atomic`,
+:func:`write_json_atomic` and :func:`write_yaml_atomic` write a whole value.
 
-A folder target (``folder=True``) is written complete under the temporary name; an existing
-folder is renamed aside (``.<name>.old-<pid>-<random>``) just before the new one takes its
-name and deleted afterwards, so the target name never holds a partial folder.
-(:mod:`gralc.artefacts` keeps its own folder swap, which also preserves a user's files.)
-
-Whatever the writer did, what takes the target's name has the permissions a plain ``open()``
-or ``mkdir()`` gives (:func:`default_modes`: files ``0666 & ~umask``, folders
-``0777 & ~umask``): some writers (safetensors) create their files private (``0600``), which
-left an export's weights unreadable to the group that reads the rest of it.
+Folders: :func:`swap_in` puts a complete folder in place of another in one
+``renameat2(RENAME_EXCHANGE)`` (two renames where the file system cannot exchange);
+:func:`move_aside` renames an existing folder to ``<name>.replaced-<time>-<random>`` (never
+deleting it); :func:`move` renames one file. :mod:`gralc.artefacts` builds its folder policy
+(a user's files kept, manifests) on these. What takes the target's name has the permissions a
+plain ``open()`` / ``mkdir()`` gives (:func:`default_modes`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -107,30 +105,25 @@ def atomic_path(path: str | os.PathLike[str], folder: bool = False) -> Iterator[
         yield tmp
         default_modes(tmp)
         _fsync(tmp)
-        if folder and path.exists():
-            old = temp_name(path, "old")
-            os.replace(path, old)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                os.replace(old, path)  # the old folder back under its name
-                raise
+        old = swap_in(tmp, path) if folder else os.replace(tmp, path)
+        if old is not None:
             _remove(old)
-        else:
-            os.replace(tmp, path)
     finally:
         if tmp.exists() or tmp.is_symlink():
             _remove(tmp)
 
 
 @contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "w",
-                 encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
-    """Yield ``path``'s temporary file opened with ``mode`` (``"w"`` text in ``encoding``,
-    ``"wb"`` bytes); it replaces ``path`` when the block ends without an error."""
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8",
+                 newline: str | None = None) -> Iterator[IO[Any]]:
+    """Yield ``path``'s temporary file opened with ``mode`` (``"w"`` text in ``encoding``, with
+    ``newline`` as :func:`open` takes it; ``"wb"`` bytes); it replaces ``path`` when the block
+    ends without an error."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write writes a new file: mode 'w' or 'wb', not {mode!r}")
-    with atomic_path(path) as tmp, open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
+    text = "b" not in mode
+    with atomic_path(path) as tmp, open(tmp, mode, encoding=encoding if text else None,
+                                        newline=newline if text else None) as f:
         yield f
 
 
@@ -151,3 +144,93 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> Path:
     """Write ``payload`` as indented JSON (``default=str`` for paths, dates) atomically."""
     return write_text_atomic(path, json.dumps(payload, indent=2, default=str))
+
+
+# ----- folders: swap, move aside, move ---------------------------------------------------------
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Swap two existing paths in one atomic ``renameat2(RENAME_EXCHANGE)``; False (nothing
+    changed) where the C library or the file system cannot.
+
+    >>> exchange("/nonexistent-a", "/nonexistent-b")
+    False
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def swap_in(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path | None:
+    """Put the complete folder ``new`` at ``target``; returns where ``target``'s old content
+    now lives (for the caller to dispose of), or None when there was none. An empty folder is
+    simply replaced; else one :func:`exchange`, or two renames (the old content back under its
+    name if the second fails).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> (d / "new").mkdir(); swap_in(d / "new", d / "out") is None and (d / "out").is_dir()
+    True
+    """
+    new, target = Path(new), Path(target)
+    if not target.exists() or (target.is_dir() and not any(target.iterdir())):
+        os.replace(new, target)
+        return None
+    if exchange(new, target):
+        return new  # the old content now lives at the temporary name
+    old = temp_name(target, "old")
+    os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old, target)  # the old folder back under its name
+        raise
+    return old
+
+
+def aside_name(path: str | os.PathLike[str]) -> Path:
+    """A free name beside ``path`` for its old content: ``<name>.replaced-<time>-<random>``.
+
+    >>> aside_name("/runs/a").name.startswith("a.replaced-")
+    True
+    """
+    path = Path(path)
+    return path.parent / f"{path.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+def move(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Rename ``src`` to ``dst`` (same file system; ``dst``'s parent folders are created).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "a").write_text("x")
+    >>> move(d / "a", d / "sub" / "b").read_text()
+    'x'
+    """
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)
+    return dst
+
+
+def move_aside(path: str | os.PathLike[str], rels: Iterable[str] | None = None) -> Path:
+    """Keep, never delete: rename ``path`` to :func:`aside_name` (``rels`` None), or move only
+    the files ``rels`` (relative to the folder ``path``) there at the same relative paths.
+    Returns the aside folder.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "run").mkdir()
+    >>> move_aside(d / "run").name.startswith("run.replaced-") and not (d / "run").exists()
+    True
+    """
+    path = Path(path)
+    aside = aside_name(path)
+    if rels is None:
+        os.replace(path, aside)
+        return aside
+    for rel in rels:
+        move(path / rel, aside / rel)
+    return aside

@@ -22,12 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gralc.cli import (
-    CommandParser,
-    Settings,
-    command_main,
-    pipeline_overrides,
-)
+from gralc.cli import CommandParser, Settings, command_main, pipeline_overrides
+from gralc.safe_load import read_json_untrusted
 
 if TYPE_CHECKING:
     from gralc.chunking.base import PreparedDocument
@@ -77,7 +73,7 @@ def load_document(path: Path, pmid: str | None = None) -> Document:
         if pmid is not None:
             raise UsageError(f"--pmid applies to a PubMedQA JSON file, not to {path}")
         return parse_document(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json_untrusted(path, allow_interpolation=True)
     if not isinstance(data, dict) or not data:
         raise UsageError(f"{path}: expected a PubMedQA object PMID -> entry (ori_pqal.json)")
     pmid = pmid if pmid is not None else next(iter(data))

@@ -120,7 +120,7 @@ KNOWN_WARNINGS: tuple[tuple[type[Warning], str, str], ...] = (
     # torch 2.13 deprecates LeafSpec; Lightning 2.6's _pytree still builds one per batch
     (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated", _LIGHTNING),
     # a resumed run's checkpoints: GraLC checks and claims its run folder itself
-    # (gralc.artefacts, gralc.training.run.check_run_dir) before Lightning sees it
+    # (gralc.artefacts, gralc.training.run_folder.check_run_dir) before Lightning sees it
     (UserWarning, r"Checkpoint directory .* exists and is not empty", _LIGHTNING),
 )
 

@@ -37,7 +37,7 @@ class PathsConfig:
     other files is refused before any work unless the run continues it (training's
     ``resume``, evaluation's ``resume``); ``force`` moves that content aside to
     ``<output_dir>.replaced-<time>`` instead (never deletes it); see
-    :func:`gralc.training.run.check_run_dir` and :mod:`gralc.artefacts`. ``cache_dir``:
+    :func:`gralc.training.run_folder.check_run_dir` and :mod:`gralc.artefacts`. ``cache_dir``:
     token embeddings and training features, reused across runs (evaluation: None means no
     cache; training needs one)."""
 
@@ -240,9 +240,11 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def save_config(cfg: Any, path: str | Path) -> None:
-    """Write the resolved config as YAML."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(OmegaConf.create(to_dict(cfg)), Path(path))
+    """Write the resolved config as YAML (atomically: a reader never sees half of it)."""
+    from gralc.atomic import atomic_write
+
+    with atomic_write(path) as f:
+        OmegaConf.save(OmegaConf.create(to_dict(cfg)), f)
 
 
 def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:

@@ -73,8 +73,10 @@ def draw(index: GraphIndex, path: str | Path, communities: int = 4, per_communit
                  f"{len(index.graph.nodes)} concepts")
     ax.axis("off")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    from gralc.atomic import atomic_write
+
+    with atomic_write(path, "wb") as f:  # the format from the name, as savefig(path) takes it
+        fig.savefig(f, format=path.suffix[1:] or None, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -85,11 +87,11 @@ def from_corpus(corpus: str, strategy: str, overrides: list[str], graph_cfg: Gra
     from gralc.config import load_config
     from gralc.data.demo import check_vocabulary
     from gralc.evaluation.methods import RunSettings, method_graph
-    from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
+    from gralc.pipeline import Pipeline, PipelineConfig, load_documents
 
     cfg = load_config(PipelineConfig, None, overrides)  # validated before any parsing
     check_vocabulary(cfg.knowledge.vocabulary, corpus)
-    docs = load_documents_from(corpus)
+    docs = load_documents(corpus)
     if not docs:
         raise ValueError(f"{corpus}: no documents could be read")
     pipeline = Pipeline(cfg)

@@ -47,7 +47,6 @@ from gralc.pipeline import (
     Pipeline,
     PipelineConfig,
     load_documents,
-    load_documents_from,
 )
 from gralc.retrieval.graph.search import GRAPH_SEARCHERS, GraphConfig, GraphIndex
 from gralc.retrieval.hits import Hit
@@ -459,7 +458,7 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
         raise ValueError(f"{model} does not score with late interaction (model.late_interaction=0): "
                          "its indexes store no token vectors and need no codec")
     scorer.token_codec = config or TokenCodecConfig()
-    docs = load_documents_from(corpus)
+    docs = load_documents(corpus)
     if not docs:
         raise ValueError(f"{corpus}: no documents could be read (see the warnings above)")
     pipeline = Pipeline(pipeline_config)
@@ -491,7 +490,7 @@ def read_files(files: Sequence[Path]) -> list:
     docs = []
     for path in files:
         try:
-            docs.extend(load_documents_from(path))
+            docs.extend(load_documents(path))
         except Exception as exc:  # one bad file must not stop a shard (as in load_corpus)
             logger.warning("skipping %s: %s: %s", path, type(exc).__name__, exc)
     return docs

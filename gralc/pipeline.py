@@ -8,7 +8,6 @@ prepared documents. Training and evaluation share it, so nothing is encoded twic
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.knowledge.concept_graph import KnowledgeBase, RelationSources
 from gralc.knowledge.linker import EntityLinker, LinkerConfig
 from gralc.knowledge.vocabulary import Vocabulary, load_vocabulary
+from gralc.safe_load import read_json_untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class Pipeline:
         return out
 
 
-def load_documents_from(path: str | Path) -> list[Document]:
+def _load_path(path: str | Path) -> list[Document]:
     """Documents from a JATS / ``.txt`` / ``.md`` article file, a directory of them, a BEIR
     folder (its ``corpus.jsonl``; or that file), a PubMedQA JSON file, or a SQuAD-format JSON
     file of whole articles (COVID-QA: one document per context, as ``gralc eval data=squad``
@@ -202,8 +202,8 @@ def load_documents_from(path: str | Path) -> list[Document]:
         )
     if path.suffix == ".json":
         try:
-            squad = is_squad(json.loads(path.read_text(encoding="utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            squad = is_squad(read_json_untrusted(path, allow_interpolation=True))
+        except ValueError:  # not UTF-8, not JSON
             squad = False  # load_pqal names the problem
         if squad:
             return load_squad_documents(path, lambda message: logger.warning("%s", message))
@@ -213,7 +213,7 @@ def load_documents_from(path: str | Path) -> list[Document]:
 
 def load_documents(source: Any) -> list[Document]:
     """Documents from whatever a user has: a :class:`Document`, a path (an article, a folder
-    of them, a BEIR folder, ori_pqal.json, a SQuAD-format JSON: :func:`load_documents_from`),
+    of them, a BEIR folder, ori_pqal.json, a SQuAD-format JSON: :func:`_load_path`),
     or a list mixing both. A string that is no existing path is an error pointing at
     :func:`gralc.documents.plaintext.document_from_text` (text is never guessed from a typo'd
     path).
@@ -230,7 +230,7 @@ def load_documents(source: Any) -> list[Document]:
             raise FileNotFoundError(
                 f"{str(source)[:200]} does not exist: pass an article, a folder of them, a BEIR "
                 "folder or a JSON corpus; for a text, gralc.document_from_text(text)")
-        return load_documents_from(source)
+        return _load_path(source)
     if isinstance(source, Sequence | set | frozenset) and not isinstance(source, bytes):
         out: list[Document] = []
         for item in source:

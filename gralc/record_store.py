@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from gralc.atomic import atomic_path
+from gralc.safe_load import read_json_untrusted
 
 FORMAT = "gralc-records"
 VERSION = 1
@@ -131,7 +132,7 @@ def load_records(path: str | Path, types: Iterable[type] = (), what: str = "reco
     if not path.is_dir():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        head = json.loads((path / RECORDS).read_text(encoding="utf-8"))
+        head = read_json_untrusted((path / RECORDS), allow_interpolation=True)
         if not isinstance(head, dict) or head.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
         if head.get("version") != VERSION:

@@ -8,13 +8,14 @@ import random
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from gralc.atomic import write_json_atomic  # noqa: F401  (its long-standing home for callers)
+from gralc.atomic import write_json_atomic, write_text_atomic  # noqa: F401  (write_json_atomic: its long-standing home for callers)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,3 +106,39 @@ def expand_run_dir(path: str) -> str:
     else:
         run_id = time.strftime("%Y%m%d_%H%M%S") + f"_{os.getpid()}"
     return path.replace("{run_id}", run_id)
+
+
+def wandb_run_id(out: Path) -> str:
+    """The W&B run id of the run folder ``out``: read from ``out/wandb_run_id.txt``, else
+    created (and written by rank 0), so a resumed or requeued run continues the same W&B run.
+
+    >>> import tempfile; out = Path(tempfile.mkdtemp())
+    >>> wandb_run_id(out) == wandb_run_id(out)
+    True
+    """
+    from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+    path = out / "wandb_run_id.txt"
+    if path.is_file():
+        return path.read_text().strip()
+    run_id = uuid.uuid4().hex[:12]  # W&B ids: short, lowercase alphanumeric
+    if rank_zero_only.rank == 0:
+        write_text_atomic(path, run_id + "\n")
+    return run_id
+
+
+def wandb_logger(settings: Any, config: dict[str, Any], out: Path, job_type: str) -> Any:
+    """The one W&B path of ``gralc train`` and ``gralc eval``: a Lightning ``WandbLogger`` for
+    ``settings`` (a :class:`gralc.config.WandbConfig`) logging ``config``, its files in
+    ``out/wandb`` and its id kept in ``out`` (:func:`wandb_run_id`). Training hands it to the
+    Trainer; evaluation logs to its ``.experiment`` (the ``wandb`` run, created on rank 0).
+
+    >>> from gralc.config import WandbConfig  # doctest: +SKIP
+    >>> wandb_logger(WandbConfig(enabled=True), {}, Path("out"), "eval").experiment.log({"a": 1})  # doctest: +SKIP
+    """
+    from pytorch_lightning.loggers import WandbLogger
+
+    return WandbLogger(project=settings.project, entity=settings.entity, offline=settings.offline,
+                       name=settings.name, save_dir=str(out), config=config,
+                       id=wandb_run_id(out), resume="allow", job_type=job_type,
+                       mode="offline" if settings.offline else "online")  # the setting over WANDB_MODE

@@ -1,8 +1,10 @@
-"""Load torch files without running code from them.
+"""Read files GraLC did not necessarily write, without running code from them.
 
-``torch.load(weights_only=True)`` only rebuilds tensors, plain containers and numbers (and the
-GraLC record classes a caller allows by name); a crafted file that asks for any other Python
-object is refused with an error naming it, instead of executing it.
+:func:`load_torch`: ``torch.load(weights_only=True)`` only rebuilds tensors, plain containers and
+numbers (and the GraLC record classes a caller allows by name); anything else is refused with an
+error naming it. :func:`read_json_untrusted` is the one JSON reader (UTF-8 checked, errors name
+the file and line, ``${...}`` interpolations refused), :func:`read_yaml_untrusted` its YAML twin,
+:func:`path_inside` keeps a path read from a file inside its folder.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 
 def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file") -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)`` with ``allowed`` classes;
     FileNotFoundError / ValueError naming ``path`` and the fix otherwise."""
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
@@ -56,35 +58,100 @@ def _no_interpolation(value: Any, source: str, key: str = "") -> None:
                              "environment variables out): write the plain value")
 
 
-def _read_untrusted(path: str | Path, what: str, kind: str, parse, errors: tuple) -> Any:
-    """``parse`` of ``path``'s UTF-8 text; a missing file, bytes that are not UTF-8, a syntax
-    error (``errors``) or a nesting too deep is one error naming the file; interpolations are
-    refused (:func:`_no_interpolation`)."""
+def _error(error: type[ValueError], message: str, path: str | Path, line: int | None = None) -> ValueError:
+    """``error(message)``, with ``path`` and ``line`` for an error class that records them."""
+    return ValueError(message) if error is ValueError else error(message, path=path, line=line)
+
+
+def decode_utf8(data: bytes, name: str | Path, what: str = "UTF-8",
+                error: type[ValueError] = ValueError) -> str:
+    """``data`` as UTF-8 text (a leading BOM dropped), or one ``error`` naming the line and the
+    fix (``what``: how the message calls the expected content, e.g. ``a UTF-8 JSON file``).
+
+    >>> decode_utf8(b"\\xef\\xbb\\xbfok", "a.txt")
+    'ok'
+    """
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        path = Path(name)
+        raise _error(error, f"{name}:{line}: not {what} (byte 0x{data[exc.start]:02x} at byte offset "
+                            f"{exc.start}); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8 "
+                            f"{path.name} > fixed{path.suffix}", name, line) from None
+
+
+def parse_json(text: str, name: str | Path, line: int | None = None, hint: str = "",
+               error: type[ValueError] = ValueError) -> Any:
+    """``json.loads(text)``; a syntax error or too deep a nesting is one ``error`` naming
+    ``name`` (and ``line``: the line of a JSON Lines record), ``hint`` appended (the fix).
+
+    >>> parse_json('{"a": 1}', "a.json")
+    {'a': 1}
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        raise _error(error, f"{name}:{at}: not valid JSON ({exc.msg}, column {exc.colno}){hint}",
+                     name, at) from None
+    except RecursionError:
+        where = f"{name}:{line}" if line is not None else str(name)
+        raise _error(error, f"{where}: JSON nested too deeply to read (deeper than Python's JSON "
+                            f"reader recurses); no real data file nests so deep{hint}", name, line) from None
+
+
+def _read_text(path: str | Path, what: str, kind: str, error: type[ValueError]) -> str:
+    """The UTF-8 text of ``path``: FileNotFoundError when it is missing, else one ``error``
+    naming it (unreadable, not UTF-8)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        data = parse(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); write it again") from None
-    except errors as exc:
-        raise ValueError(f"{path}: not valid {kind} ({str(exc).splitlines()[0]})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: {kind} nested too deeply to be a GraLC file") from None
-    _no_interpolation(data, str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _error(error, f"cannot read {path}: {exc.strerror}; check the path and permissions",
+                     path) from None
+    return decode_utf8(data, path, f"a UTF-8 {kind} file", error)
+
+
+def read_json_untrusted(path: str | Path, what: str = "JSON file", hint: str = "",
+                        allow_interpolation: bool = False, error: type[ValueError] = ValueError,
+                        expect: type | None = None) -> Any:
+    """The one reader of a JSON file GraLC did not necessarily write: a missing file is a
+    FileNotFoundError, bytes that are not UTF-8, a syntax error or too deep a nesting one
+    ``error`` naming the file (and line; ``hint`` appended); ``${...}`` interpolations are
+    refused unless ``allow_interpolation`` (data that never reaches OmegaConf, e.g. document
+    text); ``expect``: the type the top level must have (``dict``: a JSON object).
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.json"; _ = f.write_text('{"k": [1]}')
+    >>> read_json_untrusted(f, expect=dict)
+    {'k': [1]}
+    """
+    data = parse_json(_read_text(path, what, "JSON", error), path, hint=hint, error=error)
+    if not allow_interpolation:
+        _no_interpolation(data, str(path))
+    if expect is not None and not isinstance(data, expect):
+        kind = "a JSON object" if expect is dict else f"JSON of type {expect.__name__}"
+        raise _error(error, f"{path}: expected {kind}, found {type(data).__name__}; rebuild it", path)
     return data
 
 
-def read_json_untrusted(path: str | Path, what: str = "JSON file") -> Any:
-    """JSON of ``path``, read as untrusted (:func:`_read_untrusted`)."""
-    return _read_untrusted(path, what, "JSON", json.loads, (json.JSONDecodeError,))
-
-
 def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
-    """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted (:func:`_read_untrusted`)."""
+    """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted: errors name the file,
+    interpolations are refused (:func:`_no_interpolation`)."""
     import yaml
 
-    return _read_untrusted(path, what, "YAML", yaml.safe_load, (yaml.YAMLError,))
+    path = Path(path)
+    text = _read_text(path, what, "YAML", ValueError)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: YAML nested too deeply to be a GraLC file") from None
+    _no_interpolation(data, str(path))
+    return data
 
 
 def path_inside(root: str | Path, rel: Any, source: str) -> Path:

@@ -32,6 +32,9 @@ from typing import Any
 
 import yaml
 
+from gralc.atomic import atomic_write, write_text_atomic
+from gralc.safe_load import read_json_untrusted
+
 METHODS = ("grid", "random", "bayes")
 TOP_KEYS = {"program", "method", "metric", "parameters", "command", "early_terminate", "name",
             "description", "project", "entity", "run_cap"}
@@ -229,7 +232,7 @@ def _run_one(index: int, config: dict[str, Any], program: str, out: Path, env: d
     record = {"index": index, "params": config, "command": command, "returncode": code,
               "status": "ok" if code == 0 else f"failed (exit {code})",
               "seconds": round(time.perf_counter() - started, 1)}
-    (books / f"{run_dir.name}.json").write_text(json.dumps(record, indent=2, default=str))
+    write_text_atomic(books / f"{run_dir.name}.json", json.dumps(record, indent=2, default=str))
     print(f"[run_{index:03d}] {record['status']} in {record['seconds']} s: {' '.join(to_overrides(config))}",
           flush=True)
     return record
@@ -241,7 +244,7 @@ def run_sweep(sweep: dict[str, Any], configs: list[dict[str, Any]], out: Path, j
     program = sweep["program"]
     program_command(program)  # a program that cannot start is refused before any run
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
+    write_text_atomic(out / "sweep.yaml", yaml.safe_dump(sweep, sort_keys=False))
     env = {**os.environ, "WANDB_MODE": {"off": "disabled"}.get(wandb_mode, wandb_mode),
            "WANDB_RUN_GROUP": out.name}
     if jobs > 1 and "OMP_NUM_THREADS" not in env:  # share the cores instead of oversubscribing
@@ -271,7 +274,7 @@ def run_metrics(run_dir: str | Path) -> dict[str, float]:
     run_dir = Path(run_dir)
     flat: dict[str, float] = {}
     if (run_dir / "metrics.json").is_file():
-        data = json.loads((run_dir / "metrics.json").read_text())
+        data = read_json_untrusted((run_dir / "metrics.json"), allow_interpolation=True)
         for bench, methods in data.items():
             if bench == "run":
                 continue
@@ -288,7 +291,7 @@ def run_metrics(run_dir: str | Path) -> dict[str, float]:
             for row in csv.DictReader(fh):
                 flat.update({k: float(v) for k, v in row.items() if k and v not in ("", None)})
     if (run_dir / "result.json").is_file():
-        result = json.loads((run_dir / "result.json").read_text())
+        result = read_json_untrusted((run_dir / "result.json"), allow_interpolation=True)
         flat.update({k: x for k, v in result.items() if (x := _number(v)) is not None})
         flat.update({f"learned/{k}": float(v) for k, v in (result.get("learned_values") or {}).items()})
     return flat
@@ -328,7 +331,7 @@ def aggregate(out_dir: str | Path) -> list[dict[str, Any]]:
         rec_path = out / RUNS_DIR / f"{name}.json"
         if not rec_path.is_file():
             rec_path = run_dir / RUN_FILE  # sweeps run before the runner kept its files aside
-        rec = json.loads(rec_path.read_text()) if rec_path.is_file() else {"params": {}}
+        rec = read_json_untrusted(rec_path, allow_interpolation=True) if rec_path.is_file() else {"params": {}}
         flat = run_metrics(run_dir)
         row: dict[str, Any] = {"run": run_dir.name}
         row.update({k: rec["params"].get(k, "") for k in swept_keys(sweep)})
@@ -365,7 +368,7 @@ def write_summary(out_dir: str | Path, rows: list[dict[str, Any]]) -> None:
     metric = (sweep.get("metric") or {}).get("name")
     columns = list(dict.fromkeys(k for r in rows for k in r))
     columns = [c for c in columns if c not in ("status", "seconds")] + ["status", "seconds"]
-    with (out / "summary.csv").open("w", newline="") as fh:
+    with atomic_write(out / "summary.csv", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
@@ -375,7 +378,7 @@ def write_summary(out_dir: str | Path, rows: list[dict[str, Any]]) -> None:
         pick = max if sweep["metric"].get("goal", "minimize") == "maximize" else min
         best = pick(scored, key=lambda r: r[metric])
         text.append(f"Best {metric}: {_cell(best[metric], metric)} ({best['run']}: {_label(best, sweep)})")
-    (out / "summary.md").write_text("\n".join(text) + "\n")
+    write_text_atomic(out / "summary.md", "\n".join(text) + "\n")
     _plot(out / "summary.png", rows, sweep, metric)
 
 
@@ -397,7 +400,8 @@ def _plot(path: Path, rows: list[dict[str, Any]], sweep: dict[str, Any], metric:
     ax.invert_yaxis()
     ax.set_xlabel(metric or "(no metric in the sweep file)")
     ax.set_title(f"{sweep['program']} sweep ({path.parent.name})", fontsize=10)
-    fig.savefig(path, dpi=120)
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=120)
 
 
 # ----- command line -------------------------------------------------------------------------

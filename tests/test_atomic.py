@@ -86,6 +86,33 @@ def test_a_folder_replaces_the_old_folder_only_when_complete(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["store"]  # the old folder is gone
 
 
+def test_swap_in_keeps_the_old_folder_for_the_caller(tmp_path):
+    from gralc.atomic import swap_in
+
+    out, new = tmp_path / "out", tmp_path / "new"
+    new.mkdir()
+    (new / "a").write_text("new")
+    assert swap_in(new, out) is None and (out / "a").read_text() == "new"  # nothing there before
+    new.mkdir()
+    (new / "a").write_text("newer")
+    old = swap_in(new, out)
+    assert (out / "a").read_text() == "newer" and (old / "a").read_text() == "new"
+
+
+def test_move_aside_keeps_a_folder_or_some_of_its_files(tmp_path):
+    from gralc.atomic import move_aside
+
+    run = tmp_path / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "sub" / "notes.md").write_text("mine")
+    (run / "keep").write_text("k")
+    aside = move_aside(run, ["sub/notes.md"])
+    assert (aside / "sub" / "notes.md").read_text() == "mine" and (run / "keep").is_file()
+    whole = move_aside(run)
+    assert not run.exists() and (whole / "keep").read_text() == "k"
+    assert whole != aside and whole.name.startswith("run.replaced-")  # two asides never clash
+
+
 def test_text_writer_refuses_other_modes(tmp_path):
     with pytest.raises(ValueError, match="mode"), atomic_write(tmp_path / "a", "a"):
         pass
@@ -158,11 +185,7 @@ def test_every_file_of_an_artefact_is_readable_by_the_group(tmp_path, umask):
 # ----- no hand-written temp-then-rename outside gralc.atomic --------------------------------
 #: (module path under gralc, enclosing function or None for every function) -> why it may rename
 ALLOWED = {
-    ("atomic.py", None): "the helper itself",
-    ("artefacts.py", None): "the artefact folder swap: keeps a user's files in the folder, "
-                            "moves foreign content aside, cleans a dead writer's leftovers",
-    ("training/run.py", "claim_run_dir"): "moves a whole earlier run folder aside "
-                                          "(paths.force); it writes nothing",
+    ("atomic.py", None): "the helper itself (atomic_path, swap_in, move_aside, move)",
 }
 
 
@@ -218,3 +241,124 @@ def test_only_gralc_atomic_renames_files():
                 bad.append(f"gralc/{rel}:{line} {call}() in {func}")
     assert bad == [], ("write through gralc.atomic (atomic_write / atomic_path) instead of "
                        f"renaming a temporary by hand: {bad}")
+
+
+# ----- no plain write of a file outside gralc.atomic ---------------------------------------------
+#: the context managers whose block writes into a temporary that appears whole or not at all
+ATOMIC_BLOCKS = {"atomic_path", "atomic_write", "write_artefact"}
+#: (module path under gralc, enclosing function) -> why it may write a file plainly
+PLAIN_WRITES = {
+    ("artefacts.py", "output_lock"): "the lock file: created with O_EXCL (a rename cannot refuse "
+                                     "an existing file); nobody reads it as data",
+    ("sweep.py", "_run_one"): "a running configuration's log: its command's output as it comes",
+    ("experiments/seed_folds.py", "run_job"): "a running fold's log: appended as it comes",
+}
+#: the names of calls that write a file -> the owners they must be called on ("": any)
+_WRITERS = {
+    "write_text": "", "write_bytes": "", "savefig": "", "to_csv": "", "to_parquet": "",
+    "save_pretrained": "", "save_file": "", "write_index": "", "savez": "", "savez_compressed": "",
+    "save": ("torch", "np", "numpy", "OmegaConf"), "dump": ("json", "yaml", "pickle"),
+    "safe_dump": ("yaml",), "fdopen": ("os",),
+}
+
+
+def _name(f: ast.AST) -> str:
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _write_mode(call: ast.Call, positional: int) -> bool:
+    """``call`` opens for writing: its mode (the ``positional``-th argument or ``mode=``) is a
+    constant holding w, a, x or +."""
+    mode = call.args[positional] if len(call.args) > positional else next(
+        (k.value for k in call.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(
+        c in mode.value for c in "wax+")
+
+
+def _is_write(call: ast.Call) -> bool:
+    """``call`` writes a file: a writer of :data:`_WRITERS` (``yaml.dump(x)`` without a stream
+    returns a string), ``open(path, "w")`` or ``path.open("w")`` (modes w, a, x, +)."""
+    f, name = call.func, _name(call.func)
+    owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+    owners = _WRITERS.get(name)
+    if owners == "":
+        return True
+    if owners:
+        to_string = name in ("dump", "safe_dump") and owner != "json" and len(call.args) < 2 \
+            and not any(k.arg == "stream" for k in call.keywords)
+        return owner in owners and not to_string and (name != "fdopen" or _write_mode(call, 1))
+    if name == "open" and isinstance(f, ast.Name):
+        return _write_mode(call, 1)
+    return name == "open" and owner not in ("os", "tarfile") and _write_mode(call, 0)
+
+
+def _plain_writes(tree: ast.AST) -> list[tuple[int, str, str | None]]:
+    """``(line, call, enclosing function)`` of every call that writes a file (:func:`_is_write`)
+    outside a block of :data:`ATOMIC_BLOCKS`."""
+    found = []
+
+    def visit(node: ast.AST, func: str | None, safe: bool) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            func, safe = node.name, False
+        if isinstance(node, ast.With | ast.AsyncWith) and any(
+                isinstance(i.context_expr, ast.Call) and _name(i.context_expr.func) in ATOMIC_BLOCKS
+                for i in node.items):
+            for item in node.items:
+                visit(item, func, safe)
+            for child in node.body:
+                visit(child, func, True)
+            return
+        if isinstance(node, ast.Call) and not safe and _is_write(node):
+            f = node.func
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            found.append((node.lineno, f"{owner + '.' if owner else ''}{_name(f)}", func))
+        for child in ast.iter_child_nodes(node):
+            visit(child, func, safe)
+
+    visit(tree, None, False)
+    return found
+
+
+def test_the_finder_sees_every_plain_write():
+    code = """
+import json, torch, numpy as np
+def a(path, fig, x):
+    path.write_text("x")
+    open(path, "w").write("x")
+    path.open("a")
+    json.dump(x, f)
+    torch.save(x, path)
+    np.save(path, x)
+    fig.savefig(path)
+    peft.save_pretrained(path)
+    open(path).read()           # a read
+    path.open()                 # a read
+    model.save(path)            # not a writer of files by that name
+    yaml.safe_dump(x)           # a string
+    with atomic_write(path) as f:
+        json.dump(x, f)         # inside the atomic block
+    with atomic_path(path, folder=True) as tmp:
+        (tmp / "a").write_text("x")
+"""
+    assert [c for _, c, _ in _plain_writes(ast.parse(code))] == [
+        "path.write_text", "open", "path.open", "json.dump", "torch.save", "np.save", "fig.savefig",
+        "peft.save_pretrained"]
+
+
+def test_every_file_is_written_through_gralc_atomic():
+    """A file GraLC writes appears whole or not at all: written inside an atomic_path /
+    atomic_write / write_artefact block (a folder written whole counts), or by a helper of
+    gralc.atomic; the few exceptions say why in :data:`PLAIN_WRITES`."""
+    bad, used = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "atomic.py":
+            continue
+        for line, call, func in _plain_writes(ast.parse(path.read_text(encoding="utf-8"))):
+            if (rel, func) in PLAIN_WRITES:
+                used.add((rel, func))
+            else:
+                bad.append(f"gralc/{rel}:{line} {call}() in {func}")
+    assert bad == [], ("write through gralc.atomic (write_text_atomic / atomic_write / atomic_path, "
+                       f"or inside a write_artefact block) so that no reader sees half a file: {bad}")
+    assert used == set(PLAIN_WRITES), f"stale PLAIN_WRITES entries: {set(PLAIN_WRITES) - used}"

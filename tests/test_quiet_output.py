@@ -118,7 +118,7 @@ def test_lightnings_bar_is_drawn_on_a_terminal_only(monkeypatch):
     it) and stderr (the log lines) are terminals; true / false as set."""
     import io
 
-    from gralc.training.run import progress_bar
+    from gralc.training.trainer import progress_bar
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -16,11 +16,11 @@ that invalid input ends in ONE of two ways and never in a traceback:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from gralc import safe_load
 from gralc.documents.errors import DocumentParseError
 
 REPLACEMENT = "\ufffd"
@@ -28,45 +28,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def decode_utf8(data: bytes, name: str | Path, what: str = "UTF-8") -> str:
-    """``data`` as UTF-8 text (a leading BOM dropped), or one error naming the line and the fix
-    (``what``: how the message calls the expected content, e.g. ``a UTF-8 JSON file``)."""
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        path = Path(name)
-        raise DocumentParseError(
-            f"{name}:{line}: not {what} (byte 0x{data[exc.start]:02x} at byte offset {exc.start}); "
-            f"re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}",
-            path=name, line=line) from None  # fmt: skip
+    """:func:`gralc.safe_load.decode_utf8`, its error a :class:`DocumentParseError`.
+
+    >>> decode_utf8("é".encode(), "a.txt")
+    'é'
+    """
+    return safe_load.decode_utf8(data, name, what, DocumentParseError)
 
 
 def load_json(text: str, name: str | Path, line: int | None = None, hint: str = "") -> Any:
-    """``json.loads(text)``; a syntax error or too deep a nesting is one error naming ``name``
-    (and ``line``: the line of a JSON Lines record), ``hint`` appended (where to get the file).
+    """:func:`gralc.safe_load.parse_json` (one JSON Lines record: ``line``), its error a
+    :class:`DocumentParseError`.
+
+    >>> load_json('{"_id": "d1"}', "corpus.jsonl", 1)
+    {'_id': 'd1'}
     """
-    where = f"{name}:{line}" if line is not None else str(name)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        at = line if line is not None else exc.lineno
-        raise DocumentParseError(f"{name}:{at}: not valid JSON ({exc.msg}, column {exc.colno})"
-                                 f"{hint}", path=name, line=at) from None  # fmt: skip
-    except RecursionError:
-        raise DocumentParseError(f"{where}: JSON nested too deeply to read (deeper than Python's "
-                                 f"JSON reader recurses); no real data file nests so deep{hint}",
-                                 path=name, line=line) from None  # fmt: skip
+    return safe_load.parse_json(text, name, line, hint, DocumentParseError)
 
 
 def read_json_file(path: str | Path, hint: str = "") -> Any:
-    """The JSON of a UTF-8 file, errors as in :func:`decode_utf8` and :func:`load_json`."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DocumentParseError(f"cannot read {path}: {exc.strerror}; check the path and "
-                                 "permissions", path=path) from None  # fmt: skip
-    return load_json(decode_utf8(data, path, "a UTF-8 JSON file"), path, hint=hint)
+    """The JSON of a user's UTF-8 file (:func:`gralc.safe_load.read_json_untrusted`; document
+    text may hold ``${`` as it is never interpolated), its error a :class:`DocumentParseError`."""
+    return safe_load.read_json_untrusted(path, hint=hint, allow_interpolation=True,
+                                         error=DocumentParseError)
 
 
 def replace_surrogates(text: str) -> tuple[str, int]:

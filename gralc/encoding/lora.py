@@ -236,7 +236,8 @@ class LoraEncoder(nn.Module):
     def save_adapter(self, folder: str | os.PathLike) -> Path:
         """peft's adapter folder (``adapter_config.json``, ``adapter_model.safetensors``)."""
         folder = Path(folder)
-        self.peft.save_pretrained(str(folder))
+        with atomic_path(folder, folder=True) as tmp:
+            self.peft.save_pretrained(str(tmp))
         return folder
 
     def save_merged(self, folder: str | os.PathLike) -> Path:

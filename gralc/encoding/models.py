@@ -28,6 +28,7 @@ from gralc.encoding.conventions import (  # noqa: F401 (re-exported: callers imp
     EncoderConventions,
     KnownEncoder,
 )
+from gralc.safe_load import read_json_untrusted
 
 
 def encoder_cache_root() -> Path:
@@ -149,7 +150,7 @@ def model_name(name_or_path: str) -> str:
     marker = Path(resolved) / LORA_MARKER
     if marker.is_file():
         try:
-            info = json.loads(marker.read_text())
+            info = read_json_untrusted(marker, allow_interpolation=True)
             return f"{info['base_model']}+lora-{info['adapter_sha256'][:16]}"
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"encoder.model={name_or_path}: {marker} is corrupt ({exc!r}); "
@@ -219,7 +220,7 @@ def check_model_folder(folder: str | os.PathLike[str], name: str | None = None) 
         raise FileNotFoundError(f"encoder.model={name}: {folder} holds no config.json, so it is "
                                 f"not a Hugging Face model folder; {_FOLDER_FIX}")
     try:
-        parsed = json.loads(config.read_text(encoding="utf-8"))
+        parsed = read_json_untrusted(config, allow_interpolation=True)
     except (ValueError, OSError) as exc:
         raise ValueError(f"encoder.model={name}: {config} is not valid JSON ({exc}); re-copy or "
                          f"re-download the model folder, or {_FOLDER_FIX}") from None
@@ -314,7 +315,7 @@ def sentence_max_length(name_or_path: str) -> int | None:
             return None
         config = Path(cached)
     try:
-        value = json.loads(config.read_text()).get("max_seq_length")
+        value = read_json_untrusted(config, allow_interpolation=True).get("max_seq_length")
         return int(value) if value else None
     except (ValueError, AttributeError, TypeError) as exc:
         raise ValueError(f"encoder.model={name_or_path}: {config} is corrupt ({exc}); re-copy "

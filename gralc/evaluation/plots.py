@@ -45,8 +45,11 @@ def _methods(results: Sequence[MethodResult]) -> list[str]:
 
 
 def _save(fig: Figure, path: Path) -> Path:
+    from gralc.atomic import atomic_write
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata=_PNG_META)
+    with atomic_write(path, "wb") as f:  # the format from the name, as savefig(path) takes it
+        fig.savefig(f, format=Path(path).suffix[1:] or None, dpi=120, metadata=_PNG_META)
     return path
 
 

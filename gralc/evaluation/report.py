@@ -20,6 +20,7 @@ from dataclasses import is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gralc.atomic import atomic_write, write_json_atomic, write_text_atomic
 from gralc.documents.conditions import CONDITIONS
 from gralc.evaluation.significance import FoldPairs, SignificanceConfig, paired_gain
 
@@ -408,7 +409,7 @@ def write_report(
         if (r.benchmark, r.method) in seen:
             raise ValueError(f"two results for method {r.method!r} on benchmark {r.benchmark!r}: names must be unique")
         seen.add((r.benchmark, r.method))
-    from gralc.runinfo import run_metadata, write_json_atomic  # imports torch (version info)
+    from gralc.runinfo import run_metadata  # imports torch (version info)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -424,14 +425,14 @@ def write_report(
     metrics = metric_keys(results)
     stats = _ordered([k for r in results for k in r.chunk_stats])
     times = _ordered([k for r in results for k in r.timings])
-    with (out / "metrics.csv").open("w", newline="") as fh:
+    with atomic_write(out / "metrics.csv", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["benchmark", "method", *metrics, *(f"chunks.{k}" for k in stats), *(f"time.{k}" for k in times)])
         for r in results:
             writer.writerow([r.benchmark, r.method, *(r.metrics.get(k, "") for k in metrics),
                              *(r.chunk_stats.get(k, "") for k in stats), *(r.timings.get(k, "") for k in times)])
 
-    with (out / "per_query.jsonl").open("w") as fh:
+    with atomic_write(out / "per_query.jsonl") as fh:
         for r in results:
             for row in r.per_query:
                 fh.write(json.dumps(_clean({"benchmark": r.benchmark, "method": r.method, **row})) + "\n")
@@ -443,8 +444,9 @@ def write_report(
                                                       "level": significance.level, "gains": gains}))
     from omegaconf import OmegaConf
 
-    (out / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(cfg)))
+    write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(cfg)))
     stamp = f"\n\nRun {meta['created']}, code {meta['git_hash']}, gralc {meta['gralc_version']}.\n"
-    (out / "tables.md").write_text(markdown_tables(results, paper, gains, significance).replace("\n", stamp, 1))
+    write_text_atomic(out / "tables.md",
+                      markdown_tables(results, paper, gains, significance).replace("\n", stamp, 1))
     return path
 

@@ -10,12 +10,13 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gralc.artefacts import check_output_dir, claim_dir, output_lock
-from gralc.config import to_dict
+from gralc.config import WandbConfig, to_dict
 from gralc.data.benchmarks import load_benchmarks
 from gralc.data.demo import check_vocabulary
 from gralc.evaluation.config import EvalConfig
@@ -33,6 +34,7 @@ from gralc.evaluation.methods import (
 from gralc.pipeline import Pipeline
 from gralc.retrieval.graph.search import GRAPH_SEARCHERS
 from gralc.runinfo import expand_run_dir, seed_everything, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +235,7 @@ def _write(results: list[MethodResult], out: Path, cfg: EvalConfig, timings: dic
     except ImportError:  # pragma: no cover - plots module optional at import time
         logger.warning("plots unavailable")
     if cfg.wandb.enabled:
-        _log_wandb(results, cfg)
+        _log_wandb(results, cfg.wandb, out, config)  # the API key redacted there too
 
 
 #: how eval.py spells the output folder's options in its messages
@@ -292,7 +294,7 @@ def _read_saved(path: Path, key: str, rows: bool = False):
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_untrusted(path, allow_interpolation=True)
         if data.pop("settings") != key:
             logger.info("%s was written with other settings, data or weights: running it again", path)
             return None
@@ -324,12 +326,11 @@ def print_tables(results: list[MethodResult]) -> None:
             print_table(results, bench, structural)
 
 
-def _log_wandb(results: list[MethodResult], cfg: EvalConfig) -> None:
-    import wandb
+def _log_wandb(results: list[MethodResult], settings: WandbConfig, out: Path,
+               config: dict[str, Any]) -> None:
+    from gralc.runinfo import wandb_logger
 
-    run = wandb.init(project=cfg.wandb.project, entity=cfg.wandb.entity, name=cfg.wandb.name,
-                     mode="offline" if cfg.wandb.offline else "online", config=to_dict(cfg),
-                     job_type="eval")
+    run = wandb_logger(settings, config, out, "eval").experiment
     single = len({r.method for r in results}) == 1  # sweeps over one method: short names too
     for r in results:
         run.log({f"{r.benchmark}/{r.method}/{k}": v for k, v in r.metrics.items()})

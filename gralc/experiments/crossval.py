@@ -43,7 +43,8 @@ from gralc.pipeline import Pipeline
 from gralc.runinfo import blas_kernel, run_metadata, seed_everything, write_json_atomic
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
-from gralc.training.run import copy_run, train
+from gralc.training.run import train
+from gralc.training.run_folder import copy_run
 
 logger = logging.getLogger("gralc.experiments.crossval")
 DEFAULT_DATA = SHARED_DATA / "covidqa/covidqa_dev.json"
@@ -229,7 +230,7 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
     ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
     done = Path(args.out) / variant / f"fold{fold}" / "result.json"
     if args.reuse and done.is_file():
-        from gralc.training.run import run_selected_checkpoint
+        from gralc.training.run_folder import run_selected_checkpoint
 
         logger.warning("%s fold %d: reusing %s", variant, fold, done)
         return str(run_selected_checkpoint(done.parent)), []

@@ -52,6 +52,7 @@ from gralc.experiments.real_data import (
 )
 from gralc.model.persistence import export
 from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
 
@@ -123,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         ckpt = Path(args.checkpoint).resolve()
         if not ckpt.is_file():
             ap.error(f"--checkpoint {ckpt} does not exist")
-        result = json.loads((ckpt.parent.parent / "result.json").read_text()) \
+        result = read_json_untrusted((ckpt.parent.parent / "result.json"), allow_interpolation=True) \
             if (ckpt.parent.parent / "result.json").is_file() else {"selected": "given", "learned_values": {}}
         result = {**result, "best_checkpoint": str(ckpt)}
     elif args.reuse and done.is_file():
-        result = json.loads(done.read_text())
+        result = read_json_untrusted(done, allow_interpolation=True)
     else:
         result = train(cfg)
     if args.checkpoint or args.reuse:  # a model trained elsewhere or earlier: its own knowledge
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
        *[o for o in args.set if o.startswith("pipeline.knowledge.")])
     rows = [json.loads(line) for line in (out / "eval" / "per_query.jsonl").open()]
     evaluated = {r["question_id"]: r["top"] for r in rows if r["method"] == "gralc"}
-    payload = json.loads((out / "eval" / "metrics.json").read_text())
+    payload = read_json_untrusted((out / "eval" / "metrics.json"), allow_interpolation=True)
     metrics = next(rows["gralc"] for name, rows in payload.items() if name != "run")
     from gralc.inference import Retriever
 

@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gralc.atomic import write_text_atomic
 from gralc.experiments.published import publish_result, report_arguments
+from gralc.safe_load import read_json_untrusted
 
 QUESTION = "What limits metformin adherence?"
 HELP_BAR_S = 3.0
@@ -183,7 +185,7 @@ def run(out: Path) -> dict:
     proc, s = gralc(work, "eval", "methods=[bm25]", "models={first: outputs/demo_train, second: outputs/second}",
                     "paths.output_dir=outputs/two_models")
     _check(proc, "eval with two named models")
-    rows = set(json.loads((work / "outputs" / "two_models" / "metrics.json").read_text())["demo"])
+    rows = set(read_json_untrusted((work / "outputs" / "two_models" / "metrics.json"), allow_interpolation=True)["demo"])
     want = {f"{n}{s}" for n in ("first", "second") for s in ("", "_cosine", "_hybrid", "_cosine_hybrid")}
     steps["eval with two named models: both row sets"] = {"ok": want <= rows, "rows": sorted(rows),
                                                          "seconds": s + s_train}
@@ -199,12 +201,12 @@ def run(out: Path) -> dict:
         _check(proc, " ".join(args))
     proc, _ = gralc(work, "search", "outputs/beir_index", "--queries", "outputs/beir", "--format", "trec", "-k", "20")
     _check(proc, "search --format trec")
-    (work / "outputs" / "beir.run").write_text(proc.stdout)
+    write_text_atomic(work / "outputs" / "beir.run", proc.stdout)
     import ranx
 
     ranx_mrr = float(ranx.evaluate(ranx.Qrels.from_file(str(work / "outputs" / "beir.qrels"), kind="trec"),
                                    ranx.Run.from_file(str(work / "outputs" / "beir.run"), kind="trec"), "mrr"))
-    metrics = json.loads((work / "outputs" / "beir_eval" / "metrics.json").read_text())
+    metrics = read_json_untrusted((work / "outputs" / "beir_eval" / "metrics.json"), allow_interpolation=True)
     ours = next(v["structure_aware"]["ev_mrr"] for k, v in metrics.items() if k != "run")
     steps["a BEIR folder in, a TREC run out, scored by ranx"] = {
         "ok": abs(ranx_mrr - ours) < 1e-9, "ranx_mrr": ranx_mrr, "gralc_ev_mrr": ours,
@@ -271,11 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     report_arguments(ap, "first-hour record")
     args = ap.parse_args(argv)
     if args.report:
-        saved = json.loads(args.report.read_text())
+        saved = read_json_untrusted(args.report, allow_interpolation=True)
     else:
         args.out.mkdir(parents=True, exist_ok=True)
         saved = run(args.out.resolve())
-        (args.out / "first_hour.json").write_text(json.dumps(saved, indent=2))
+        write_text_atomic(args.out / "first_hour.json", json.dumps(saved, indent=2))
         print(f"wrote {args.out / 'first_hour.json'}")
     print(first_hour_md(saved))
     if args.publish:

@@ -36,7 +36,6 @@ weight COVID-QA's folds chose), one model, differences paired over articles.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -61,6 +60,7 @@ from gralc.retrieval.trained.concept_match import concept_index
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.retrieval.trained.search import TrainedSearch
 from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr")
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     run_arguments(ap, "graph_trial.json")
     args = ap.parse_args(argv)
     if args.report:
-        saved = json.loads(args.report.read_text())
+        saved = read_json_untrusted(args.report, allow_interpolation=True)
         print(report(saved))
         if args.publish:
             publish_result(args.publish, saved)

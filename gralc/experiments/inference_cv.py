@@ -70,6 +70,7 @@ from gralc.retrieval.trained.candidates import CandidateConfig
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 GAIN_METRICS = ("ev_recall@512wp", "ev_mrr")  # the metrics of #14's bars
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
@@ -132,10 +133,9 @@ def per_question(bench, chunks, score: np.ndarray, settings) -> dict[str, list[f
 
 def is_refit(folder: Path) -> bool:
     """The fold was trained without a dev split (``result.json``: ``selected`` = "last")."""
-    import json
 
     result = folder / "result.json"
-    return result.is_file() and json.loads(result.read_text()).get("selected") == "last"
+    return result.is_file() and read_json_untrusted(result, allow_interpolation=True).get("selected") == "last"
 
 
 def selected_checkpoint(folder: Path) -> Path:
@@ -143,7 +143,7 @@ def selected_checkpoint(folder: Path) -> Path:
     epoch, or ``initial.ckpt`` where no trained epoch beat it on dev), so the ``trained`` rows
     follow the protocol's selection inside the training folds; a folder without ``result.json``,
     e.g. one ``gralc.experiments.average_folds`` wrote, holds its one model as ``checkpoints/best-*.ckpt``)."""
-    from gralc.training.run import run_selected_checkpoint
+    from gralc.training.run_folder import run_selected_checkpoint
 
     if (folder / "result.json").is_file():
         try:
@@ -201,7 +201,6 @@ def print_gains(questions: dict[str, list[dict[str, list[float]]]], articles: li
 
 def pool(runs: list[str]) -> int:
     """Print one table over the folds of every RUN's ``late_interaction.json``."""
-    import json
 
     table: dict[str, list[dict]] = {}
     questions: dict[str, list[dict]] = {}
@@ -211,7 +210,7 @@ def pool(runs: list[str]) -> int:
         path = Path(run) / "late_interaction.json"
         if not path.is_file():
             raise SystemExit(f"--pool {run}: no {path} (run gralc.experiments.inference_cv --run {run} first)")
-        saved = json.loads(path.read_text())
+        saved = read_json_untrusted(path, allow_interpolation=True)
         overlap = sorted(set(folds) & set(saved["args"]["train_folds"]))
         if overlap:
             raise SystemExit(f"--pool {run}: fold(s) {overlap} already pooled from another run")
@@ -241,12 +240,11 @@ def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "e
     trained row's gain over the untrained row of the same m with every question's values
     averaged over the seeds first (the recipe's expected gain, not one draw's), the interval
     from the same paired bootstrap over held-out articles. Returns the gains."""
-    import json
 
     saved = []
     for run in runs:
         path = Path(run) / "late_interaction.json"
-        if not path.is_file() or "questions" not in (got := json.loads(path.read_text())):
+        if not path.is_file() or "questions" not in (got := read_json_untrusted(path, allow_interpolation=True)):
             raise SystemExit(f"--seed-mean {run}: no {path} with per-question values "
                              f"(run gralc.experiments.inference_cv --run ... --out {run} first)")
         saved.append(got)

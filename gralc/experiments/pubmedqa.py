@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from gralc.atomic import write_text_atomic
 from gralc.config import CONFIG_DIR, load_config, to_dict
 from gralc.data.benchmarks import pubmedqa_benchmarks
 from gralc.evaluation.methods import DEFAULT_METHODS, MethodResult, RunSettings, evaluate_method
@@ -37,6 +38,7 @@ from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.pipeline import Pipeline
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 from gralc.training.callbacks import EpochTimer
 from gralc.training.config import TrainConfig
 from gralc.training.run import train
@@ -101,7 +103,7 @@ def baseline(name: str, key: str, out: Path, compute) -> dict[str, Any]:
     and pipeline config) matches: the baselines do not depend on the training settings."""
     path = out / "rows" / f"{name}.json"
     if path.is_file():
-        saved = json.loads(path.read_text())
+        saved = read_json_untrusted(path, allow_interpolation=True)
         if saved["key"] == key:
             logger.info("%s: reusing %s", name, path)
             return saved["scores"]
@@ -254,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(report)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "table.md").write_text(text + "\n")
+    write_text_atomic(out / "table.md", text + "\n")
     write_json_atomic(out / "results.json", {**report, "run_metadata": run_metadata(
         {"args": vars(args)})})
     print(text)

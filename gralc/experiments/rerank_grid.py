@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from gralc.atomic import write_text_atomic
 from gralc.data.benchmarks import DataConfig, load_benchmarks
 from gralc.evaluation.methods import MethodSpec, RunSettings, Searcher, make_chunker, score_runs
 from gralc.experiments.real_data import SHARED_DATA, real_pipeline_config
@@ -119,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"\nBLAS: OPENBLAS_CORETYPE={blas_kernel()}")
     print(lines[-1])
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
+        write_text_atomic(args.out, "\n".join(lines) + "\n")
     return 0
 
 

@@ -17,7 +17,6 @@ the running ones. Knowledge: the full MeSH 2024 graph, as ``gralc.experiments.cr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from gralc.config import CONFIG_DIR, load_config
 from gralc.experiments.crossval import DEFAULT_DATA, VARIANTS, fold_overrides
 from gralc.experiments.real_data import REPO, require_real_graph, with_real_knowledge
 from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 #: the soup of record's two ingredients (docs/training.md)
 RECIPES = {
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{sum(d['status'] == 'done' for d in done)} of {len(done)} jobs trained in {wall:.0f} s "
           f"({args.jobs} at a time, {args.threads} threads each, device {args.device})")
     log = Path(args.out) / "jobs.json"  # one entry per invocation, earlier ones kept
-    earlier = json.loads(log.read_text())["invocations"] if log.is_file() else []
+    earlier = read_json_untrusted(log, allow_interpolation=True)["invocations"] if log.is_file() else []
     write_json_atomic(log, {"invocations": [*earlier, {"run": run_metadata({"argv": sys.argv}),
                                                        "wall_seconds": round(wall, 1), "jobs": done}]})
     return 0 if all(d["status"] in ("done", "kept") for d in done) else 1

@@ -15,7 +15,6 @@ The parts in full: docs/experiments.md."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import platform
 import time
@@ -32,6 +31,7 @@ from gralc.experiments.real_data import (
     require_real_graph,
 )
 from gralc.runinfo import blas_kernel, run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 SHARED = SHARED_DATA
 GRAPH_ROWS = ["semantic", "semantic_graph_local", "semantic_graph_global", "semantic_hybrid"]
@@ -77,7 +77,7 @@ def cost(out: Path) -> dict:
     from gralc.evaluation.methods import RunSettings, method_graph
     from gralc.knowledge.communities import detect_communities
     from gralc.knowledge.corpus_graph import build_corpus_graph
-    from gralc.pipeline import Pipeline, PipelineConfig, load_documents_from
+    from gralc.pipeline import Pipeline, PipelineConfig, load_documents
     from gralc.retrieval.graph.communities import build_reports
     from gralc.retrieval.graph.search import GraphConfig
 
@@ -99,7 +99,7 @@ def cost(out: Path) -> dict:
     # memory: every COVID-QA and PMC article, chunks of 3 sentences (no encoder needed)
     docs: list[Document] = list(bench.documents)
     for sub in sorted((SHARED / "pmc").iterdir()):
-        docs += load_documents_from(sub)
+        docs += load_documents(sub)
     linked = [(d, pipeline.linker.link(d.text)) for d in docs]
     spans = []
     for d in docs:
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
               f"pipeline.encoder.precision, fp32 unless set), BLAS kernel: {blas_kernel()}")
     print(header)
     prior = out / "semrag.json"  # parts of an earlier run are kept unless run again
-    result: dict = json.loads(prior.read_text()) if prior.is_file() else {}
+    result: dict = read_json_untrusted(prior, allow_interpolation=True) if prior.is_file() else {}
     result["run"] = run_metadata({"argv": argv, "header": header})
     for part in args.parts:
         if part == "concepts":

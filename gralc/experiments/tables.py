@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gralc.atomic import write_text_atomic
 from gralc.experiments.first_hour import first_hour_md
 from gralc.experiments.published import RESULTS
 from gralc.experiments.real_data import REPO
@@ -291,7 +292,7 @@ def write_table(name: str, saved: dict, folder: Path = RESULTS) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     write_json_atomic(folder / f"{name}.json", saved)
     text = render(name, saved)
-    (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    write_text_atomic(folder / f"{name}.md", text)
     return text
 
 
@@ -352,7 +353,7 @@ def regenerate(folder: Path = RESULTS, repo: Path | None = REPO, check: bool = F
             if not md.is_file() or md.read_text(encoding="utf-8") != text:
                 stale.append(str(md))
         else:
-            md.write_text(text, encoding="utf-8")
+            write_text_atomic(md, text)
         markers, part, documents = COPIES.get(name, (None, None, ()))
         for rel in documents if repo is not None else ():
             doc = repo / rel
@@ -361,7 +362,7 @@ def regenerate(folder: Path = RESULTS, repo: Path | None = REPO, check: bool = F
             if check and wanted != current:
                 stale.append(f"{doc} (its copy of {name}.md)")
             elif not check and wanted != current:
-                doc.write_text(wanted, encoding="utf-8")
+                write_text_atomic(doc, wanted)
     return stale
 
 

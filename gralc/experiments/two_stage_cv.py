@@ -24,7 +24,6 @@ bootstrap over held-out articles, and writes everything (per-question values too
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -44,6 +43,7 @@ from gralc.retrieval.trained.candidates import CandidateConfig
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr")
@@ -164,7 +164,7 @@ def report(saved: dict) -> str:
 
 def report_main(path: Path, publish: str | None) -> int:
     """Print the table of a saved ``two_stage.json`` (``publish``: also save it as results/NAME.json); 0."""
-    saved = json.loads(path.read_text())
+    saved = read_json_untrusted(path, allow_interpolation=True)
     print(report(saved))
     if publish:
         publish_result(publish, saved)

@@ -17,7 +17,6 @@ merged across shards (:meth:`CorpusGraph.merge`), saved as one JSON file (no pic
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
@@ -28,6 +27,7 @@ from gralc.documents.model import Document
 from gralc.knowledge.concept_graph import KnowledgeBase
 from gralc.knowledge.mention import EntityMention
 from gralc.runinfo import write_json_atomic
+from gralc.safe_load import read_json_untrusted
 
 FORMAT = "gralc-corpus-graph"
 VERSION = 1
@@ -281,9 +281,9 @@ def read_format(path: str | Path, fmt: str, what: str) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc}); rebuild the graph") from exc
+        d = read_json_untrusted(path, allow_interpolation=True)
+    except ValueError as exc:  # names the file and the line
+        raise ValueError(f"{exc}; rebuild the graph") from None
     if not isinstance(d, dict) or d.get("format") != fmt:
         raise ValueError(f"{path}: not GraLC {what} (format != {fmt!r}); rebuild the graph")
     return d

@@ -26,6 +26,7 @@ import ahocorasick
 from gralc.atomic import write_text_atomic
 from gralc.knowledge.mention import EntityMention
 from gralc.knowledge.vocabulary import Vocabulary, bulk_load
+from gralc.safe_load import read_json_untrusted
 
 #: MeSH entry terms that are frequent words in scientific prose where they almost never mean
 #: the concept: "Lead" (the metal) vs "lead to", "Role", "Fig" (Ficus), "Will" (Volition),
@@ -201,7 +202,7 @@ class EntityLinker:
                 f"linker file not found: {path}; build it with EntityLinker(vocabulary).save(path)"
             )
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json_untrusted(path, allow_interpolation=True)
             if data.get("format") != "gralc.linker/1":
                 raise ValueError("no 'format': 'gralc.linker/1'")
             self = cls.__new__(cls)

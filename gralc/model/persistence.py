@@ -28,11 +28,12 @@ import torch
 from omegaconf import OmegaConf
 
 from gralc.artefacts import check_output_dir, verify_artefact, write_artefact
+from gralc.atomic import atomic_path, atomic_write, write_text_atomic
 from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.model.model_card import MODEL_CARD, model_card
 from gralc.model.scoring_config import ScoringConfig
 from gralc.pipeline import PipelineConfig
-from gralc.safe_load import load_torch, path_inside, read_yaml_untrusted
+from gralc.safe_load import load_torch, path_inside, read_json_untrusted, read_yaml_untrusted
 
 INFERENCE_YAML = "inference.yaml"
 WEIGHTS = "weights.safetensors"
@@ -178,7 +179,6 @@ def resolve_model(path: str | Path) -> Path:
     >>> resolve_model("outputs/demo_train")          # doctest: +SKIP
     PosixPath('outputs/demo_train/checkpoints/best-epoch=0-step=8.ckpt')
     """
-    import json
 
     path = Path(path)
     forms = ("pass a trained model: an export folder (gralc export), a .ckpt written by "
@@ -191,7 +191,7 @@ def resolve_model(path: str | Path) -> Path:
     if not result.is_file():
         raise ValueError(f"{path}: a folder with neither {INFERENCE_YAML} nor {RESULT_JSON}; {forms}")
     try:
-        name = Path(json.loads(result.read_text(encoding="utf-8"))["best_checkpoint"]).name
+        name = Path(read_json_untrusted(result, allow_interpolation=True)["best_checkpoint"]).name
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{result}: no readable best_checkpoint ({exc!r}); pass the .ckpt file") from None
     for candidate in (path / "checkpoints" / name, path / name):
@@ -342,8 +342,8 @@ def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
         }
         doc["encoder_id"] = model_name(str(out / ENCODER_DIR))
         doc["pipeline_config"]["encoder"]["model"] = ENCODER_DIR  # relative to the export
-    save_file(
-        {k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS)
-    )
-    OmegaConf.save(OmegaConf.create(doc), out / INFERENCE_YAML)
-    (out / MODEL_CARD).write_text(model_card(doc, ckpt), encoding="utf-8")
+    with atomic_path(out / WEIGHTS) as tmp:
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    with atomic_write(out / INFERENCE_YAML) as f:
+        OmegaConf.save(OmegaConf.create(doc), f)
+    write_text_atomic(out / MODEL_CARD, model_card(doc, ckpt))

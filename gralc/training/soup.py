@@ -29,7 +29,7 @@ from gralc.training.checkpoints import (
     check_fits,
     read_checkpoint,
 )
-from gralc.training.run import run_selected_checkpoint
+from gralc.training.run_folder import run_selected_checkpoint
 
 #: train_config entries that decide a run's initial weights: the soup's ingredients must agree
 INIT_KEYS = (("seed",), ("lora", "enabled"), ("lora", "r"), ("lora", "alpha"),

@@ -356,10 +356,10 @@ def test_load_corpus_mixes_text_and_jats(tmp_path: Path, capsys) -> None:
 
 
 def test_load_documents_from_a_text_file(tmp_path: Path) -> None:
-    from gralc.pipeline import load_documents_from
+    from gralc.pipeline import load_documents
 
     (tmp_path / "one.txt").write_text(CORD19, encoding="utf-8")
-    (doc,) = load_documents_from(tmp_path / "one.txt")
+    (doc,) = load_documents(tmp_path / "one.txt")
     assert doc.id == "one" and doc.doi == "10.1111/irv.12538"
 
 

@@ -95,13 +95,13 @@ def test_covidqa_dev_maps_every_answer(shared_data):
 def test_a_squad_file_is_a_corpus_for_indexing(tmp_path, caplog):
     """gralc.index FILE.json reads a SQuAD-format file as eval.py data=squad does: the same
     documents, same ids and texts (an empty context is skipped with its entry named)."""
-    from gralc.pipeline import load_documents_from
+    from gralc.pipeline import load_documents
 
     second = {"paragraphs": [{"context": ARTICLE.replace("ferrets", "mice"), "document_id": 8,
                               "qas": []}, {"context": " ", "qas": []}]}
     path = write(tmp_path, [qa(1, "4 days", ARTICLE.index("4 days"))], extra=[second])
     with caplog.at_level(logging.WARNING):
-        docs = load_documents_from(path)
+        docs = load_documents(path)
     bench = squad_benchmark(path)
     assert [(d.id, d.text) for d in docs] == [(d.id, d.text) for d in bench.documents]
     assert [d.id for d in docs] == ["7", "8#0"]

@@ -329,17 +329,17 @@ def test_a_live_lock_fails_before_any_encoding(corpus, tmp_path, capsys, monkeyp
 
 def test_the_swap_is_one_exchange_where_the_file_system_allows(tmp_path, monkeypatch):
     """Readers never see a missing folder: the old content leaves by renameat2(RENAME_EXCHANGE)."""
-    from gralc import artefacts
+    from gralc import atomic
 
     out = tmp_path / "idx"
     with write_artefact(out, "index") as tmp:
         (tmp / "a.json").write_text("v1")
     calls = []
-    real = artefacts._exchange
-    monkeypatch.setattr(artefacts, "_exchange", lambda a, b: calls.append(1) or real(a, b))
+    real = atomic.exchange
+    monkeypatch.setattr(atomic, "exchange", lambda a, b: calls.append(1) or real(a, b))
     renames = []
     real_replace = os.replace
-    monkeypatch.setattr(artefacts.os, "replace", lambda a, b: renames.append((a, b)) or real_replace(a, b))
+    monkeypatch.setattr(atomic.os, "replace", lambda a, b: renames.append((a, b)) or real_replace(a, b))
     with write_artefact(out, "index") as tmp:
         (tmp / "a.json").write_text("v2")
     assert calls == [1] and (out / "a.json").read_text() == "v2"

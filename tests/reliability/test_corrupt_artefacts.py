@@ -61,7 +61,7 @@ def test_truncated_resume_checkpoint_is_named_before_any_work(tmp_path, monkeypa
     from gralc import train as train_script
     from gralc.config import load_config
     from gralc.training.config import TrainConfig
-    from gralc.training.run import resolve_resume
+    from gralc.training.run_folder import resolve_resume
 
     ckpts = tmp_path / "checkpoints"
     ckpts.mkdir()

@@ -46,7 +46,7 @@ def test_loading_an_index_writes_nothing_into_it(small_index):
 def test_unknown_strategy_is_refused_before_any_encoding(tmp_path, capsys, monkeypatch):
     import gralc.inference
 
-    monkeypatch.setattr(gralc.inference, "load_documents_from", lambda *a, **k: pytest.fail("read"))
+    monkeypatch.setattr(gralc.inference, "load_documents", lambda *a, **k: pytest.fail("read"))
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "a.txt").write_text("Title\n\nText.", encoding="utf-8")

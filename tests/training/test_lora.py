@@ -20,7 +20,7 @@ from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.encoding.models import DEFAULT_MODEL_ID
 from gralc.inference import Retriever
 from gralc.model.persistence import export, load_trained
-from gralc.pipeline import load_documents_from
+from gralc.pipeline import load_documents
 from gralc.training.run import train
 
 #: One training document (its 4 questions, one per step), one dev document.
@@ -177,7 +177,7 @@ def test_checkpoint_and_export_encode_with_the_adapted_encoder(runs, tmp_path):
     card = (exp / "MODEL_CARD.md").read_text(encoding="utf-8")  # names the adapted encoder
     assert f"`{info['encoder_id']}`" in card and info["lora"]["adapter_sha256"] in card
 
-    text = load_documents_from(ARTICLE)[0].text
+    text = load_documents(ARTICLE)[0].text
     lit = runs["second"].module.eval()
     with torch.no_grad():
         trained = lit.encoder.encode_document(text)

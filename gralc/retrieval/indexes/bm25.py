@@ -26,6 +26,7 @@ import bm25s
 import numpy as np
 
 from gralc.artefacts import verify_artefact, write_artefact
+from gralc.atomic import write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.model.lexical import (  # noqa: F401  (the core's names, re-exported)
     BM25Config,
@@ -93,7 +94,7 @@ class BM25Index(BM25Scorer):
         self.retriever.save(str(folder / "bm25"))
         self.tokenizer.save_vocab(str(folder), VOCAB_FILE)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
-        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], records: bool = True) -> BM25Index:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gralc.artefacts import verify_artefact, write_artefact
+from gralc.atomic import atomic_path, atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
 from gralc.retrieval.ranking import rank_chunks
@@ -206,10 +207,12 @@ class ChunkIndex:
             "faiss_version": _faiss().__version__,
             **provenance(),
         }
-        _faiss().write_index(self.index, str(folder / INDEX_FILE))
-        np.save(folder / VECTORS_FILE, self.vectors)
+        with atomic_path(folder / INDEX_FILE) as tmp:
+            _faiss().write_index(self.index, str(tmp))
+        with atomic_write(folder / VECTORS_FILE, "wb") as f:
+            np.save(f, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
-        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> ChunkIndex:

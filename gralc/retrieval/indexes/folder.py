@@ -1,5 +1,5 @@
 """What every index folder holds besides its index: chunk records as JSONL, its JSON files read
-as untrusted, and one message when a file is missing (the dense index, the BM25 index and the
+as untrusted (:func:`gralc.safe_load.read_json_untrusted`), and one message when a file is missing (the dense index, the BM25 index and the
 trained model's chunk table all read and write through these)."""
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gralc.atomic import atomic_write
 from gralc.chunking.chunk import Chunk
+from gralc.safe_load import parse_json, read_json_untrusted
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
-    """Chunk metadata as JSONL (no embeddings)."""
-    with open(path, "w", encoding="utf-8") as f:
+    """Chunk metadata as JSONL (no embeddings), written atomically."""
+    with atomic_write(path) as f:
         for c in chunks:
             f.write(json.dumps(c.to_dict(with_embedding=False), ensure_ascii=False) + "\n")
 
@@ -25,23 +27,19 @@ def read_chunks(path: Path) -> list[Chunk]:
     chunks = []
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
+            record = parse_json(line, path, line_no, "; rebuild the index")
             try:
-                chunks.append(Chunk.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, TypeError) as e:
+                chunks.append(Chunk.from_dict(record))
+            except (ValueError, TypeError) as e:
                 raise ValueError(f"{path}:{line_no}: corrupt chunk record ({e})") from e
     return chunks
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object of an artefact (read as untrusted: interpolations refused, errors name
-    the file)."""
-    from gralc.safe_load import read_json_untrusted
-
+    """A JSON object of an index folder (:func:`gralc.safe_load.read_json_untrusted`), the
+    message of :func:`require` when it is missing."""
     require(path)
-    data = read_json_untrusted(path)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}; rebuild it")
-    return data
+    return read_json_untrusted(path, expect=dict)
 
 
 def require(path: Path) -> None:

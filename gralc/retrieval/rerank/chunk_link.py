@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gralc.atomic import write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.documents.model import Document, Paragraph
 from gralc.retrieval.hits import Candidate, Hit, as_hits
+from gralc.safe_load import read_json_untrusted
 
 Span = tuple[int, int]
 Detector = Callable[[Document], list[Span]]
@@ -239,12 +241,12 @@ class ChunkLinker:
             "epsilon": self.epsilon,
             "links": self.links,
         }
-        Path(path).write_text(json.dumps(payload, indent=1, sort_keys=True), encoding="utf-8")
+        write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=True))
 
     @classmethod
     def load(cls, path: str | Path) -> ChunkLinker:
         """Read links written by :meth:`save`."""
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        payload = read_json_untrusted(Path(path), allow_interpolation=True)
         if payload.get("format") != FORMAT:
             raise ValueError(f"{path} is not a Chunk-Link file (format {FORMAT!r} expected)")
         linker = cls(window=payload["window"], epsilon=payload["epsilon"])

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gralc.atomic import atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.model.chunk_set import ChunkSet
 from gralc.retrieval.trained.ragged import Ragged
@@ -228,7 +229,8 @@ class ChunkTable:
         if self.units is not None:
             d = folder / UNITS_DIR
             d.mkdir()
-            np.save(d / "vectors.npy", self.units.vectors)
+            with atomic_write(d / "vectors.npy", "wb") as f:
+                np.save(f, self.units.vectors)
             self.units.entities.save(d, "entities")
             self.units.pairs.save(d, "pairs")
             self.units.chunks.save(d, "chunks")
@@ -238,7 +240,7 @@ class ChunkTable:
         if self.tokens is not None:
             self.tokens.save(folder / TOKENS_DIR)
             meta["token_codec"] = self.tokens.codec.describe()
-        (folder / TABLE_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        write_text_atomic(folder / TABLE_FILE, json.dumps(meta, indent=2))
 
     @classmethod
     def load(cls, folder: Path, n_chunks: int, mmap: bool = True, records: bool = False) -> ChunkTable:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gralc.atomic import atomic_write
+
 
 class Ragged:
     """``values`` (N, ...) with ``offsets`` (K + 1,) int64: row ``i`` is
@@ -91,8 +93,9 @@ class Ragged:
     def save(self, folder: Path, name: str) -> list[str]:
         """Write ``NAME.values.npy`` and ``NAME.offsets.npy`` into ``folder``; their names."""
         names = [f"{name}.values.npy", f"{name}.offsets.npy"]
-        np.save(folder / names[0], np.ascontiguousarray(self.values))
-        np.save(folder / names[1], self.offsets)
+        for file, array in zip(names, (np.ascontiguousarray(self.values), self.offsets)):
+            with atomic_write(folder / file, "wb") as f:
+                np.save(f, array)
         return names
 
     @classmethod

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from gralc.atomic import write_bytes_atomic, write_text_atomic
+
 CODEC_KINDS = ("ivf_pq", "float16")
 
 
@@ -196,7 +198,7 @@ class TokenCodec:
 
     def save(self, path: Path) -> None:
         """Write :meth:`to_bytes` to ``path``."""
-        path.write_bytes(self.to_bytes())
+        write_bytes_atomic(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: Path, dim: int, config: TokenCodecConfig) -> TokenCodec:
@@ -225,8 +227,8 @@ def save_codec_dir(codec: TokenCodec, folder: Path) -> None:
     import json
 
     codec.save(folder / CODEC_DIR_FILES[0])
-    (folder / CODEC_DIR_FILES[1]).write_text(json.dumps({"format": "gralc.token_codec/1",
-                                                         **codec.describe()}, indent=2))
+    write_text_atomic(folder / CODEC_DIR_FILES[1], json.dumps({"format": "gralc.token_codec/1",
+                                                              **codec.describe()}, indent=2))
 
 
 def load_codec_dir(folder: str | Path) -> TokenCodec:

@@ -23,9 +23,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gralc.atomic import write_text_atomic
 from gralc.model.late_interaction import best_per_chunk
 from gralc.retrieval.trained.ragged import Ragged
 from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
+from gralc.safe_load import read_json_untrusted
 
 CODEC_FILE, META_FILE, NAME = "codec.faiss", "tokens.json", "codes"
 #: tokens decoded at once by a MaxSim pass (~200 MB of float32 at d = 384)
@@ -134,7 +136,7 @@ class TokenStore:
         meta = {"format": "gralc.token_store/1", "codec": asdict(self.codec.config),
                 "dim": self.codec.dim, "bytes_per_token": self.codec.code_size,
                 "n_chunks": len(self), "n_tokens": self.n_tokens, "codec_sha256": self.codec.digest()}
-        (folder / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        write_text_atomic(folder / META_FILE, json.dumps(meta, indent=2))
         return [CODEC_FILE, META_FILE, *names]
 
     @classmethod
@@ -145,7 +147,7 @@ class TokenStore:
         if not meta_path.is_file():
             raise FileNotFoundError(f"{meta_path} is missing: the index is incomplete, rebuild it")
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = read_json_untrusted(meta_path, allow_interpolation=True)
             config, dim = TokenCodecConfig(**meta["codec"]), int(meta["dim"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{meta_path}: unreadable ({exc}); rebuild the index") from None
