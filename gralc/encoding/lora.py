@@ -32,6 +32,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -120,22 +121,18 @@ class LoraEncoder(nn.Module):
         self.register_load_state_dict_pre_hook(_restore_frozen)
 
     @classmethod
-    def build(
-        cls,
-        encoder_config: EncoderConfig,
-        r: int = 8,
-        alpha: float = 16,
-        dropout: float = 0.1,
-        target_modules: Sequence[str] = ("query", "value"),
-        device: str | None = None,
-        precision: str | None = None,
-    ) -> LoraEncoder:
+    def build(cls, encoder_config: EncoderConfig, *adapters: Any, device: str | None = None,
+              precision: str | None = None, **adapter_settings: Any) -> LoraEncoder:
         """A fresh base encoder from ``encoder_config`` (its on-disk cache switched off: the
-        adapted vectors change at every step) with new adapters; ``precision`` (``fp32``,
-        ``bf16``, ``auto``) replaces the config's for the adapted passes."""
+        adapted vectors change at every step) with new adapters (``adapters`` /
+        ``adapter_settings``: the constructor's ``r, alpha, dropout, target_modules``);
+        ``precision`` (``fp32``, ``bf16``, ``auto``) replaces the config's for the adapted
+        passes.
+
+        Example: ``LoraEncoder.build(EncoderConfig(), 8, 16, 0.0, ["query", "value"])``."""
         cfg = replace(encoder_config, cache_dir=None, device=device or encoder_config.device,
                       precision=precision or encoder_config.precision)
-        return cls(DocumentEncoder(cfg), r, alpha, dropout, target_modules)
+        return cls(DocumentEncoder(cfg), *adapters, **adapter_settings)
 
     def train(self, mode: bool = True) -> LoraEncoder:
         """Only the adapters' dropout follows ``mode``: the frozen transformer always runs in

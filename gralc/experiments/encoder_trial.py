@@ -156,14 +156,13 @@ def trained_runs(specs: list[str], training: list[str], resamples: int) -> dict 
     if not specs:
         return None
     runs = {}
-    for spec in specs:
-        name, path = parse_pair(spec, "--trained")
-        saved = read_run(path, "--trained", ("args", "folds"), "gralc.experiments.two_stage_cv (two_stage.json)")
+    for name, path, saved in named_runs(specs, "--trained", ("args", "folds"),
+                                        "gralc.experiments.two_stage_cv (two_stage.json)"):
         runs[name] = {"path": str(path), "git_hash": saved.get("git_hash"),
                       "folds": list(saved["args"]["train_folds"]), "rows": saved["folds"]}
-    for spec in training:
-        name, path = parse_pair(spec, "--training")
-        rows = read_run(path, "--training", ("rows",), "gralc.experiments.crossval --train (cv.json)")["rows"]
+    for name, _, saved in named_runs(training, "--training", ("rows",),
+                                     "gralc.experiments.crossval --train (cv.json)"):
+        rows = saved["rows"]
         epochs = [r.get("s_per_epoch") for r in rows.values() if r.get("s_per_epoch")]
         runs.setdefault(name, {})["s_per_epoch"] = epochs[0] if epochs else None
     names = list(runs)
@@ -213,9 +212,8 @@ def pubmedqa_runs(specs: list[str]) -> dict | None:
     if not specs:
         return None
     out = {}
-    for spec in specs:
-        name, path = parse_pair(spec, "--pubmedqa")
-        saved = read_run(path, "--pubmedqa", ("rows", "n_test"), "gralc.experiments.pubmedqa (results.json)")
+    for name, path, saved in named_runs(specs, "--pubmedqa", ("rows", "n_test"),
+                                        "gralc.experiments.pubmedqa (results.json)"):
         meta = saved.get("run_metadata", {})
         out[name] = {"path": str(path), "git_hash": meta.get("git_hash"), "n_test": saved["n_test"],
                      "rows": {row: {"mrr": r["test/mrr"]["mean"], "recall@1": r["test/recall@1"]["mean"]}
@@ -233,6 +231,17 @@ class BadRunFile(SystemExit):
 
     def __str__(self) -> str:
         return self.message
+
+
+def named_runs(specs: list[str], flag: str, needs: tuple[str, ...],
+               writer: str) -> list[tuple[str, Path, dict]]:
+    """``(encoder, path, run)`` of each ``ENCODER=PATH`` of ``flag`` (:func:`parse_pair`,
+    :func:`read_run`)."""
+    out = []
+    for spec in specs:
+        name, path = parse_pair(spec, flag)
+        out.append((name, path, read_run(path, flag, needs, writer)))
+    return out
 
 
 def read_run(path: Path, flag: str, needs: tuple[str, ...], writer: str) -> dict:
