@@ -145,14 +145,20 @@ def cache_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def make_cfg(cache_dir):
+def small_overrides(cache_dir) -> list[str]:
+    """SMALL and the test feature cache: the overrides of every small training run."""
+    return [*SMALL, f"paths.cache_dir={cache_dir}"]
+
+
+@pytest.fixture(scope="session")
+def make_cfg(small_overrides):
     """``make_cfg(output_dir, *overrides) -> TrainConfig`` from configs/train.yaml + SMALL."""
 
     def make(output_dir: Path, *overrides: str) -> TrainConfig:
         return load_config(
             TrainConfig,
             CONFIG_DIR / "train.yaml",
-            [*SMALL, f"paths.cache_dir={cache_dir}", f"paths.output_dir={output_dir}", *overrides],
+            [*small_overrides, f"paths.output_dir={output_dir}", *overrides],
         )
 
     return make

@@ -55,15 +55,6 @@ def assert_traceback(proc: subprocess.CompletedProcess, *needles: str) -> None:
     for needle in needles:
         assert needle in err, f"{needle!r} not in:\n{err[-4000:]}"
 
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    (root / "a.txt").write_text("Ferret cough study\n\nFerrets coughed for four days after "
-                                "infection. Mice did not.\n", encoding="utf-8")
-    return root
-
-
 def encoder_copy(minilm_path: Path, folder: Path) -> Path:
     """A copy of the bundled MiniLM folder (its files linked, not copied: fast)."""
     folder.mkdir(parents=True)
@@ -107,13 +98,13 @@ def _offline_hub_id(minilm_path: Path, tmp: Path) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("make", [_missing, _corrupt_config, _truncated_weights, _no_tokenizer,
                                   _offline_hub_id], ids=lambda f: f.__name__.strip("_"))
-def test_a_broken_encoder_model_is_one_message(make, corpus, minilm_path, tmp_path):
+def test_a_broken_encoder_model_is_one_message(make, ferret_corpus, minilm_path, tmp_path):
     """Before: an OSError / SafetensorError traceback and exit 1, or (no tokenizer files) an
     index silently built with a 5-token tokenizer that maps every word to [UNK]."""
     model, needles = make(minilm_path, tmp_path)
     out = tmp_path / "index"
-    proc = cli("-m", "gralc.index", str(corpus), f"encoder.model={model}", "--strategy", "late",
-               "--out", str(out))
+    proc = cli("-m", "gralc.index", str(ferret_corpus), f"encoder.model={model}",
+               "--strategy", "late", "--out", str(out))
     assert_user_error(proc, *needles)
     assert not out.exists()
 
@@ -125,21 +116,21 @@ def test_a_broken_encoder_model_is_one_message(make, corpus, minilm_path, tmp_pa
                  marks=pytest.mark.skipif(torch.cuda.device_count() > 3, reason="checks the message for a GPU index beyond the machine's; this one has a cuda:3")),
     ("gpu", ["encoder.device='gpu'", "is not a device", "cpu, cuda, cuda:N"]),
 ])
-def test_a_device_this_machine_lacks_is_one_message(device, needles, corpus, tmp_path):
+def test_a_device_this_machine_lacks_is_one_message(device, needles, ferret_corpus, tmp_path):
     """Before: ``AssertionError: Torch not compiled with CUDA enabled`` (after loading the
     weights) or ``RuntimeError: Expected one of cpu, cuda, ...``, each a traceback, exit 1."""
-    proc = cli("-m", "gralc.index", str(corpus), f"encoder.device={device}", "--strategy", "late",
-               "--out", str(tmp_path / "index"))
+    proc = cli("-m", "gralc.index", str(ferret_corpus), f"encoder.device={device}",
+               "--strategy", "late", "--out", str(tmp_path / "index"))
     assert_user_error(proc, *needles)
 
 
 @pytest.fixture(scope="module")
-def built(corpus, minilm_path, tmp_path_factory):
+def built(ferret_corpus, minilm_path, tmp_path_factory):
     """A small index (in memory) whose encoder is a folder of its own."""
     from gralc.inference import Retriever
 
     encoder = encoder_copy(minilm_path, tmp_path_factory.mktemp("built") / "encoder")
-    return Retriever.build(str(corpus), "late", overrides=[f"encoder.model={encoder}"])
+    return Retriever.build(str(ferret_corpus), "late", overrides=[f"encoder.model={encoder}"])
 
 
 def _index_with(retriever, tmp_path: Path, **encoder) -> Path:

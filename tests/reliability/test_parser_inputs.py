@@ -227,20 +227,6 @@ def test_surrogates_in_plain_text_are_replaced_with_a_document_warning():
     assert any("U+FFFD" in w for w in doc.warnings)
     assert offsets.to_doc(len("Title\n\nCaf")) == doc.text.index("\ufffd")
 
-
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory):
-    from gralc import index as index_cli
-
-    root = tmp_path_factory.mktemp("utf8")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "a.txt").write_text("Ferret cough study\n\nFerrets coughed for four days after "
-                                  "infection. Mice did not.\n", encoding="utf-8")
-    assert index_cli.main([str(corpus), "--out", str(root / "index"), "--strategy", "late"]) == 0
-    return root / "index"
-
-
 def test_invalid_utf8_question_on_the_command_line_is_replaced_with_a_warning(small_index, capsys,
                                                                             caplog):
     from gralc import search as search_cli
