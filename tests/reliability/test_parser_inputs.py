@@ -240,13 +240,23 @@ def test_invalid_utf8_question_on_the_command_line_is_replaced_with_a_warning(sm
 
 
 # ----- python -m gralc.documents ----------------------------------------------------------------
-def test_documents_cli_exits_2_with_one_message_per_bad_file_and_goes_on(tmp_path):
+@pytest.mark.parametrize("how", ["main", pytest.param("process", marks=pytest.mark.slow)])
+def test_documents_cli_exits_2_with_one_message_per_bad_file_and_goes_on(how, tmp_path, capsys):
+    """``main``: the command's ``main(argv)`` in this process (fast); ``process``: ``python -m
+    gralc.documents``, as a user runs it."""
+    from gralc.documents.__main__ import main
+
     (tmp_path / "bad.nxml").write_bytes(b"<article><body><p>unclosed</body></article>")
     (tmp_path / "bad.txt").write_bytes(b"Title\n\ncaf\xe9\n")
     (tmp_path / "good.md").write_text("# Good title\n\nSome text.\n", encoding="utf-8")
     files = [str(tmp_path / n) for n in ("bad.nxml", "good.md", "bad.txt", "missing.nxml")]
-    proc = subprocess.run([sys.executable, "-m", "gralc.documents", "inspect", *files],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    if how == "process":
+        proc = subprocess.run([sys.executable, "-m", "gralc.documents", "inspect", *files],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+    else:
+        capsys.readouterr()
+        rc = main(["inspect", *files])
+        proc = subprocess.CompletedProcess([], rc, *capsys.readouterr())
     assert proc.returncode == 2, proc.stderr
     assert "Good title" in proc.stdout and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
