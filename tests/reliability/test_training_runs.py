@@ -223,6 +223,7 @@ class Threads(pl.Callback):
         self.seen.add(torch.get_num_threads())
 
 
+@pytest.mark.slow  # two training runs; in make test: training/test_lora.py's thread check
 def test_the_thread_count_is_pinned_for_the_run_recorded_and_restored(run_cfg, tmp_path):
     torch.set_num_threads(1)
     seen = Threads()
