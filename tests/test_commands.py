@@ -57,6 +57,7 @@ def test_every_command_answers_help_from_any_folder(command, tmp_path):
         assert "settings (key=value" in proc.stdout
 
 
+@pytest.mark.slow  # two more processes; `gralc train/eval --help` above are the fast check
 def test_train_and_eval_scripts_answer_help_from_any_folder(tmp_path):
     for script in ("train.py", "eval.py"):
         proc = subprocess.run([sys.executable, str(REPO / script), "--help"], cwd=tmp_path,

@@ -77,6 +77,7 @@ def test_configure_output_keeps_our_lines_and_drops_the_chatter():
     assert "DEBUG gralc.encoding.encoder: encoded document 0" in python("-c", script, "2").stderr
 
 
+@pytest.mark.slow  # two gralc.index processes on the demo corpus
 def test_indexing_prints_one_summary_line_and_v_brings_the_rest_back(tmp_path):
     proc = python("-m", "gralc.index", str(DEMO_DIR / "articles"), "--out", str(tmp_path / "index"))
     assert_quiet(proc.stderr)

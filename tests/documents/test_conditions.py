@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_jats import check_offsets
 
 from gralc.documents.conditions import CONDITIONS, available_conditions, derive_condition
 from gralc.documents.errors import ConditionUnavailableError
@@ -24,15 +23,15 @@ def _types(d: Document) -> list[str]:
     return [s.imrad_type for s in d.sections]
 
 
-def test_abstract_condition(doc: Document) -> None:
+def test_abstract_condition(doc: Document, check_offsets) -> None:
     d = derive_condition(doc, "abstract")
     assert d.id == "PMC9999999#abstract" and _types(d) == ["abstract"]
     assert d.text.startswith("A test article on p53\n\nBackground\n\nBackground of the study.")
     assert {p.kind for p in d.paragraphs} == {"abstract"} and d.citations == []
-    check_offsets(d)
+    check_offsets(d, one_line=True)
 
 
-def test_introduction_condition_has_no_abstract_methods_results(doc: Document) -> None:
+def test_introduction_condition_has_no_abstract_methods_results(doc: Document, check_offsets) -> None:
     d = derive_condition(doc, "introduction")
     assert _types(d) == ["introduction"] and [s.id for s in d.sections] == ["sec1"]
     assert d.text == (
@@ -45,10 +44,10 @@ def test_introduction_condition_has_no_abstract_methods_results(doc: Document) -
         d.text[c.start : c.end] for c in d.citations
     ]
     assert [c.id for c in d.captions] == ["F1"] and d.crossrefs[0].target_id == "F1"
-    check_offsets(d)
+    check_offsets(d, one_line=True)
 
 
-def test_partial_condition_keeps_ids_and_types(doc: Document) -> None:
+def test_partial_condition_keeps_ids_and_types(doc: Document, check_offsets) -> None:
     d = derive_condition(doc, "partial")
     assert _types(d) == ["introduction", "methods"]
     assert [s.id for s in d.iter_sections()] == ["sec1", "s2_2", "s2_2.1", "s2_2.2"]
@@ -57,7 +56,7 @@ def test_partial_condition_keeps_ids_and_types(doc: Document) -> None:
     for p in d.paragraphs:  # same paragraph text as in the source document
         src = doc.paragraph(p.id)
         assert d.text[p.start : p.end] == doc.text[src.start : src.end]
-    check_offsets(d)
+    check_offsets(d, one_line=True)
 
 
 def test_full_condition_is_the_whole_article(doc: Document) -> None:

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_jats import check_offsets
 
 from gralc.documents.__main__ import main
 from gralc.documents.conditions import derive_condition
@@ -41,9 +40,9 @@ def test_imrad_count(corpus) -> None:
     assert not is_imrad(review)
 
 
-def test_offsets_round_trip_on_real_articles(corpus) -> None:
+def test_offsets_round_trip_on_real_articles(corpus, check_offsets) -> None:
     for doc in corpus[0].documents:
-        check_offsets(doc)
+        check_offsets(doc, one_line=True)
         assert doc.sections and doc.title and len(doc.sentences) > 20
         for para in doc.paragraphs:
             sec = doc.section(para.section_id)
@@ -62,12 +61,12 @@ def test_citations_resolve_to_references(corpus) -> None:
     assert total > 5000 and resolved / total >= 0.95, f"{resolved}/{total} citations resolve"
 
 
-def test_conditions_on_real_articles(corpus) -> None:
+def test_conditions_on_real_articles(corpus, check_offsets) -> None:
     for doc in [d for d in corpus[0].documents if is_imrad(d)][:20]:
         parts = {c: derive_condition(doc, c) for c in ("introduction", "partial", "full")}
         words = {c: len(d.text.split()) for c, d in parts.items()}
         assert words["introduction"] < words["partial"] < words["full"]
-        check_offsets(parts["partial"])
+        check_offsets(parts["partial"], one_line=True)
 
 
 def test_load_corpus_skips_bad_files(tmp_path: Path, caplog) -> None:

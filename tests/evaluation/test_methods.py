@@ -32,7 +32,9 @@ def test_every_base_strategy_has_a_hybrid_row():
     assert "naive_bm25" in names
 
 
-@pytest.mark.parametrize("name", ["late", "multilevel", "bm25", "late_hybrid", "multilevel_hybrid"])
+@pytest.mark.parametrize("name", ["late", pytest.param("multilevel", marks=pytest.mark.slow), "bm25",
+                                  "late_hybrid",
+                                  pytest.param("multilevel_hybrid", marks=pytest.mark.slow)])
 def test_rows_rank_to_one_depth_and_carry_evidence(demo, name):
     pipeline, bench, prepared = demo
     spec = {m.name: m for m in DEFAULT_METHODS}[name]

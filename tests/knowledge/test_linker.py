@@ -106,12 +106,6 @@ def test_a_pickled_linker_is_refused_not_run(tmp_path):
         EntityLinker.load(tmp_path / "linker.pkl")
     assert not (tmp_path / "PWNED").exists()
 
-
-@pytest.fixture(scope="module")
-def mesh_vocab(shared_data) -> Vocabulary:
-    return Vocabulary.from_thesaurus_tsv(shared_data / "mesh" / "mesh2024_thesaurus_terms.tsv")
-
-
 @pytest.fixture(scope="module")
 def mesh_linker(mesh_vocab) -> EntityLinker:
     return EntityLinker(mesh_vocab)

@@ -85,12 +85,6 @@ def test_thesaurus_tsv_fixture_permuted_rule(tmp_path):
     assert vocab.term_index["Breast Cancer"] == ["D001943"]
     assert "Neoplasm, Breast" not in vocab.term_index
 
-
-@pytest.fixture(scope="module")
-def mesh_vocab(shared_data) -> Vocabulary:
-    return Vocabulary.from_thesaurus_tsv(shared_data / "mesh" / "mesh2024_thesaurus_terms.tsv")
-
-
 def test_thesaurus_tsv_real(mesh_vocab):
     vocab = mesh_vocab
     assert len(vocab) == 30764

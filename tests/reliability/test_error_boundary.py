@@ -5,13 +5,14 @@ end, through every command that builds an encoder, with exit 2 and one message n
 (``encoder.model`` / ``encoder.device``), the path and the fix; ``--debug`` / ``GRALC_DEBUG=1``
 show the traceback of a user error in ``gralc.index``, ``gralc.search`` and ``gralc.export``;
 ``eval.py`` names its own keys for the output folder; the documented ``resume=/absolute/path``
-is a checkpoint, not a config-group file. Every command runs as a child process, as a user
-runs it.
+is a checkpoint, not a config-group file. Every command runs twice: its ``main(argv)`` in
+this process (fast, ``make test``) and as a child process, as a user runs it (slow).
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import logging
 import os
 import subprocess
@@ -38,6 +39,29 @@ def cli(*args: str, debug_env: bool = False, timeout: int = 300) -> subprocess.C
                           text=True, timeout=timeout)
 
 
+#: the commands run as ``python eval.py`` / ``python train.py`` (thin wrappers of these mains)
+SCRIPTS = {"eval.py": "gralc.eval", "train.py": "gralc.train"}
+
+
+@pytest.fixture(params=["main", pytest.param("process", marks=pytest.mark.slow)])
+def run(request, monkeypatch, capsys):
+    """:func:`cli`'s signature, run two ways: ``main`` calls the command's ``main(argv)`` in
+    this process (the same boundary, no interpreter start: fast); ``process`` is :func:`cli`."""
+    if request.param == "process":
+        return cli
+
+    def in_process(*args: str) -> subprocess.CompletedProcess:
+        module, argv = (args[1], args[2:]) if args[0] == "-m" else (SCRIPTS[args[0]], args[1:])
+        monkeypatch.chdir(REPO)
+        monkeypatch.delenv("GRALC_DEBUG", raising=False)
+        capsys.readouterr()
+        rc = importlib.import_module(module).main(list(argv))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess([module, *argv], rc, out, err)
+
+    return in_process
+
+
 def assert_user_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
     """Exit 2, one message holding every needle, no traceback, the --debug hint."""
     err = proc.stderr
@@ -54,15 +78,6 @@ def assert_traceback(proc: subprocess.CompletedProcess, *needles: str) -> None:
     assert "Traceback (most recent call last)" in err, err[-4000:]
     for needle in needles:
         assert needle in err, f"{needle!r} not in:\n{err[-4000:]}"
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    (root / "a.txt").write_text("Ferret cough study\n\nFerrets coughed for four days after "
-                                "infection. Mice did not.\n", encoding="utf-8")
-    return root
-
 
 def encoder_copy(minilm_path: Path, folder: Path) -> Path:
     """A copy of the bundled MiniLM folder (its files linked, not copied: fast)."""
@@ -107,13 +122,13 @@ def _offline_hub_id(minilm_path: Path, tmp: Path) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("make", [_missing, _corrupt_config, _truncated_weights, _no_tokenizer,
                                   _offline_hub_id], ids=lambda f: f.__name__.strip("_"))
-def test_a_broken_encoder_model_is_one_message(make, corpus, minilm_path, tmp_path):
+def test_a_broken_encoder_model_is_one_message(make, ferret_corpus, minilm_path, tmp_path, run):
     """Before: an OSError / SafetensorError traceback and exit 1, or (no tokenizer files) an
     index silently built with a 5-token tokenizer that maps every word to [UNK]."""
     model, needles = make(minilm_path, tmp_path)
     out = tmp_path / "index"
-    proc = cli("-m", "gralc.index", str(corpus), f"encoder.model={model}", "--strategy", "late",
-               "--out", str(out))
+    proc = run("-m", "gralc.index", str(ferret_corpus), f"encoder.model={model}",
+               "--strategy", "late", "--out", str(out))
     assert_user_error(proc, *needles)
     assert not out.exists()
 
@@ -125,21 +140,21 @@ def test_a_broken_encoder_model_is_one_message(make, corpus, minilm_path, tmp_pa
                  marks=pytest.mark.skipif(torch.cuda.device_count() > 3, reason="checks the message for a GPU index beyond the machine's; this one has a cuda:3")),
     ("gpu", ["encoder.device='gpu'", "is not a device", "cpu, cuda, cuda:N"]),
 ])
-def test_a_device_this_machine_lacks_is_one_message(device, needles, corpus, tmp_path):
+def test_a_device_this_machine_lacks_is_one_message(device, needles, ferret_corpus, tmp_path, run):
     """Before: ``AssertionError: Torch not compiled with CUDA enabled`` (after loading the
     weights) or ``RuntimeError: Expected one of cpu, cuda, ...``, each a traceback, exit 1."""
-    proc = cli("-m", "gralc.index", str(corpus), f"encoder.device={device}", "--strategy", "late",
-               "--out", str(tmp_path / "index"))
+    proc = run("-m", "gralc.index", str(ferret_corpus), f"encoder.device={device}",
+               "--strategy", "late", "--out", str(tmp_path / "index"))
     assert_user_error(proc, *needles)
 
 
 @pytest.fixture(scope="module")
-def built(corpus, minilm_path, tmp_path_factory):
+def built(ferret_corpus, minilm_path, tmp_path_factory):
     """A small index (in memory) whose encoder is a folder of its own."""
     from gralc.inference import Retriever
 
     encoder = encoder_copy(minilm_path, tmp_path_factory.mktemp("built") / "encoder")
-    return Retriever.build(str(corpus), "late", overrides=[f"encoder.model={encoder}"])
+    return Retriever.build(str(ferret_corpus), "late", overrides=[f"encoder.model={encoder}"])
 
 
 def _index_with(retriever, tmp_path: Path, **encoder) -> Path:
@@ -153,33 +168,33 @@ def _index_with(retriever, tmp_path: Path, **encoder) -> Path:
         retriever.spec.pipeline = saved
 
 
-def test_search_names_the_encoder_folder_an_index_records(built, tmp_path):
+def test_search_names_the_encoder_folder_an_index_records(built, tmp_path, run):
     """The encoder folder an index was built with moved away: gralc.search names the key, the
     folder and the index's retriever.json (before: an OSError traceback, exit 1)."""
     moved = tmp_path / "moved-away"
     index = _index_with(built, tmp_path, model=str(moved))
-    proc = cli("-m", "gralc.search", str(index), "ferret cough")
+    proc = run("-m", "gralc.search", str(index), "ferret cough")
     assert_user_error(proc, f"encoder.model={moved}", "does not exist",
                       str(index / "retriever.json"))
 
 
 @NO_CUDA
-def test_search_of_an_index_built_for_a_gpu_on_a_cpu_machine(built, tmp_path):
+def test_search_of_an_index_built_for_a_gpu_on_a_cpu_machine(built, tmp_path, run):
     index = _index_with(built, tmp_path, device="cuda")
-    proc = cli("-m", "gralc.search", str(index), "ferret cough")
+    proc = run("-m", "gralc.search", str(index), "ferret cough")
     assert_user_error(proc, "encoder.device='cuda'", str(index / "retriever.json"))
 
 
-def test_eval_names_a_missing_encoder_folder(tmp_path):
+def test_eval_names_a_missing_encoder_folder(tmp_path, run):
     missing = tmp_path / "no-such-encoder"
-    proc = cli("eval.py", f"pipeline.encoder.model={missing}", "methods=[late]",
+    proc = run("eval.py", f"pipeline.encoder.model={missing}", "methods=[late]",
                f"paths.output_dir={tmp_path / 'out'}", "paths.cache_dir=null")
     assert_user_error(proc, f"encoder.model={missing}", "does not exist")
     assert not (tmp_path / "out").exists()
 
 
-def test_train_names_an_unknown_device(tmp_path):
-    proc = cli("train.py", "pipeline.encoder.device=gpu", f"paths.output_dir={tmp_path / 'run'}",
+def test_train_names_an_unknown_device(tmp_path, run):
+    proc = run("train.py", "pipeline.encoder.device=gpu", f"paths.output_dir={tmp_path / 'run'}",
                "trainer.max_epochs=1")
     assert_user_error(proc, "encoder.device='gpu'", "encoder.device=auto")
 
@@ -190,6 +205,7 @@ def test_train_names_an_unknown_device(tmp_path):
 # (without --debug the same mistakes end with exit 2: test_in_process_main_... below, and the
 # encoder tests above for the commands run as `python -m`)
 
+@pytest.mark.slow  # a real process's traceback; in-process: test_in_process_main_...
 def test_index_debug_shows_the_traceback(tmp_path):
     missing = tmp_path / "no-such-corpus"
     proc = cli("-m", "gralc.index", str(missing), "--strategy", "late", "--out",
@@ -197,11 +213,13 @@ def test_index_debug_shows_the_traceback(tmp_path):
     assert_traceback(proc, "FileNotFoundError", str(missing))
 
 
+@pytest.mark.slow  # a real process's traceback; in-process: test_in_process_main_...
 def test_search_debug_shows_the_traceback(tmp_path):
     proc = cli("-m", "gralc.search", str(tmp_path / "no-index"), "a question", debug_env=True)
     assert_traceback(proc, "FileNotFoundError", "not a GraLC index")
 
 
+@pytest.mark.slow  # a real process's traceback; in-process: test_in_process_main_...
 def test_export_debug_shows_the_traceback(tmp_path):
     proc = cli("-m", "gralc.export", str(tmp_path / "missing.ckpt"), "--out", str(tmp_path / "e"),
                "--debug")
@@ -228,11 +246,11 @@ def test_in_process_main_still_returns_2_and_debug_raises(tmp_path, capsys, monk
 
 # eval.py's output folder: its own keys, not gralc.index's --out / --force
 
-def test_eval_names_its_own_output_keys(tmp_path):
+def test_eval_names_its_own_output_keys(tmp_path, run):
     out = tmp_path / "thesis"
     out.mkdir()
     (out / "thesis.tex").write_text("years of work", encoding="utf-8")
-    proc = cli("eval.py", f"paths.output_dir={out}", "methods=[bm25]", "paths.cache_dir=null")
+    proc = run("eval.py", f"paths.output_dir={out}", "methods=[bm25]", "paths.cache_dir=null")
     assert_user_error(proc, f"paths.output_dir={out}", "paths.force=true")
     assert "--out" not in proc.stderr and "--force" not in proc.stderr
     assert (out / "thesis.tex").read_text(encoding="utf-8") == "years of work"
@@ -254,7 +272,7 @@ def test_eval_rewords_the_output_folder_log_lines(monkeypatch):
 
 # resume=/absolute/path (docs/training.md, docs/guarantees.md: resume=last|PATH)
 
-def test_resume_takes_an_absolute_checkpoint_path(tmp_path):
+def test_resume_takes_an_absolute_checkpoint_path(tmp_path, run):
     """Before: ``resume=/abs/x.ckpt`` was read as the config-group file /abs/x.ckpt.yaml and
     refused ("no config ...; available: ..."), because ``configs/resume/`` joined with an
     absolute path is that path."""
@@ -264,7 +282,7 @@ def test_resume_takes_an_absolute_checkpoint_path(tmp_path):
     ckpt.parent.mkdir()
     cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [f"resume={ckpt}"])
     assert cfg.resume == str(ckpt)
-    proc = cli("train.py", f"resume={ckpt}", f"paths.output_dir={tmp_path / 'run'}")
+    proc = run("train.py", f"resume={ckpt}", f"paths.output_dir={tmp_path / 'run'}")
     assert_user_error(proc, f"resume='{ckpt}'", "does not exist")
     assert "no config" not in proc.stderr
 

@@ -18,6 +18,7 @@ def cfg_for(out, *extra):
                                               "methods=[late,bm25]", "ks=[1,5]", *extra])
 
 
+@pytest.mark.slow  # three demo eval runs; rows kept / rerun in make test: the test below
 def test_a_killed_run_keeps_its_rows_and_resumes(tmp_path, monkeypatch):
     monkeypatch.chdir(run_mod.Path(__file__).resolve().parents[2])
     out = tmp_path / "run"

@@ -33,7 +33,6 @@ from gralc.data.benchmarks import squad_benchmark
 from gralc.data.question_io import QUERY_FORMATS, read_jsonl, read_queries
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.jats import parse_jats
-from gralc.documents.model import Document
 from gralc.documents.plaintext import parse_plain_text, parse_text_file
 from gralc.documents.pubmedqa import load_pqal
 from gralc.documents.question import clean_question_text
@@ -76,37 +75,6 @@ def is_user_error(exc: BaseException) -> bool:
     """The project's user errors: a DocumentParseError, or a ValueError raised as such (not a
     UnicodeError or JSONDecodeError leaking out of a library)."""
     return isinstance(exc, DocumentParseError) or type(exc) is ValueError
-
-
-def check_document(doc: Document) -> None:
-    """Offsets in range, elements slicing the text inside their containers, no surrogates."""
-    text, n = doc.text, len(doc.text)
-    text.encode("utf-8")  # the tokenizer's precondition: no unpaired surrogate
-    assert 0 <= doc.title_start <= doc.title_end <= n
-    assert text[doc.title_start : doc.title_end] == doc.title
-    sections = {}
-    for sec in doc.iter_sections():
-        assert sec.id not in sections, f"duplicate section id {sec.id}"
-        sections[sec.id] = sec
-        assert 0 <= sec.start <= sec.title_start <= sec.title_end <= sec.end <= n
-        assert text[sec.title_start : sec.title_end] == sec.title
-        for sub in sec.subsections:
-            assert sec.start <= sub.start <= sub.end <= sec.end and sub.parent_id == sec.id
-    paragraphs = {}
-    for p in doc.paragraphs:
-        assert p.id not in paragraphs
-        paragraphs[p.id] = p
-        assert 0 <= p.start < p.end <= n and text[p.start : p.end].strip()
-        if p.section_id is not None:
-            sec = sections[p.section_id]
-            assert sec.start <= p.start <= p.end <= sec.end and p.id in sec.paragraph_ids
-        assert all(p.start <= s.start < s.end <= p.end for s in p.sentences)
-    for x in doc.citations + doc.crossrefs:
-        p = paragraphs[x.paragraph_id]
-        assert p.start <= x.start <= x.end <= p.end
-    for lst in doc.lists:
-        assert all(lst.start <= paragraphs[i].start <= paragraphs[i].end <= lst.end for i in lst.item_ids)
-
 
 # ----- strategies ---------------------------------------------------------------------------
 #: characters a reader must survive, mixed into arbitrary Unicode
@@ -304,35 +272,35 @@ def workdir():
         yield Path(d)
 
 
-def _jats(data: bytes) -> None:
+def _jats(data: bytes, check_offsets) -> None:
     try:
         doc = parse_jats(data, source="fuzz.nxml")
     except DocumentParseError:
         return
-    check_document(doc)
+    check_offsets(doc, one_line=True)
 
 
-def test_jats_reader_on_generated_articles():
+def test_jats_reader_on_generated_articles(check_offsets):
     @FUZZ
     @given(jats_articles())
     def fuzz(data: bytes) -> None:
         TRIED["jats"] += 1
-        _jats(data)
+        _jats(data, check_offsets)
 
     run_counted("jats", fuzz)
 
 
-def test_jats_reader_on_mutated_bytes():
+def test_jats_reader_on_mutated_bytes(check_offsets):
     @FUZZ
     @given(mutated(jats_articles()))
     def fuzz(data: bytes) -> None:
         TRIED["jats bytes"] += 1
-        _jats(data)
+        _jats(data, check_offsets)
 
     run_counted("jats bytes", fuzz)
 
 
-def test_plain_text_reader(workdir):
+def test_plain_text_reader(workdir, check_offsets):
     @FUZZ
     @given(st.one_of(plain_texts, plain_texts, any_text, huge_lines),
            st.sampled_from(["auto", "plain", "cord19", "markdown"]),
@@ -343,7 +311,7 @@ def test_plain_text_reader(workdir):
             doc, offsets = parse_plain_text(raw, "fuzz", fmt=fmt, title=title)
         except DocumentParseError:
             return
-        check_document(doc)
+        check_offsets(doc)
         clean = raw.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         if len(clean) == len(raw):  # raw text copied verbatim (surrogates as U+FFFD)
             for rs, ds, n in offsets.segments:
@@ -352,7 +320,7 @@ def test_plain_text_reader(workdir):
     run_counted("plain text", fuzz)
 
 
-def test_plain_text_files_from_bytes(workdir):
+def test_plain_text_files_from_bytes(workdir, check_offsets):
     @FUZZ
     @given(st.one_of(mutated(plain_texts.map(lambda s: s.encode("utf-8", "surrogatepass"))),
                      st.binary(max_size=300)), st.sampled_from([".txt", ".md"]))  # fmt: skip
@@ -364,12 +332,12 @@ def test_plain_text_files_from_bytes(workdir):
             doc = parse_text_file(path)
         except DocumentParseError:
             return
-        check_document(doc)
+        check_offsets(doc)
 
     run_counted("plain text bytes", fuzz)
 
 
-def test_squad_reader_and_its_questions(workdir):
+def test_squad_reader_and_its_questions(workdir, check_offsets):
     @FUZZ
     @given(squad_files())
     def fuzz(data: bytes) -> None:
@@ -385,7 +353,7 @@ def test_squad_reader_and_its_questions(workdir):
             assert str(path) in str(exc)
             return
         for doc in docs + bench.documents:
-            check_document(doc)
+            check_offsets(doc)
         by_id = {d.id: d for d in bench.documents}
         for q in bench.questions:
             q.text.encode("utf-8")
@@ -438,7 +406,7 @@ def test_question_files_of_every_format(workdir):
     run_counted("query files", fuzz)
 
 
-def test_beir_folders(workdir):
+def test_beir_folders(workdir, check_offsets):
     @FUZZ
     @given(beir_corpora(), query_files(), st.lists(st.lists(TSV_CELLS, max_size=5).map("\t".join), max_size=5))
     def fuzz(corpus: bytes, queries: bytes, qrels: list[str]) -> None:
@@ -456,7 +424,7 @@ def test_beir_folders(workdir):
             return
         by_id = {d.id: d for d in bench.documents}
         for doc in bench.documents:
-            check_document(doc)
+            check_offsets(doc)
         for q in bench.questions:
             assert q.gold_doc_id in by_id and set(q.relevance) <= set(by_id)
             assert all(g > 0 for g in q.relevance.values())
@@ -465,7 +433,7 @@ def test_beir_folders(workdir):
     run_counted("beir", fuzz)
 
 
-def test_question_text_and_pubmedqa(workdir):
+def test_question_text_and_pubmedqa(workdir, check_offsets):
     @FUZZ
     @given(st.one_of(any_text, json_any), st.one_of(st.lists(any_text, max_size=3), json_any),
            st.one_of(st.lists(st.sampled_from(["BACKGROUND", "", "UNLABELLED"]), max_size=3), json_any))  # fmt: skip
@@ -489,6 +457,6 @@ def test_question_text_and_pubmedqa(workdir):
             return
         for q, doc in zip(data.questions, data.documents):
             q.text.encode("utf-8")
-            check_document(doc)
+            check_offsets(doc)
 
     run_counted("questions", fuzz)

@@ -13,17 +13,6 @@ from gralc.documents.sentences import split_sentences
 from gralc.inference import Retriever
 
 
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("inputs")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "a.txt").write_text("Ferret cough study\n\nFerrets coughed for four days after "
-                                  "infection. Mice did not.\n", encoding="utf-8")
-    assert index_cli.main([str(corpus), "--out", str(root / "index"), "--strategy", "late"]) == 0
-    return root / "index"
-
-
 @pytest.mark.parametrize("question", ["", "   \n\t"])
 def test_blank_questions_are_refused(small_index, question, capsys):
     assert search_cli.main([str(small_index), question]) == 2

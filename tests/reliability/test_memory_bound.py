@@ -138,7 +138,9 @@ def _child(strategy: str, chars: int) -> dict:
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads peak memory from /proc/self (VmHWM, clear_refs), which only Linux has; GraLC's CI and supported platforms are Linux")
-@pytest.mark.parametrize("strategy", STRATEGIES)
+#: a fresh process each; make test measures the default strategy, make test-all (CI) every one
+@pytest.mark.parametrize("strategy", [STRATEGIES[0], *(pytest.param(s, marks=pytest.mark.slow)
+                                                       for s in STRATEGIES[1:])])
 def test_chunking_a_long_document_adds_less_than_half_its_token_vectors(strategy):
     r = _child(strategy, 400_000)
     assert r["n_tokens"] > 100_000 and r["chunks"] > 10

@@ -21,7 +21,6 @@ from gralc.data.question_io import read_jsonl
 from gralc.documents.corpus import load_corpus
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.jats import parse_jats
-from gralc.documents.model import Document
 from gralc.documents.plaintext import parse_plain_text
 from gralc.documents.pubmedqa import load_pqal
 from gralc.documents.squad import read_squad
@@ -39,73 +38,54 @@ def article(body: str) -> bytes:
             f"<body>{body}</body></article>").encode()
 
 
-def check_offsets(doc: Document) -> None:
-    """Every element slices ``doc.text`` inside its container."""
-    text, n = doc.text, len(doc.text)
-    assert text[doc.title_start : doc.title_end] == doc.title
-    sections = {s.id: s for s in doc.iter_sections()}
-    for sec in sections.values():
-        assert 0 <= sec.start <= sec.title_start <= sec.title_end <= sec.end <= n
-        assert text[sec.title_start : sec.title_end] == sec.title
-    for p in doc.paragraphs:
-        assert 0 <= p.start < p.end <= n and text[p.start : p.end].strip()
-        sec = sections[p.section_id]
-        assert sec.start <= p.start <= p.end <= sec.end
-        assert all(p.start <= s.start <= s.end <= p.end for s in p.sentences)
-    by_id = {p.id: p for p in doc.paragraphs}
-    for x in doc.citations + doc.crossrefs:
-        p = by_id[x.paragraph_id]
-        assert p.start <= x.start <= x.end <= p.end
-
-
 # ----- JATS: deep nesting of elements other than <sec> ------------------------------------------
-def test_deep_inline_bold_keeps_the_text():
+def test_deep_inline_bold_keeps_the_text(check_offsets):
     body = "<p>Start " + "<bold>" * DEPTH + "deep core" + "</bold>" * DEPTH + " end.</p>"
     doc = parse_jats(article(body), source="bold.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     assert "Start deep core end." in doc.text
 
 
-def test_deep_inline_italic_and_xref_keep_every_reference_span():
+def test_deep_inline_italic_and_xref_keep_every_reference_span(check_offsets):
     half = DEPTH // 2
     body = ("<p>See " + '<italic><xref ref-type="fig" rid="F1">' * half + "Fig 1"
             + "</xref></italic>" * half + " here.</p>")
     doc = parse_jats(article(body), source="xref.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     assert "See Fig 1 here." in doc.text and len(doc.crossrefs) == half
     assert all(doc.text[x.start : x.end] == "Fig 1" for x in doc.crossrefs)
 
 
-def test_deep_list_nesting_keeps_every_item():
+def test_deep_list_nesting_keeps_every_item(check_offsets):
     depth = DEPTH // 2  # two elements a level: <list><list-item>
     body = "".join(f"<list><list-item><p>Item {i}.</p>" for i in range(depth))
     doc = parse_jats(article(body + "</list-item></list>" * depth), source="list.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     items = [doc.text[p.start : p.end] for p in doc.paragraphs if p.kind == "list_item"]
     assert items == [f"Item {i}." for i in range(depth)] and len(doc.lists) == depth
 
 
-def test_deep_boxed_text_keeps_every_box():
+def test_deep_boxed_text_keeps_every_box(check_offsets):
     body = "".join(f"<boxed-text><p>Box {i}.</p>" for i in range(DEPTH)) + "</boxed-text>" * DEPTH
     doc = parse_jats(article(body), source="boxed.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     assert [doc.text[p.start : p.end] for p in doc.paragraphs] == [f"Box {i}." for i in range(DEPTH)]
     assert {p.kind for p in doc.paragraphs} == {"boxed"}
 
 
 @pytest.mark.parametrize("wrap", ["inline-formula", "disp-formula"])
-def test_deep_mathml_keeps_the_formula_tokens(wrap):
+def test_deep_mathml_keeps_the_formula_tokens(wrap, check_offsets):
     math = ("<mml:math>" + "<mml:mrow>" * DEPTH + "<mml:mi>x</mml:mi><mml:mo>=</mml:mo>"
             "<mml:mn>1</mml:mn>" + "</mml:mrow>" * DEPTH + "</mml:math>")
     doc = parse_jats(article(f"<p>Let <{wrap}>{math}</{wrap}> hold.</p>"), source="math.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     assert "Let x=1 hold." in doc.text or "Let x = 1 hold." in doc.text
 
 
-def test_deep_nested_paragraphs_keep_every_level():
+def test_deep_nested_paragraphs_keep_every_level(check_offsets):
     body = "".join(f"<p>Level {i}." for i in range(DEPTH)) + "</p>" * DEPTH
     doc = parse_jats(article(body), source="p.nxml")
-    check_offsets(doc)
+    check_offsets(doc, one_line=True)
     assert [doc.text[p.start : p.end] for p in doc.paragraphs] == [f"Level {i}." for i in range(DEPTH)]
 
 
@@ -247,20 +227,6 @@ def test_surrogates_in_plain_text_are_replaced_with_a_document_warning():
     assert any("U+FFFD" in w for w in doc.warnings)
     assert offsets.to_doc(len("Title\n\nCaf")) == doc.text.index("\ufffd")
 
-
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory):
-    from gralc import index as index_cli
-
-    root = tmp_path_factory.mktemp("utf8")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "a.txt").write_text("Ferret cough study\n\nFerrets coughed for four days after "
-                                  "infection. Mice did not.\n", encoding="utf-8")
-    assert index_cli.main([str(corpus), "--out", str(root / "index"), "--strategy", "late"]) == 0
-    return root / "index"
-
-
 def test_invalid_utf8_question_on_the_command_line_is_replaced_with_a_warning(small_index, capsys,
                                                                             caplog):
     from gralc import search as search_cli
@@ -274,13 +240,23 @@ def test_invalid_utf8_question_on_the_command_line_is_replaced_with_a_warning(sm
 
 
 # ----- python -m gralc.documents ----------------------------------------------------------------
-def test_documents_cli_exits_2_with_one_message_per_bad_file_and_goes_on(tmp_path):
+@pytest.mark.parametrize("how", ["main", pytest.param("process", marks=pytest.mark.slow)])
+def test_documents_cli_exits_2_with_one_message_per_bad_file_and_goes_on(how, tmp_path, capsys):
+    """``main``: the command's ``main(argv)`` in this process (fast); ``process``: ``python -m
+    gralc.documents``, as a user runs it."""
+    from gralc.documents.__main__ import main
+
     (tmp_path / "bad.nxml").write_bytes(b"<article><body><p>unclosed</body></article>")
     (tmp_path / "bad.txt").write_bytes(b"Title\n\ncaf\xe9\n")
     (tmp_path / "good.md").write_text("# Good title\n\nSome text.\n", encoding="utf-8")
     files = [str(tmp_path / n) for n in ("bad.nxml", "good.md", "bad.txt", "missing.nxml")]
-    proc = subprocess.run([sys.executable, "-m", "gralc.documents", "inspect", *files],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    if how == "process":
+        proc = subprocess.run([sys.executable, "-m", "gralc.documents", "inspect", *files],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+    else:
+        capsys.readouterr()
+        rc = main(["inspect", *files])
+        proc = subprocess.CompletedProcess([], rc, *capsys.readouterr())
     assert proc.returncode == 2, proc.stderr
     assert "Good title" in proc.stdout and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]

@@ -17,7 +17,6 @@ run: ~1 min on 2 cores with a warm cache.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -26,36 +25,31 @@ import torch
 
 from gralc import train as train_script
 from gralc.artefacts import MARKER
-from gralc.config import CONFIG_DIR, load_config
 from gralc.soup import main as soup_main
-from gralc.training.config import TrainConfig
 from gralc.training.datamodule import GraLCDataModule
 from gralc.training.run import train
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("GRALC_TEST_CACHE", REPO / "data" / "cache" / "tests"))
-#: tests/training's SMALL config (same feature cache), two training steps (a float: 1 would be
-#: the whole epoch), no initial validation
-SMALL = [
-    "data.max_docs=6", "model.gat_out_dim=32", "model.gat_heads=2", "model.mlp_hidden=32",
-    "pipeline.chunking.boundary.min_tokens=64", "pipeline.chunking.boundary.max_tokens=512",
-    "loader.batch_size=3", "loader.extra_negative_docs=1", "trainer.enable_progress_bar=false",
-    "trainer.log_every_n_steps=1", "pipeline.encoder.device=cpu", "trainer.accelerator=cpu",
-    "optim.lr=0.003", f"paths.cache_dir={CACHE}", "trainer.max_epochs=1",
-    "trainer.limit_train_batches=2", "callbacks.early_stopping.enabled=false",
-    "trainer.validate_before_fit=false", "trainer.num_threads=1",
-]
+#: on top of the root conftest's SMALL config (same feature cache): two training steps (a float:
+#: 1 would be the whole epoch), no initial validation
+TWO_STEPS = ("trainer.max_epochs=1", "trainer.limit_train_batches=2",
+             "callbacks.early_stopping.enabled=false", "trainer.validate_before_fit=false",
+             "trainer.num_threads=1")
 
 
-def make_cfg(out: Path, *extra: str) -> TrainConfig:
-    return load_config(TrainConfig, CONFIG_DIR / "train.yaml",
-                       [*SMALL, f"paths.output_dir={out}", *extra])
+@pytest.fixture(scope="session")
+def run_cfg(make_cfg):
+    """``run_cfg(out, *extra) -> TrainConfig``: SMALL, two steps."""
+    return lambda out, *extra: make_cfg(out, *TWO_STEPS, *extra)
 
 
-def train_cli(monkeypatch, out: Path, *extra: str) -> int:
-    """``gralc train`` = ``python train.py`` (its error boundary included) with SMALL."""
+@pytest.fixture
+def train_cli(monkeypatch, small_overrides):
+    """``train_cli(out, *extra) -> exit code``: ``gralc train`` = ``python train.py`` (its error
+    boundary included) with SMALL, two steps."""
     monkeypatch.chdir(REPO)
-    return train_script.main([*SMALL, f"paths.output_dir={out}", *extra])
+    return lambda out, *extra: train_script.main([*small_overrides, *TWO_STEPS,
+                                                  f"paths.output_dir={out}", *extra])
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -72,11 +66,11 @@ def no_work(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
+def finished(run_cfg, tmp_path_factory) -> Path:
     """A finished small run (its folder)."""
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("runs") / "finished"
-    train(make_cfg(out))
+    train(run_cfg(out))
     return out
 
 
@@ -88,14 +82,14 @@ def assert_user_error(rc: int, err: str, *parts: str) -> None:
 
 
 # ----- one run per folder --------------------------------------------------------------------
-def test_a_new_run_into_an_earlier_runs_folder_is_refused_before_any_work(tmp_path, monkeypatch,
+def test_a_new_run_into_an_earlier_runs_folder_is_refused_before_any_work(tmp_path, train_cli,
                                                                           capsys, no_work):
     out = tmp_path / "run1"
     (out / "checkpoints").mkdir(parents=True)
     (out / "checkpoints" / "last.ckpt").write_bytes(b"the earlier run's state")
     (out / "result.json").write_text(json.dumps({"best_checkpoint": "checkpoints/last.ckpt"}))
     before = files(out)
-    rc = train_cli(monkeypatch, out)
+    rc = train_cli(out)
     assert_user_error(rc, capsys.readouterr().err, f"paths.output_dir={out.resolve()}",
                       "already holds another training run", "checkpoints/last.ckpt",
                       "result.json", "resume=last", "paths.force=true", "nothing is deleted")
@@ -103,36 +97,36 @@ def test_a_new_run_into_an_earlier_runs_folder_is_refused_before_any_work(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run1"]
 
 
-def test_force_moves_an_earlier_run_aside_and_resume_continues_it(finished, tmp_path, monkeypatch,
-                                                                  capsys):
+def test_force_moves_an_earlier_run_aside_and_resume_continues_it(finished, run_cfg, tmp_path,
+                                                                  train_cli, capsys):
     out = tmp_path / "run"
-    train(make_cfg(out))
+    train(run_cfg(out))
     assert json.loads((out / MARKER).read_text())["kind"] == "train_run"
     first = files(out)
     # a second fresh run: refused, nothing touched
-    assert_user_error(train_cli(monkeypatch, out), capsys.readouterr().err, "already holds")
+    assert_user_error(train_cli(out), capsys.readouterr().err, "already holds")
     assert files(out) == first
     # a checkpoint of another folder continued into this one would overwrite it too
     other = finished / "checkpoints" / "last.ckpt"
-    assert_user_error(train_cli(monkeypatch, out, f"resume={other}"), capsys.readouterr().err,
+    assert_user_error(train_cli(out, f"resume={other}"), capsys.readouterr().err,
                       f"resume='{other}' is a checkpoint outside it")
     # resume=last continues the run in its own folder (a run written before the marker too)
     (out / MARKER).unlink()
-    resumed = train(make_cfg(out, "trainer.max_epochs=2", "resume=last"))
+    resumed = train(run_cfg(out, "trainer.max_epochs=2", "resume=last"))
     assert resumed["global_step"] == 4
     # paths.force=true: the earlier run moves aside whole, never deleted
     before = files(out)
-    assert train_cli(monkeypatch, out, "paths.force=true") == 0
+    assert train_cli(out, "paths.force=true") == 0
     (aside,) = tmp_path.glob("run.replaced-*")
     assert files(aside) == before
     assert json.loads((out / "result.json").read_text())["global_step"] == 2
 
 
-def test_folders_of_other_files_and_stopped_runs(tmp_path, monkeypatch, capsys):
+def test_folders_of_other_files_and_stopped_runs(tmp_path, train_cli, capsys):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "todo.txt").write_text("mine")
-    assert_user_error(train_cli(monkeypatch, notes), capsys.readouterr().err,
+    assert_user_error(train_cli(notes), capsys.readouterr().err,
                       f"paths.output_dir={notes.resolve()}", "todo.txt", "paths.force=true")
     assert files(notes) == {"todo.txt": b"mine"}
     # a run stopped before its first checkpoint (config.yaml, run.json) holds nothing to lose
@@ -140,7 +134,7 @@ def test_folders_of_other_files_and_stopped_runs(tmp_path, monkeypatch, capsys):
     stopped.mkdir()
     (stopped / "config.yaml").write_text("seed: 0\n")
     (stopped / "run.json").write_text("{}")
-    assert train_cli(monkeypatch, stopped) == 0
+    assert train_cli(stopped) == 0
     assert (stopped / "checkpoints" / "last.ckpt").is_file()
 
 
@@ -189,7 +183,7 @@ def test_malformed_soup_ingredients_are_named(finished, tmp_path, capsys):
     assert soup_main([str(good_path), str(good_path), "--out", str(out)]) == 0  # the good one
 
 
-def test_malformed_resume_checkpoints_are_named(finished, tmp_path, monkeypatch, capsys, no_work):
+def test_malformed_resume_checkpoints_are_named(finished, tmp_path, train_cli, capsys, no_work):
     good = torch.load(finished / "checkpoints" / "last.ckpt", weights_only=True)
     cases = malformed(good, tmp_path)
     del cases["nan"]  # a run diverged to NaN is refused when it happens (NonFiniteLossError)
@@ -197,12 +191,12 @@ def test_malformed_resume_checkpoints_are_named(finished, tmp_path, monkeypatch,
                                                                 "loops")}
     cases["weights_only"] = (_save(tmp_path / "initial.ckpt", weights_only), "weights only")
     for name, (path, says) in cases.items():  # refused before any work
-        rc = train_cli(monkeypatch, tmp_path / f"run_{name}", "trainer.max_epochs=2", f"resume={path}")
+        rc = train_cli(tmp_path / f"run_{name}", "trainer.max_epochs=2", f"resume={path}")
         assert_user_error(rc, capsys.readouterr().err, f"resume='{path}'", path, says)
         assert not (tmp_path / f"run_{name}").exists()
 
 
-def test_a_resume_checkpoint_of_another_model_is_named(finished, tmp_path, monkeypatch, capsys):
+def test_a_resume_checkpoint_of_another_model_is_named(finished, tmp_path, train_cli, capsys):
     """Weights of another shape (or an optimiser of other parameters) are found once the
     model is built, still before Lightning restores anything or the folder is written."""
     good = torch.load(finished / "checkpoints" / "last.ckpt", weights_only=True)
@@ -210,12 +204,12 @@ def test_a_resume_checkpoint_of_another_model_is_named(finished, tmp_path, monke
     key = next(k for k in state if k.startswith("model.") and state[k].dim() == 2)
     state[key] = torch.zeros(state[key].shape[0] + 1, state[key].shape[1])
     wide = _save(tmp_path / "wide.ckpt", {**good, "state_dict": state})
-    rc = train_cli(monkeypatch, tmp_path / "run", "trainer.max_epochs=2", f"resume={wide}")
+    rc = train_cli(tmp_path / "run", "trainer.max_epochs=2", f"resume={wide}")
     assert_user_error(rc, capsys.readouterr().err, wide, "do not fit the model", key,
                       "config.yaml")
     opt = [{**good["optimizer_states"][0], "param_groups": good["optimizer_states"][0]["param_groups"][:1]}]
     fewer = _save(tmp_path / "fewer.ckpt", {**good, "optimizer_states": opt})
-    rc = train_cli(monkeypatch, tmp_path / "run", "trainer.max_epochs=2", f"resume={fewer}")
+    rc = train_cli(tmp_path / "run", "trainer.max_epochs=2", f"resume={fewer}")
     assert_user_error(rc, capsys.readouterr().err, fewer, "optimiser state holds")
     assert not (tmp_path / "run").exists()
 
@@ -229,10 +223,11 @@ class Threads(pl.Callback):
         self.seen.add(torch.get_num_threads())
 
 
-def test_the_thread_count_is_pinned_for_the_run_recorded_and_restored(tmp_path):
+@pytest.mark.slow  # two training runs; in make test: training/test_lora.py's thread check
+def test_the_thread_count_is_pinned_for_the_run_recorded_and_restored(run_cfg, tmp_path):
     torch.set_num_threads(1)
     seen = Threads()
-    train(make_cfg(tmp_path / "two", "trainer.num_threads=2"), callbacks=[seen])
+    train(run_cfg(tmp_path / "two", "trainer.num_threads=2"), callbacks=[seen])
     assert seen.seen == {2} and torch.get_num_threads() == 1
     run = json.loads((tmp_path / "two" / "run.json").read_text())
     assert (run["torch_threads"], run["deterministic"], run["encoder_precision"]) == (2, True, None)
@@ -240,7 +235,7 @@ def test_the_thread_count_is_pinned_for_the_run_recorded_and_restored(tmp_path):
     assert ckpt["gralc"]["run"]["torch_threads"] == 2
     # unset: torch's count when train() starts, pinned and recorded the same way
     seen = Threads()
-    cfg = make_cfg(tmp_path / "default")
+    cfg = run_cfg(tmp_path / "default")
     cfg.trainer.num_threads = None
     train(cfg, callbacks=[seen])
     assert seen.seen == {1}

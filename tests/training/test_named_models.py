@@ -14,6 +14,7 @@ from gralc.evaluation.config import EvalConfig
 from gralc.evaluation.run import evaluate, named_models
 
 
+@pytest.mark.slow  # trains two real models; the name checks below stay in make test
 def test_two_named_models_get_their_own_rows(train_once, tmp_path):
     a = train_once(tmp_path / "run_a")
     b = train_once(tmp_path / "run_b", "seed=1")

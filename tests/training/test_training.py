@@ -384,7 +384,8 @@ PHRASE_AND_SENTENCE_CUTS = {"phrase_weight": 0.2, "cut_unit": "sentence"}
 
 
 @pytest.mark.parametrize("run, sentences, late, extra", [("short_run", None, None, {}),
-                                                         ("lexical_run", None, None, {}),
+                                                         pytest.param("lexical_run", None, None, {},
+                                                                      marks=pytest.mark.slow),
                                                          ("lexical_run", 0.3, None, {}),
                                                          # the late-interaction cases (~30 s each) run
                                                          # with make test-all (CI)
