@@ -258,7 +258,12 @@ class Retriever:
         (:mod:`gralc.artefacts`: a folder holding other files needs ``force``; ``inputs`` may
         not overlap it). A trained model is named by digest and by its path relative to
         ``directory``; ``bundle_model``: copy its export into the index (``model/``), so the
-        index folder alone is enough to search."""
+        index folder alone is enough to search.
+
+        Example::
+
+            Retriever.build(gralc.load_documents(demo_articles()[:3])).save("index/")  # -> Path('index')
+        """
         directory = Path(directory)
         spec = dict(self.spec.__dict__)
         if self.spec.model is not None:
@@ -302,7 +307,12 @@ class Retriever:
         ``dense=200``, ...; :class:`~gralc.retrieval.trained.candidates.CandidateConfig`). ``model``:
         where the trained model that built the index is now (default: the path recorded
         relative to the index, the copy the index carries, or where it was built); it must be
-        that model (same SHA-256)."""
+        that model (same SHA-256).
+
+        Example::
+
+            len(Retriever.load("index/").index)   # -> 27 (the chunks saved in the save() example)
+        """
         from gralc.config import config_from_dict
 
         directory = Path(directory)
@@ -370,12 +380,24 @@ class Retriever:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
         ``dense``, ``lexical``, ``fused`` for a hybrid index; a trained model's ``bm25``,
-        ``phrase_bm25``, ``concept_bm25``, ``maxsim``)."""
+        ``phrase_bm25``, ``concept_bm25``, ``maxsim``).
+
+        Example::
+
+            hit = Retriever.load("index/").search("What limits metformin adherence?", k=2)[0]
+            hit.chunk.doc_id, hit.chunk.section_path, hit.components   # -> ('PMC9000001', ['Abstract'], {'cos': 0.467...})
+        """
         return self.search_batch([question], k)[0]
 
     def search_batch(self, questions: Sequence[str], k: int = 10) -> list[list[Hit]]:
         """:meth:`search` of several questions, encoded and scored as one batch where the
-        searcher allows (a trained model, dense and hybrid indexes)."""
+        searcher allows (a trained model, dense and hybrid indexes).
+
+        Example::
+
+            runs = Retriever.load("index/").search_batch(["What limits metformin adherence?", "How was HbA1c measured?"], k=1)
+            [[h.chunk.section_path for h in run] for run in runs]   # -> [[['Abstract']], [['Results']]]
+        """
         if isinstance(questions, str):
             raise TypeError("questions must be a list of strings, not one string")
         questions = list(questions)
@@ -398,7 +420,10 @@ class Retriever:
 
     def trained_search(self):
         """The :class:`~gralc.retrieval.trained.search.TrainedSearch` of a trained model's
-        index (built once; its ``config`` is this index's ``search`` settings)."""
+        index (built once; its ``config`` is this index's ``search`` settings).
+
+        Example: ``Retriever.load("index/").trained_search().config.exhaustive`` -> ``False``
+        (an index built with ``model="export/"``; a strategy's index raises ValueError)."""
         if self.scorer is None:
             raise ValueError("this index was built without a trained model (--model)")
         if self._trained_search is None:
@@ -410,7 +435,10 @@ class Retriever:
         return self._trained_search
 
     def graph_searcher(self):
-        """The :class:`~gralc.retrieval.graph.search.GraphSearcher` of this index (built once)."""
+        """The :class:`~gralc.retrieval.graph.search.GraphSearcher` of this index (built once).
+
+        Example: ``Retriever.build(docs, strategy="semantic", graph=True).graph_searcher().kind``
+        -> ``'graph_local'`` (an index without a corpus graph raises ValueError)."""
         if self._graph_searcher is None:
             from gralc.config import config_from_dict
             from gralc.retrieval.graph.search import GraphSearcher
@@ -584,7 +612,13 @@ class Chunker:
     def __call__(self, source: str | Path | Document | Sequence[str | Path | Document]) -> list:
         """The chunks of ``source`` (the class docstring), documents in order. A string that
         names no existing file is read as text when it holds a line break, is long, or has no
-        file suffix; ``notes.txt`` that does not exist is an error, never chunked as text."""
+        file suffix; ``notes.txt`` that does not exist is an error, never chunked as text.
+
+        Example::
+
+            [(c.section_path, c.char_end) for c in Chunker()("# Titration\\n\\n## Methods\\n\\nMetformin was titrated over 8 weeks.")]
+            # -> [(['Methods'], 56)]
+        """
         from gralc.documents.plaintext import document_from_text
 
         if isinstance(source, str) and not Path(source).exists() and ("\n" in source or len(source) > 255

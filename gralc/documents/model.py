@@ -141,7 +141,13 @@ class Reference:
 
 @dataclass
 class Document:
-    """A parsed article (or PubMedQA abstract) with one canonical text and offsets."""
+    """A parsed article (or PubMedQA abstract) with one canonical text and offsets.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# Titration\\n\\n## Methods\\n\\nIt took 8 weeks.\\n\\n### Dosing\\n\\nTwice daily.", "n1")
+    >>> doc.id, doc.title, doc.text[doc.paragraphs[0].start : doc.paragraphs[0].end]
+    ('n1', 'Titration', 'It took 8 weeks.')
+    """
 
     id: str
     text: str
@@ -164,19 +170,26 @@ class Document:
 
     # ----- navigation -------------------------------------------------------------------
     def iter_sections(self) -> Iterator[Section]:
-        """Every section of the tree, depth first, in document order."""
+        """Every section of the tree, depth first, in document order.
+
+        Example: ``[s.id for s in doc.iter_sections()]`` -> ``['s1', 's1.1']`` (the
+        class example's Methods and its Dosing subsection)."""
         for sec in self.sections:
             yield from sec.walk()
 
     def section(self, section_id: str) -> Section:
-        """The section with this id (KeyError if none)."""
+        """The section with this id (KeyError if none).
+
+        Example: ``doc.section("s1.1").title`` -> ``'Dosing'`` (the class example)."""
         for sec in self.iter_sections():
             if sec.id == section_id:
                 return sec
         raise KeyError(section_id)
 
     def section_path(self, section_id: str | None) -> list[Section]:
-        """Sections from the top-level ancestor down to ``section_id`` (empty for None)."""
+        """Sections from the top-level ancestor down to ``section_id`` (empty for None).
+
+        Example: ``[s.title for s in doc.section_path("s1.1")]`` -> ``['Methods', 'Dosing']``."""
         if section_id is None:
             return []
         by_id = {s.id: s for s in self.iter_sections()}
@@ -193,24 +206,32 @@ class Document:
 
         This is the label a paragraph gets for IMRaD purposes: paragraphs under
         "Statistical analysis" inside "Methods" are ``methods``.
+
+        Example: ``doc.top_level_type("s1.1")`` -> ``'methods'`` (Dosing inside Methods).
         """
         path = self.section_path(section_id)
         return path[0].imrad_type if path else "other"
 
     @property
     def sentences(self) -> list[Sentence]:
-        """All sentences in document order."""
+        """All sentences in document order.
+
+        Example: ``doc.sentences[0]`` -> ``Sentence(start=20, end=36, paragraph_id='p0001')``."""
         return [s for p in self.paragraphs for s in p.sentences]
 
     def paragraph(self, paragraph_id: str) -> Paragraph:
-        """The paragraph with this id (KeyError if none)."""
+        """The paragraph with this id (KeyError if none).
+
+        Example: ``doc.paragraph("p0002").section_id`` -> ``'s1.1'`` (the class example)."""
         for p in self.paragraphs:
             if p.id == paragraph_id:
                 return p
         raise KeyError(paragraph_id)
 
     def body_word_count(self) -> int:
-        """Words in the body paragraphs (abstract excluded)."""
+        """Words in the body paragraphs (abstract excluded).
+
+        Example: ``doc.body_word_count()`` -> ``6`` (the class example: 4 + 2 words)."""
         return sum(
             len(self.text[p.start : p.end].split()) for p in self.paragraphs if p.kind != "abstract"
         )

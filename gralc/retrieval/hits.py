@@ -27,6 +27,11 @@ class Hit:
     ``path``: the graph path that brought it in (graph search: concept ids, seed first, or a
     community id; ``("dense",)`` for the cosine fill), empty for other searchers.
     Components never mutate the :class:`Chunk`.
+
+    >>> hit = Hit(Chunk("d1", "d1_c0", "Metformin was titrated.", 0, 23), 0.82, {"cos": 0.82})
+    >>> chunk, score = hit
+    >>> chunk.chunk_id, score, hit.components
+    ('d1_c0', 0.82, {'cos': 0.82})
     """
 
     chunk: Chunk
