@@ -76,7 +76,11 @@ class RetrieverSpec:
     ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
     of :class:`~gralc.retrieval.indexes.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
     search of the corpus graph saved in ``graph/``). ``graph``: the
-    :class:`~gralc.retrieval.graph.search.GraphConfig` it was built with (None: no graph)."""
+    :class:`~gralc.retrieval.graph.search.GraphConfig` it was built with (None: no graph).
+
+    >>> RetrieverSpec(strategy="late", searcher="hybrid").model is None
+    True
+    """
 
     strategy: str = "structure_aware"
     #: the trained model: in ``retriever.json`` a path relative to the index folder
@@ -457,7 +461,11 @@ def trained_model(model: str | Path, pipeline_config: PipelineConfig | None = No
                   overrides: Sequence[str] = ()):
     """``(TrainedScorer, the pipeline config it runs with)``: the model's own saved settings,
     ``overrides`` applied; only runtime keys (encoder.device, cache_dir, batch_size, ...) may
-    differ from the model's, anything else is an error naming both values."""
+    differ from the model's, anything else is an error naming both values.
+
+    Example: ``scorer, config = trained_model("runs/a/export", overrides=["encoder.device=cpu"])`` ->
+    the model and its own pipeline config (``encoder.model=...`` there: ValueError).
+    """
     from gralc.retrieval.trained.scorer import TrainedScorer
 
     scorer = TrainedScorer.load(model)
@@ -480,7 +488,11 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
                       batch_docs: int = 32, overrides: Sequence[str] = ()) -> TokenCodec:
     """The token codec a single ``Retriever.build(corpus, model=model)`` trains: on the first
     ``config.train_tokens`` token vectors of the corpus (its sorted files, in batches of
-    ``batch_docs`` documents), for every shard of a sharded build to share."""
+    ``batch_docs`` documents), for every shard of a sharded build to share.
+
+    Example: ``train_token_codec("articles/", "runs/a/export")`` -> the codec every shard of
+    ``gralc shard build --model runs/a/export`` stores its token vectors with.
+    """
     scorer, pipeline_config = trained_model(model, None, overrides)
     if not scorer.uses_tokens:
         raise ValueError(f"{model} does not score with late interaction (model.late_interaction=0): "
@@ -499,7 +511,11 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
 
 
 def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphConfig) -> GraphIndex:
-    """Relations, communities, reports and vectors of a graph grown while indexing."""
+    """Relations, communities, reports and vectors of a graph grown while indexing.
+
+    Example: ``finish_index_graph(corpus_graph, linked, pipeline, GraphConfig()).stats()`` -> the
+    graph's concept, edge, community and report counts (``Retriever.build(..., graph=True)``).
+    """
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
     from gralc.retrieval.graph.search import finish_graph_index
 
@@ -514,7 +530,10 @@ def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphCo
 
 
 def read_files(files: Sequence[Path]) -> list:
-    """Documents of each file in order; unreadable files are logged and skipped."""
+    """Documents of each file in order; unreadable files are logged and skipped.
+
+    Example: ``[d.id for d in read_files(demo_articles()[:2])]`` -> ``['PMC9000001', 'PMC9000002']``.
+    """
     docs = []
     for path in files:
         try:
@@ -527,7 +546,11 @@ def read_files(files: Sequence[Path]) -> list:
 def find_model(directory: Path, spec: RetrieverSpec, model: str | Path | None = None) -> Path:
     """The trained model of the index ``directory``: ``model`` when given, else the first of
     (the path recorded relative to the index, where it was built) that holds the model with
-    the recorded SHA-256. A missing model is named by its digest, with the fix."""
+    the recorded SHA-256. A missing model is named by its digest, with the fix.
+
+    Example: ``find_model(Path("index"), spec)`` -> ``Path('/abs/runs/a/export')``: where the model
+    with ``spec.model_sha256`` is now (else FileNotFoundError with the fix).
+    """
     spec_file = directory / RETRIEVER_FILE
     digest = spec.model_sha256
     if not isinstance(digest, str):
@@ -565,7 +588,11 @@ def find_model(directory: Path, spec: RetrieverSpec, model: str | Path | None = 
 
 def copy_export(export: Path, dest: Path) -> None:
     """Copy the files a trained model's export lists in its manifest (verified first; a user's
-    own files beside them are left behind) into ``dest``."""
+    own files beside them are left behind) into ``dest``.
+
+    Example: ``copy_export(Path("runs/a/export"), Path("index/model"))`` copies the export's
+    listed files and its manifest (``save(..., bundle_model=True)`` does this).
+    """
     import shutil
 
     from gralc.artefacts import MARKER, listed_files, read_marker
