@@ -209,7 +209,7 @@ class ConceptGraph:
 
     >>> from gralc.knowledge.mention import EntityMention
     >>> g = build_concept_graph([EntityMention(0, 9, "D008687", "Metformin", "Metformin"),
-    ...                          EntityMention(17, 22, "D006442", "HbA1c", "Glycated Hemoglobin")], [(0, 23)], KnowledgeBase(None))
+    ...                          EntityMention(17, 22, "D006442", "HbA1c", "Glycated Hemoglobin")], [(0, 23)], KnowledgeBase(None, RelationSources(tree=False)))
     >>> g.concept_ids, g.relation_names, g.edge_index.tolist()
     (['D008687', 'D006442'], ['co_occurs'], [[0, 1], [1, 0]])
     """
@@ -255,7 +255,7 @@ def build_concept_graph(
 
     >>> from gralc.knowledge.mention import EntityMention
     >>> ms = [EntityMention(0, 9, "D008687", "Metformin", "Metformin"), EntityMention(17, 22, "D006442", "HbA1c", "HbA1c")]
-    >>> build_concept_graph(ms, [(0, 10), (11, 23)], KnowledgeBase(None)).edge_index.shape
+    >>> build_concept_graph(ms, [(0, 10), (11, 23)], KnowledgeBase(None, RelationSources(tree=False))).edge_index.shape
     torch.Size([2, 0])
     """
     concept_ids = list(dict.fromkeys(m.concept_id for m in mentions))

@@ -64,7 +64,7 @@ class HybridScorer(nn.Module):
     entity_chunk (M,)) -> (score, cos, kg_prox)``, each (Q, K) (see :func:`kg_proximity`).
 
     >>> hs = HybridScorer(beta_init=0.7)
-    >>> round(float(hs.beta), 4)
+    >>> round(float(hs.beta.detach()), 4)
     0.7
     """
 
