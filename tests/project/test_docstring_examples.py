@@ -29,8 +29,11 @@ LIBRARY_PACKAGES = ("documents", "knowledge", "encoding", "chunking", "model", "
 LIBRARY_MODULES = ("pipeline", "inference", "atomic", "safe_load", "runinfo", "cli", "artefacts",
                    "config", "record_store")
 
-#: module-level public functions and classes still without an example (49 of 622); the
-#: list only shrinks: a name that gains an example, or goes, must leave it (the test says so)
+#: how many module-level public functions and classes of the library layers still have no
+#: example (of 622, issue 56): all in files another part of issue 56 was rewriting. The number
+#: only goes down; ``python tests/project/test_docstring_examples.py`` prints today's list
+LEFT_COUNT = 49
+#: their names: the list only shrinks (a name that gains an example, or goes, must leave it)
 LEFT = {
     "gralc/model/gralc_model.py:GraLCModel",
     "gralc/model/gralc_model.py:ModelConfig",
@@ -147,6 +150,7 @@ def test_no_new_definition_without_an_example_and_the_left_list_only_shrinks():
     assert not new, f"public functions / classes without an example (add one: '>>>' or 'Example'): {new}"
     done = sorted(LEFT - without)
     assert not done, f"these have an example now or are gone: remove them from LEFT: {done}"
+    assert len(without) <= LEFT_COUNT == len(LEFT), "LEFT_COUNT is the number of names in LEFT"
 
 
 def doctest_modules() -> list[str]:
@@ -171,3 +175,9 @@ def test_doctests_pass(name):
         np.random.set_state(states[1])
         torch.set_rng_state(states[2])
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} doctests failed (above)"
+
+
+if __name__ == "__main__":  # today's list without an example, to update LEFT
+    missing = sorted(key for key, ok in public_definitions().items() if not ok)
+    print(f"LEFT_COUNT = {len(missing)}\nLEFT = {{")
+    print("".join(f'    "{key}",\n' for key in missing) + "}")
