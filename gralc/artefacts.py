@@ -34,16 +34,29 @@ OPEN_KINDS = ("eval_results", "train_run")
 
 
 class OutputDirError(ValueError):
-    """An output folder cannot be written without risking someone's files."""
+    """An output folder cannot be written without risking someone's files.
+
+    Example: ``check_output_dir("my_notes/", "index")`` on a folder of the user's files ->
+    ``OutputDirError`` (use another ``--out`` or ``--force``).
+    """
 
 
 class ArtefactError(ValueError):
-    """An artefact is incomplete, altered or not written by this GraLC: rebuild it."""
+    """An artefact is incomplete, altered or not written by this GraLC: rebuild it.
+
+    Example: ``verify_artefact("index/")`` after a file of the index was edited ->
+    ``ArtefactError`` naming the file and the fix (rebuild the index).
+    """
 
 
 # ----- the manifest --------------------------------------------------------------------------
 def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks."""
+    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.txt"; _ = f.write_text("")
+    >>> file_sha256(f)[:12]
+    'e3b0c44298fc'
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -66,7 +79,12 @@ def _files(folder: Path) -> list[str]:
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
-    """The marker of ``folder`` as a dict, None when it has none or it is unreadable."""
+    """The marker of ``folder`` as a dict, None when it has none or it is unreadable.
+
+    >>> import tempfile
+    >>> read_marker(Path(tempfile.mkdtemp())) is None
+    True
+    """
     from gralc.safe_load import read_json_untrusted
 
     marker = folder / MARKER
@@ -80,14 +98,25 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
 
 
 def artefact_kind(folder: Path) -> str | None:
-    """The kind of GraLC artefact ``folder`` holds (from its marker), else None."""
+    """The kind of GraLC artefact ``folder`` holds (from its marker), else None.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> artefact_kind(d)
+    'index'
+    """
     marker = read_marker(folder)
     return None if marker is None else marker["kind"]
 
 
 def listed_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
     """The manifest of a marker: relative path -> ``{"size", "sha256"}``; None when there is no
-    marker or it lists no files (an open kind, or one written before manifests)."""
+    marker or it lists no files (an open kind, or one written before manifests).
+
+    >>> listed_files({"kind": "index", "files": {"a.txt": {"size": 1, "sha256": "..."}}})
+    {'a.txt': {'size': 1, 'sha256': '...'}}
+    """
     files = None if marker is None else marker.get("files")
     if not isinstance(files, dict):
         return None
@@ -110,7 +139,14 @@ _verified_lock = threading.Lock()
 
 
 def artefact_root(folder: str | os.PathLike[str], levels: int = 4) -> Path | None:
-    """``folder`` or its nearest ancestor (``levels`` up) that carries a marker, else None."""
+    """``folder`` or its nearest ancestor (``levels`` up) that carries a marker, else None.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     (tmp / "lexical").mkdir()
+    >>> artefact_root(d / "lexical") == d
+    True
+    """
     here = Path(folder).resolve()
     for cand in [here, *here.parents][: levels + 1]:
         if (cand / MARKER).is_file():
@@ -125,7 +161,14 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
     The artefact (the folder, or the nearest enclosing artefact of a sub-folder) must have a
     manifest, and every listed file must exist with its size and SHA-256 (checked once per
     process while the files' sizes and times are unchanged). A missing manifest is an error,
-    never "an older index"."""
+    never "an older index".
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> verify_artefact(d, ("index",)) == d
+    True
+    """
     folder = Path(folder)
     if not folder.exists():
         raise FileNotFoundError(f"{folder} does not exist")
@@ -170,7 +213,11 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
 
 def model_digest(model: str | os.PathLike[str]) -> str:
     """SHA-256 naming a trained model: a checkpoint file's, or the files an export's manifest
-    lists (verified; a user's own files beside them, e.g. notes, do not change it)."""
+    lists (verified; a user's own files beside them, e.g. notes, do not change it).
+
+    Example: ``model_digest("runs/a/export")`` -> the 64-hex SHA-256 over the files its manifest
+    lists (``retriever.json`` records it as ``model_sha256``).
+    """
     path = Path(model)
     if path.is_file():
         return file_sha256(path)
@@ -211,7 +258,12 @@ def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = Fa
     else (a user's folder, a GraLC folder of another kind, an older one without a manifest)
     needs ``force``, which moves that content aside to ``<target>.replaced-<time>``, never
     deleting it. A target equal to an input, inside one or holding one, or inside the
-    installed package, is always refused."""
+    installed package, is always refused.
+
+    >>> import tempfile
+    >>> check_output_dir(Path(tempfile.mkdtemp()) / "new", "index").name
+    'new'
+    """
     out = Path(target).expanduser().resolve()
     for inp in inputs:
         if inp is None:
@@ -289,7 +341,13 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold the write lock ``.<target>.lock`` beside ``target`` (PID, host, time; reentrant
     within this process). Commands take it *before* their expensive work; a lock whose process
     is dead (same host) is taken over with a warning, together with the dead writer's
-    temporary folders."""
+    temporary folders.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with output_lock(d):
+    ...     (d.parent / ".index.lock").is_file()
+    True
+    """
     out = Path(target).expanduser().resolve()
     with _held_lock:
         if out in _held:
@@ -361,7 +419,14 @@ def write_artefact(target: str | os.PathLike[str], kind: str, force: bool = Fals
     manifest lists are deleted; every other file (the user's ``NOTES.md``) moves into the new
     folder at the same path. A user's file whose name the new artefact also writes is never
     overwritten: the write is refused before the swap; with ``force`` that file is moved aside
-    to ``<target>.replaced-<time>/`` (same relative path) and the write goes on."""
+    to ``<target>.replaced-<time>/`` (same relative path) and the write goes on.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> sorted(listed_files(read_marker(d)))
+    ['a.txt']
+    """
     inputs = list(inputs)
     out = check_output_dir(target, kind, force, inputs)
     with output_lock(out):
@@ -383,7 +448,12 @@ def claim_dir(target: str | os.PathLike[str], kind: str, force: bool = False,
               force_key: str = "--force") -> Path:
     """A folder that a long job writes file by file (an evaluation run, a training run):
     validated like :func:`check_output_dir`, foreign content moved aside under ``force``,
-    created, and marked as an artefact of ``kind`` at once (so a resumed run recognises it)."""
+    created, and marked as an artefact of ``kind`` at once (so a resumed run recognises it).
+
+    >>> import tempfile
+    >>> d = claim_dir(Path(tempfile.mkdtemp()) / "run", "eval_run"); artefact_kind(d)
+    'eval_run'
+    """
     out = check_output_dir(target, kind, force, inputs, out_key, force_key)
     if out.exists() and any(out.iterdir()) and artefact_kind(out) != kind:
         _move_aside(out)
@@ -400,7 +470,14 @@ def _move_aside(out: Path) -> Path:
 
 
 def user_files(folder: Path) -> list[str]:
-    """Files in the artefact ``folder`` that its manifest does not list (the user's)."""
+    """Files in the artefact ``folder`` that its manifest does not list (the user's).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> _ = (d / "NOTES.md").write_text("mine"); user_files(d)
+    ['NOTES.md']
+    """
     listed = listed_files(read_marker(folder)) or {}
     return [rel for rel in _files(folder) if rel not in listed]
 

@@ -30,14 +30,22 @@ from typing import IO, Any
 
 
 def temp_name(path: Path, what: str = "tmp") -> Path:
-    """A fresh hidden name beside ``path`` (``.<name>.<what>-<pid>-<random>``)."""
+    """A fresh hidden name beside ``path`` (``.<name>.<what>-<pid>-<random>``).
+
+    >>> temp_name(Path("/runs/model.ckpt")).name.startswith(".model.ckpt.tmp-")
+    True
+    """
     return path.parent / f".{path.name}.{what}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def current_umask() -> int:
     """The process's umask, read from ``/proc/self/status`` (Linux), which changes nothing;
     elsewhere set and restored with ``os.umask`` (a file another thread creates in between
-    would get the mask ``0o022``; GraLC's command lines write from one thread)."""
+    would get the mask ``0o022``; GraLC's command lines write from one thread).
+
+    >>> 0 <= current_umask() <= 0o777
+    True
+    """
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -53,7 +61,12 @@ def current_umask() -> int:
 def default_modes(path: str | os.PathLike[str]) -> None:
     """Give ``path`` (a file, or a folder and everything under it) the permissions a plain
     ``open()`` / ``mkdir()`` gives: files ``0o666 & ~umask``, folders ``0o777 & ~umask``.
-    Symbolic links are neither changed nor followed."""
+    Symbolic links are neither changed nor followed.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.txt"; _ = f.write_text("x"); f.chmod(0o600)
+    >>> default_modes(f); f.stat().st_mode & 0o777 == 0o666 & ~current_umask()
+    True
+    """
     path = Path(path)
     umask = current_umask()
     file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask
@@ -95,7 +108,14 @@ def atomic_path(path: str | os.PathLike[str], folder: bool = False) -> Iterator[
     ``save_file``, ``faiss.write_index``, ``save_pretrained``); when the block ends without
     an error it replaces ``path`` (module docstring), else it is removed. The parent folders
     are created. With ``folder`` the temporary path is created as an empty folder. The result
-    gets :func:`default_modes`, whatever modes the writer gave it."""
+    gets :func:`default_modes`, whatever modes the writer gave it.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> with atomic_path(d / "a.bin") as tmp:
+    ...     _ = tmp.write_bytes(b"x")
+    >>> (d / "a.bin").read_bytes()
+    b'x'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
@@ -118,7 +138,14 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
                  newline: str | None = None) -> Iterator[IO[Any]]:
     """Yield ``path``'s temporary file opened with ``mode`` (``"w"`` text in ``encoding``, with
     ``newline`` as :func:`open` takes it; ``"wb"`` bytes); it replaces ``path`` when the block
-    ends without an error."""
+    ends without an error.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> with atomic_write(d / "a.txt") as f:
+    ...     _ = f.write("done")
+    >>> (d / "a.txt").read_text()
+    'done'
+    """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write writes a new file: mode 'w' or 'wb', not {mode!r}")
     text = "b" not in mode
@@ -128,21 +155,36 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically."""
+    """Write ``text`` to ``path`` atomically.
+
+    >>> import tempfile
+    >>> write_text_atomic(Path(tempfile.mkdtemp()) / "a.txt", "done").read_text()
+    'done'
+    """
     with atomic_write(path, "w", encoding) as f:
         f.write(text)
     return Path(path)
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically."""
+    """Write ``data`` to ``path`` atomically.
+
+    >>> import tempfile
+    >>> write_bytes_atomic(Path(tempfile.mkdtemp()) / "a.bin", b"x").read_bytes()
+    b'x'
+    """
     with atomic_write(path, "wb") as f:
         f.write(data)
     return Path(path)
 
 
 def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> Path:
-    """Write ``payload`` as indented JSON (``default=str`` for paths, dates) atomically."""
+    """Write ``payload`` as indented JSON (``default=str`` for paths, dates) atomically.
+
+    >>> import tempfile
+    >>> write_json_atomic(Path(tempfile.mkdtemp()) / "a.json", {"k": [1]}).read_text()
+    '{\\n  "k": [\\n    1\\n  ]\\n}'
+    """
     return write_text_atomic(path, json.dumps(payload, indent=2, default=str))
 
 

@@ -38,7 +38,11 @@ OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_M
 
 
 def offline_by_default() -> None:
-    """Set :data:`OFFLINE_DEFAULTS` where the environment does not already say otherwise."""
+    """Set :data:`OFFLINE_DEFAULTS` where the environment does not already say otherwise.
+
+    Example: ``offline_by_default()`` -> ``os.environ["HF_HUB_OFFLINE"] == "1"`` unless the
+    environment already set it.
+    """
     for key, value in OFFLINE_DEFAULTS.items():
         os.environ.setdefault(key, value)
 
@@ -50,7 +54,11 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
     (``except ValueError: print(...); return 2``) hides their traceback from ``--debug``. A
     module whose ``main(argv)`` is also called from Python (tests expecting 2) defines it as
     ``return run(_main, argv)`` and ends with ``sys.exit(main())``, not ``run(main)`` (a
-    second ``run`` would no longer see ``--debug``)."""
+    second ``run`` would no longer see ``--debug``).
+
+    Example: ``run(main, ["index", "missing/"])`` -> ``2`` with one ``error: ...`` line (the
+    traceback with ``--debug``).
+    """
     offline_by_default()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("GRALC_DEBUG") == "1"
@@ -91,14 +99,23 @@ def command_main(body: Callable[[list[str]], int]) -> Callable[..., int]:
 
 def add_debug_flag(parser) -> None:
     """List ``--debug`` in an argparse parser's help (:func:`run` takes it off the command line
-    before ``main`` parses it)."""
+    before ``main`` parses it).
+
+    >>> import argparse; p = argparse.ArgumentParser(); add_debug_flag(p)
+    >>> "--debug" in p.format_help()
+    True
+    """
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also GRALC_DEBUG=1)")
 
 
 def pipeline_overrides(items: Sequence[str]) -> list[str]:
     """``key=value`` pipeline settings from a command line, with or without the ``pipeline.``
-    prefix (``gralc index``, ``gralc shard`` take them as ``gralc eval`` does)."""
+    prefix (``gralc index``, ``gralc shard`` take them as ``gralc eval`` does).
+
+    >>> pipeline_overrides(["pipeline.encoder.device=cpu", "encoder.batch_size=4"])
+    ['encoder.device=cpu', 'encoder.batch_size=4']
+    """
     return [i.removeprefix("pipeline.") for i in items]
 
 
@@ -154,7 +171,12 @@ class _ShortFormatter(logging.Formatter):
 
 
 def add_verbose_flag(parser) -> None:
-    """``-v`` / ``--verbose`` (count) in an argparse parser, for :func:`configure_output`."""
+    """``-v`` / ``--verbose`` (count) in an argparse parser, for :func:`configure_output`.
+
+    >>> import argparse; p = argparse.ArgumentParser(); add_verbose_flag(p)
+    >>> p.parse_args(["-vv"]).verbose
+    2
+    """
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more output: -v every library's INFO lines and warnings, -vv "
                              "GraLC's DEBUG lines too")
@@ -162,7 +184,11 @@ def add_verbose_flag(parser) -> None:
 
 def pop_verbose(argv: Sequence[str]) -> tuple[int, list[str]]:
     """``(verbosity, the rest)`` of a ``key=value`` command line (train.py, eval.py): ``-v``,
-    ``-vv``, ``--verbose`` anywhere count as :func:`add_verbose_flag`'s."""
+    ``-vv``, ``--verbose`` anywhere count as :func:`add_verbose_flag`'s.
+
+    >>> pop_verbose(["-v", "data=demo"])
+    (1, ['data=demo'])
+    """
     level, rest = 0, []
     for arg in argv:
         if arg == "--verbose" or (len(arg) > 1 and arg[0] == "-" and set(arg[1:]) == {"v"}):
@@ -183,7 +209,11 @@ def configure_output(verbose: int = 0) -> None:
     lines too (one per encoded document, ...). Off a terminal (stderr not a TTY: a log
     file, SLURM) no library draws a progress bar. Like :func:`logging.basicConfig`, a logging
     set up by someone else (an application calling ``main``, pytest) is left alone; calling
-    it again replaces what an earlier call set."""
+    it again replaces what an earlier call set.
+
+    Example: ``configure_output(verbose=1)`` in a command's ``main`` -> every library's INFO lines
+    on stderr as ``INFO logger: message``.
+    """
     import warnings
 
     root = logging.getLogger()
@@ -216,7 +246,11 @@ def configure_output(verbose: int = 0) -> None:
 def quiet_progress_bars() -> None:
     """No progress bar from Hugging Face libraries (transformers' "Loading weights" draws one
     even into a log file): before their import through ``HF_HUB_DISABLE_PROGRESS_BARS``,
-    after it through their switches."""
+    after it through their switches.
+
+    Example: ``quiet_progress_bars()`` before loading an encoder -> transformers draws no
+    "Loading weights" bar.
+    """
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if "huggingface_hub" in sys.modules:
         sys.modules["huggingface_hub"].utils.disable_progress_bars()
@@ -232,7 +266,12 @@ class Settings:
     """One group of ``key=value`` settings a command takes: the keys of ``schema`` (a config
     dataclass) under ``prefix`` (``""``: at the top; ``"search."``: ``search.dense=200``),
     listed in ``--help`` under ``title``. ``optional_prefix``: the keys may also be written
-    with it (``pipeline.encoder.model=`` = ``encoder.model=``)."""
+    with it (``pipeline.encoder.model=`` = ``encoder.model=``).
+
+    >>> from gralc.config import WandbConfig
+    >>> Settings("W&B", WandbConfig, prefix="wandb.").prefix
+    'wandb.'
+    """
 
     title: str
     schema: type
@@ -243,7 +282,12 @@ class Settings:
 
 def field_meanings(cls: type) -> dict[str, str]:
     """One line per field of a config dataclass: the ``#:`` comment above the field, else the
-    sentence about ````name```` in the class docstring, else ``""``."""
+    sentence about ````name```` in the class docstring, else ``""``.
+
+    >>> from gralc.config import WandbConfig
+    >>> field_meanings(WandbConfig)["project"]
+    'the W&B project'
+    """
     import ast
     import inspect
 
@@ -350,7 +394,12 @@ def _value_text(value: Any) -> str:
 
 def settings_help(groups: Sequence[Settings]) -> str:
     """The settings section of a command's ``--help``: per group its title, then one line per
-    key: ``key=default  meaning``."""
+    key: ``key=default  meaning``.
+
+    >>> from gralc.config import WandbConfig
+    >>> "project=gralc" in settings_help([Settings("W&B", WandbConfig, prefix="wandb.")])
+    True
+    """
     out = ["settings (key=value, anywhere on the line; lists as key=[a,b]):"]
     for group in groups:
         rows = setting_rows(group.schema, group.prefix, group.skip)
@@ -384,7 +433,13 @@ class CommandParser(argparse.ArgumentParser):
     text for ``--help``, computed only then. ``renamed``: flags of an
     earlier release and how they are written now; using one is an error that says so.
     :meth:`parse` returns the namespace with ``settings``: the ``key=value`` tokens, in order.
-    Every parser has ``-v/--verbose`` and ``--debug``."""
+    Every parser has ``-v/--verbose`` and ``--debug``.
+
+    >>> p = CommandParser("gralc demo", "A demo command.")
+    >>> _ = p.add_argument("--out"); args = p.parse(["--out", "x", "encoder.device=cpu"])
+    >>> args.out, args.settings
+    ('x', ['encoder.device=cpu'])
+    """
 
     def __init__(self, prog: str, description: str | None = None, *,
                  settings: Callable[[], Sequence[Settings]] | None = None,
@@ -472,7 +527,11 @@ class CommandParser(argparse.ArgumentParser):
 
 def subcommand_parser(parent: CommandParser, name: str, description: str, **kwargs: Any) -> CommandParser:
     """A :class:`CommandParser` for ``PROG NAME`` (``gralc shard build``), for commands with
-    sub-commands of their own."""
+    sub-commands of their own.
+
+    >>> subcommand_parser(CommandParser("gralc shard"), "build", "Build one shard.").prog
+    'gralc shard build'
+    """
     return CommandParser(f"{parent.prog} {name}", description, **kwargs)
 
 
@@ -480,7 +539,11 @@ def route_settings(settings: Sequence[str], sections: Sequence[str],
                    default_prefix: str = "pipeline.") -> dict[str, list[str]]:
     """``key=value`` settings by section: ``{"search": ["dense=200"], ...}`` for a key written
     ``search.dense=200`` (one of ``sections``), ``{"": [...]}`` for every other key, with
-    ``default_prefix`` taken off (``pipeline.encoder.model=`` = ``encoder.model=``)."""
+    ``default_prefix`` taken off (``pipeline.encoder.model=`` = ``encoder.model=``).
+
+    >>> route_settings(["search.dense=200", "pipeline.encoder.device=cpu"], ["search"])
+    {'': ['encoder.device=cpu'], 'search': ['dense=200']}
+    """
     out: dict[str, list[str]] = {"": [], **{s: [] for s in sections}}
     for item in settings:
         head, _, rest = item.partition(".")

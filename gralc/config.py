@@ -26,7 +26,10 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
 class ConfigError(ValueError):
-    """A configuration problem, with the key and the fix in the message."""
+    """A configuration problem, with the key and the fix in the message.
+
+    Example: ``load_config(WandbConfig, overrides=["projekt=x"])`` -> ``ConfigError: unknown
+    config key 'projekt' (a WandbConfig entry) in command-line overrides; valid keys here: ...``"""
 
 
 @dataclass
@@ -39,7 +42,11 @@ class PathsConfig:
     ``<output_dir>.replaced-<time>`` instead (never deletes it); see
     :func:`gralc.training.run_folder.check_run_dir` and :mod:`gralc.artefacts`. ``cache_dir``:
     token embeddings and training features, reused across runs (evaluation: None means no
-    cache; training needs one)."""
+    cache; training needs one).
+
+    >>> PathsConfig(output_dir="runs/a").cache_dir
+    'data/cache'
+    """
 
     output_dir: str | None = None
     cache_dir: str | None = "data/cache"
@@ -50,7 +57,11 @@ class PathsConfig:
 class WandbConfig:
     """Weights & Biases logging, off by default and offline unless ``offline=false``
     (CSV logs and result files are always written); ``name``: the W&B run name (None: W&B
-    picks one)."""
+    picks one).
+
+    >>> WandbConfig().offline
+    True
+    """
 
     #: log to Weights & Biases
     enabled: bool = False
@@ -188,6 +199,9 @@ def load_config(
     ``config_dir/group/name.yaml`` exists (``experiment=name``: that file is merged at the
     root, so an experiment sets any keys: ``gralc/configs/experiment/*.yaml``). ``base``: start from this instance instead of the
     schema's defaults (e.g. the pipeline config saved with a trained model).
+
+    >>> load_config(WandbConfig, overrides=["project=demo", "offline=false"])
+    WandbConfig(enabled=False, project='demo', entity=None, offline=False, name=None)
     """
     schema_obj = schema()
     cfg = OmegaConf.structured(base if base is not None else schema_obj)
@@ -225,7 +239,11 @@ def load_config(
 
 def config_from_dict(schema: type[T], values: Any, source: str) -> T:
     """A validated ``schema`` instance from a plain dict (e.g. a config stored in an artefact);
-    errors name ``source`` and the key, as :func:`load_config` does."""
+    errors name ``source`` and the key, as :func:`load_config` does.
+
+    >>> config_from_dict(WandbConfig, {"project": "demo"}, "run.json").project
+    'demo'
+    """
     schema_obj = schema()
     cfg = _merge(OmegaConf.structured(schema_obj), OmegaConf.create(values or {}), source, schema_obj)
     try:
@@ -235,12 +253,19 @@ def config_from_dict(schema: type[T], values: Any, source: str) -> T:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """A resolved, JSON/YAML-ready dict of a config dataclass."""
+    """A resolved, JSON/YAML-ready dict of a config dataclass.
+
+    >>> to_dict(WandbConfig())
+    {'enabled': False, 'project': 'gralc', 'entity': None, 'offline': True, 'name': None}
+    """
     return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
 
 
 def save_config(cfg: Any, path: str | Path) -> None:
-    """Write the resolved config as YAML (atomically: a reader never sees half of it)."""
+    """Write the resolved config as YAML (atomically: a reader never sees half of it).
+
+    Example: ``save_config(PathsConfig(), "run/config.yaml")`` writes :func:`to_yaml`'s text
+    (``output_dir: null``, ``cache_dir: data/cache``, ``force: false``)."""
     from gralc.atomic import atomic_write
 
     with atomic_write(path) as f:
@@ -248,7 +273,11 @@ def save_config(cfg: Any, path: str | Path) -> None:
 
 
 def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a.b.c": value}`` of a config dataclass (or nested dict)."""
+    """``{"a.b.c": value}`` of a config dataclass (or nested dict).
+
+    >>> flatten({"a": {"b": 1}, "c": 2})
+    {'a.b': 1, 'c': 2}
+    """
     d = to_dict(cfg) if not isinstance(cfg, dict) else cfg
     out: dict[str, Any] = {}
     for k, v in d.items():
@@ -261,7 +290,11 @@ def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
 
 def config_conflicts(saved: Any, given: Any, ignore: tuple[str, ...] = ()) -> list[str]:
     """``"key: saved=X, given=Y"`` for every setting where ``given`` differs from ``saved``
-    (keys starting with an ``ignore`` prefix excepted)."""
+    (keys starting with an ``ignore`` prefix excepted).
+
+    >>> config_conflicts(WandbConfig(), WandbConfig(project="x"))
+    ["project: saved='gralc', given='x'"]
+    """
     a, b = flatten(saved), flatten(given)
     return [
         f"{k}: saved={a.get(k)!r}, given={b.get(k)!r}"
@@ -271,5 +304,11 @@ def config_conflicts(saved: Any, given: Any, ignore: tuple[str, ...] = ()) -> li
 
 
 def to_yaml(cfg: Any) -> str:
-    """The resolved config as YAML text (``gralc train --print-config``)."""
+    """The resolved config as YAML text (``gralc train --print-config``).
+
+    >>> print(to_yaml(PathsConfig()), end="")
+    output_dir: null
+    cache_dir: data/cache
+    force: false
+    """
     return OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg)))

@@ -76,7 +76,11 @@ class RetrieverSpec:
     ``searcher``: dense | hybrid (BM25 over the same chunks fused by ``fusion``, the fields
     of :class:`~gralc.retrieval.indexes.fusion.FusionConfig`) | graph_local | graph_global (SemRAG's
     search of the corpus graph saved in ``graph/``). ``graph``: the
-    :class:`~gralc.retrieval.graph.search.GraphConfig` it was built with (None: no graph)."""
+    :class:`~gralc.retrieval.graph.search.GraphConfig` it was built with (None: no graph).
+
+    >>> RetrieverSpec(strategy="late", searcher="hybrid").model is None
+    True
+    """
 
     strategy: str = "structure_aware"
     #: the trained model: in ``retriever.json`` a path relative to the index folder
@@ -258,7 +262,12 @@ class Retriever:
         (:mod:`gralc.artefacts`: a folder holding other files needs ``force``; ``inputs`` may
         not overlap it). A trained model is named by digest and by its path relative to
         ``directory``; ``bundle_model``: copy its export into the index (``model/``), so the
-        index folder alone is enough to search."""
+        index folder alone is enough to search.
+
+        Example::
+
+            Retriever.build(gralc.load_documents(demo_articles()[:3])).save("index/")  # -> Path('index')
+        """
         directory = Path(directory)
         spec = dict(self.spec.__dict__)
         if self.spec.model is not None:
@@ -302,7 +311,12 @@ class Retriever:
         ``dense=200``, ...; :class:`~gralc.retrieval.trained.candidates.CandidateConfig`). ``model``:
         where the trained model that built the index is now (default: the path recorded
         relative to the index, the copy the index carries, or where it was built); it must be
-        that model (same SHA-256)."""
+        that model (same SHA-256).
+
+        Example::
+
+            len(Retriever.load("index/").index)   # -> 27 (the chunks saved in the save() example)
+        """
         from gralc.config import config_from_dict
 
         directory = Path(directory)
@@ -370,12 +384,24 @@ class Retriever:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Top-k chunks; ``Hit.components`` holds the score's parts (``cos``, ``kg_prox``; and
         ``dense``, ``lexical``, ``fused`` for a hybrid index; a trained model's ``bm25``,
-        ``phrase_bm25``, ``concept_bm25``, ``maxsim``)."""
+        ``phrase_bm25``, ``concept_bm25``, ``maxsim``).
+
+        Example::
+
+            hit = Retriever.load("index/").search("What limits metformin adherence?", k=2)[0]
+            hit.chunk.doc_id, hit.chunk.section_path, hit.components   # -> ('PMC9000001', ['Abstract'], {'cos': 0.467...})
+        """
         return self.search_batch([question], k)[0]
 
     def search_batch(self, questions: Sequence[str], k: int = 10) -> list[list[Hit]]:
         """:meth:`search` of several questions, encoded and scored as one batch where the
-        searcher allows (a trained model, dense and hybrid indexes)."""
+        searcher allows (a trained model, dense and hybrid indexes).
+
+        Example::
+
+            runs = Retriever.load("index/").search_batch(["What limits metformin adherence?", "How was HbA1c measured?"], k=1)
+            [[h.chunk.section_path for h in run] for run in runs]   # -> [[['Abstract']], [['Results']]]
+        """
         if isinstance(questions, str):
             raise TypeError("questions must be a list of strings, not one string")
         questions = list(questions)
@@ -398,7 +424,10 @@ class Retriever:
 
     def trained_search(self):
         """The :class:`~gralc.retrieval.trained.search.TrainedSearch` of a trained model's
-        index (built once; its ``config`` is this index's ``search`` settings)."""
+        index (built once; its ``config`` is this index's ``search`` settings).
+
+        Example: ``Retriever.load("index/").trained_search().config.exhaustive`` -> ``False``
+        (an index built with ``model="export/"``; a strategy's index raises ValueError)."""
         if self.scorer is None:
             raise ValueError("this index was built without a trained model (--model)")
         if self._trained_search is None:
@@ -410,7 +439,10 @@ class Retriever:
         return self._trained_search
 
     def graph_searcher(self):
-        """The :class:`~gralc.retrieval.graph.search.GraphSearcher` of this index (built once)."""
+        """The :class:`~gralc.retrieval.graph.search.GraphSearcher` of this index (built once).
+
+        Example: ``Retriever.build(docs, strategy="semantic", graph=True).graph_searcher().kind``
+        -> ``'graph_local'`` (an index without a corpus graph raises ValueError)."""
         if self._graph_searcher is None:
             from gralc.config import config_from_dict
             from gralc.retrieval.graph.search import GraphSearcher
@@ -429,7 +461,11 @@ def trained_model(model: str | Path, pipeline_config: PipelineConfig | None = No
                   overrides: Sequence[str] = ()):
     """``(TrainedScorer, the pipeline config it runs with)``: the model's own saved settings,
     ``overrides`` applied; only runtime keys (encoder.device, cache_dir, batch_size, ...) may
-    differ from the model's, anything else is an error naming both values."""
+    differ from the model's, anything else is an error naming both values.
+
+    Example: ``scorer, config = trained_model("runs/a/export", overrides=["encoder.device=cpu"])`` ->
+    the model and its own pipeline config (``encoder.model=...`` there: ValueError).
+    """
     from gralc.retrieval.trained.scorer import TrainedScorer
 
     scorer = TrainedScorer.load(model)
@@ -452,7 +488,11 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
                       batch_docs: int = 32, overrides: Sequence[str] = ()) -> TokenCodec:
     """The token codec a single ``Retriever.build(corpus, model=model)`` trains: on the first
     ``config.train_tokens`` token vectors of the corpus (its sorted files, in batches of
-    ``batch_docs`` documents), for every shard of a sharded build to share."""
+    ``batch_docs`` documents), for every shard of a sharded build to share.
+
+    Example: ``train_token_codec("articles/", "runs/a/export")`` -> the codec every shard of
+    ``gralc shard build --model runs/a/export`` stores its token vectors with.
+    """
     scorer, pipeline_config = trained_model(model, None, overrides)
     if not scorer.uses_tokens:
         raise ValueError(f"{model} does not score with late interaction (model.late_interaction=0): "
@@ -471,7 +511,11 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
 
 
 def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphConfig) -> GraphIndex:
-    """Relations, communities, reports and vectors of a graph grown while indexing."""
+    """Relations, communities, reports and vectors of a graph grown while indexing.
+
+    Example: ``finish_index_graph(corpus_graph, linked, pipeline, GraphConfig()).stats()`` -> the
+    graph's concept, edge, community and report counts (``Retriever.build(..., graph=True)``).
+    """
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
     from gralc.retrieval.graph.search import finish_graph_index
 
@@ -486,7 +530,10 @@ def finish_index_graph(corpus_graph, linked, pipeline: Pipeline, config: GraphCo
 
 
 def read_files(files: Sequence[Path]) -> list:
-    """Documents of each file in order; unreadable files are logged and skipped."""
+    """Documents of each file in order; unreadable files are logged and skipped.
+
+    Example: ``[d.id for d in read_files(demo_articles()[:2])]`` -> ``['PMC9000001', 'PMC9000002']``.
+    """
     docs = []
     for path in files:
         try:
@@ -499,7 +546,11 @@ def read_files(files: Sequence[Path]) -> list:
 def find_model(directory: Path, spec: RetrieverSpec, model: str | Path | None = None) -> Path:
     """The trained model of the index ``directory``: ``model`` when given, else the first of
     (the path recorded relative to the index, where it was built) that holds the model with
-    the recorded SHA-256. A missing model is named by its digest, with the fix."""
+    the recorded SHA-256. A missing model is named by its digest, with the fix.
+
+    Example: ``find_model(Path("index"), spec)`` -> ``Path('/abs/runs/a/export')``: where the model
+    with ``spec.model_sha256`` is now (else FileNotFoundError with the fix).
+    """
     spec_file = directory / RETRIEVER_FILE
     digest = spec.model_sha256
     if not isinstance(digest, str):
@@ -537,7 +588,11 @@ def find_model(directory: Path, spec: RetrieverSpec, model: str | Path | None = 
 
 def copy_export(export: Path, dest: Path) -> None:
     """Copy the files a trained model's export lists in its manifest (verified first; a user's
-    own files beside them are left behind) into ``dest``."""
+    own files beside them are left behind) into ``dest``.
+
+    Example: ``copy_export(Path("runs/a/export"), Path("index/model"))`` copies the export's
+    listed files and its manifest (``save(..., bundle_model=True)`` does this).
+    """
     import shutil
 
     from gralc.artefacts import MARKER, listed_files, read_marker
@@ -584,7 +639,13 @@ class Chunker:
     def __call__(self, source: str | Path | Document | Sequence[str | Path | Document]) -> list:
         """The chunks of ``source`` (the class docstring), documents in order. A string that
         names no existing file is read as text when it holds a line break, is long, or has no
-        file suffix; ``notes.txt`` that does not exist is an error, never chunked as text."""
+        file suffix; ``notes.txt`` that does not exist is an error, never chunked as text.
+
+        Example::
+
+            [(c.section_path, c.char_end) for c in Chunker()("# Titration\\n\\n## Methods\\n\\nMetformin was titrated over 8 weeks.")]
+            # -> [(['Methods'], 56)]
+        """
         from gralc.documents.plaintext import document_from_text
 
         if isinstance(source, str) and not Path(source).exists() and ("\n" in source or len(source) > 255

@@ -38,7 +38,11 @@ logger = logging.getLogger(__name__)
 class KnowledgeConfig:
     """Where concepts and relations come from. ``vocabulary``: a MeSH thesaurus TSV,
     ``descYYYY.xml`` or UMLS ``MRCONSO.RRF`` (None: the demo corpus's bundled vocabulary);
-    ``tree_file``: ``mtreesYYYY.bin`` (None with the demo vocabulary: its bundled tree)."""
+    ``tree_file``: ``mtreesYYYY.bin`` (None with the demo vocabulary: its bundled tree).
+
+    >>> KnowledgeConfig(vocabulary="data/mesh/desc2024.xml").tree_file is None
+    True
+    """
 
     vocabulary: str | None = None
     tree_file: str | None = None
@@ -103,7 +107,13 @@ MODEL_INPUT_KEYS = (
 
 def with_runtime(saved: PipelineConfig, current: PipelineConfig) -> PipelineConfig:
     """``saved`` (a trained model's pipeline config) with ``current``'s runtime encoder
-    settings (:data:`RUNTIME_KEYS`: cache, device, batch size, precision)."""
+    settings (:data:`RUNTIME_KEYS`: cache, device, batch size, precision).
+
+    >>> from gralc.config import load_config
+    >>> saved = PipelineConfig(); current = load_config(PipelineConfig, overrides=["encoder.batch_size=2"])
+    >>> with_runtime(saved, current).encoder.batch_size
+    2
+    """
     from dataclasses import replace
 
     runtime = {k.split(".", 1)[1]: getattr(current.encoder, k.split(".", 1)[1]) for k in RUNTIME_KEYS}
@@ -111,7 +121,12 @@ def with_runtime(saved: PipelineConfig, current: PipelineConfig) -> PipelineConf
 
 
 def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
-    """The vocabulary (with tree numbers) and the relation tables the config names."""
+    """The vocabulary (with tree numbers) and the relation tables the config names.
+
+    >>> vocabulary, kb = load_knowledge(KnowledgeConfig())  # the bundled demo vocabulary
+    >>> vocabulary.concepts["D008687"].name
+    'Metformin'
+    """
     if cfg.vocabulary is None:
         from gralc.knowledge.builtin import builtin_tree_path, builtin_vocabulary_path
 
@@ -132,7 +147,11 @@ STRATEGY_SECTIONS = {"fixed": "fixed", "semantic": "semantic", "late": "late",
 
 
 def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> Any:
-    """Instantiate the registered strategy ``name`` with its parameters from ``cfg``."""
+    """Instantiate the registered strategy ``name`` with its parameters from ``cfg``.
+
+    Example: ``build_chunker("fixed", pipeline.encoder, ChunkingConfig())`` -> a
+    :class:`~gralc.chunking.fixed.FixedSizeChunker` with ``chunking.fixed``'s settings.
+    """
     strategies = registered()
     if name not in strategies:
         raise ValueError(f"unknown chunking strategy {name!r}; available: {', '.join(sorted(strategies))}")
@@ -142,7 +161,11 @@ def build_chunker(name: str, encoder: DocumentEncoder, cfg: ChunkingConfig) -> A
 
 
 class Pipeline:
-    """Encoder + linker + strategies, sharing one preparation per document."""
+    """Encoder + linker + strategies, sharing one preparation per document.
+
+    Example: ``Pipeline(PipelineConfig()).chunk(pipeline.prepare(load_documents(demo_articles()[:1])), "late")``
+    -> the first demo article's late chunks (the encoder and linker load once per Pipeline).
+    """
 
     def __init__(self, config: PipelineConfig | None = None) -> None:
         self.config = config or PipelineConfig()

@@ -107,7 +107,12 @@ def _by_name(types: Iterable[type]) -> dict[str, type]:
 
 
 def save_records(tree: Any, path: str | Path, types: Iterable[type] = ()) -> Path:
-    """Write ``tree`` into the folder ``path`` (replacing an earlier one) atomically."""
+    """Write ``tree`` into the folder ``path`` (replacing an earlier one) atomically.
+
+    >>> import tempfile
+    >>> save_records({"a": [1, 2]}, Path(tempfile.mkdtemp()) / "records").name
+    'records'
+    """
     from safetensors.torch import save_file
 
     path = Path(path)
@@ -124,7 +129,12 @@ def save_records(tree: Any, path: str | Path, types: Iterable[type] = ()) -> Pat
 
 def load_records(path: str | Path, types: Iterable[type] = (), what: str = "record folder") -> Any:
     """Inverse of :func:`save_records` for the same ``types``; ``FileNotFoundError`` when
-    ``path`` is not a folder, ``ValueError`` naming it when it is damaged or foreign."""
+    ``path`` is not a folder, ``ValueError`` naming it when it is damaged or foreign.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "records"
+    >>> load_records(save_records({"a": [1, 2]}, d))
+    {'a': [1, 2]}
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 

@@ -21,7 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
-    """Seed python, numpy and torch; turn on deterministic algorithms when asked."""
+    """Seed python, numpy and torch; turn on deterministic algorithms when asked.
+
+    Example: ``seed_everything(0)`` before a run makes ``torch.rand(1)`` and ``np.random.rand()``
+    repeat across runs (and turns on deterministic torch algorithms).
+    """
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -32,7 +36,11 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
 
 
 def git_hash() -> str:
-    """Commit hash of the code (``+dirty`` when the work tree has changes), or ``unknown``."""
+    """Commit hash of the code (``+dirty`` when the work tree has changes), or ``unknown``.
+
+    Example: ``git_hash()`` -> ``'b727934dcf2a...+dirty'`` (40 hex digits) in a checkout with
+    changes, ``'unknown'`` outside one.
+    """
     try:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
@@ -51,19 +59,31 @@ def provenance() -> dict[str, str]:
     (:func:`git_hash`: ``unknown`` outside a git checkout). Run metadata, artefact manifests
     and index ``meta.json`` files all carry it under these keys. (Index folders written before
     this record carried ``git_hash: null`` outside a checkout and no ``+dirty``; nothing
-    reads the value back, so they load unchanged.)"""
+    reads the value back, so they load unchanged.)
+
+    >>> sorted(provenance())
+    ['git_hash', 'gralc_version']
+    """
     import gralc
 
     return {"gralc_version": gralc.__version__, "git_hash": git_hash()}
 
 
 def blas_kernel() -> str:
-    """Which OpenBLAS core type this process runs with (benchmarks print it)."""
+    """Which OpenBLAS core type this process runs with (benchmarks print it).
+
+    Example: ``blas_kernel()`` -> ``'default (auto-detected)'``, or ``OPENBLAS_CORETYPE``'s value
+    (``'SkylakeX'``) when set.
+    """
     return os.environ.get("OPENBLAS_CORETYPE", "default (auto-detected)")
 
 
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows.
+
+    >>> isinstance(cpu_model(), str)
+    True
+    """
     try:
         for line in open("/proc/cpuinfo", encoding="utf-8"):
             if line.startswith("model name"):
@@ -74,7 +94,11 @@ def cpu_model() -> str:
 
 
 def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Git hash, versions, host facts and time, for a file saved next to every result."""
+    """Git hash, versions, host facts and time, for a file saved next to every result.
+
+    Example: ``sorted(run_metadata({"seed": 0}))`` -> ``['argv', 'cpu_count', 'cpu_model',
+    'created', 'git_hash', 'gralc_version', 'openblas_coretype', 'platform', 'python', 'seed', 'torch']``.
+    """
     meta = {
         **provenance(),
         "python": sys.version.split()[0],
@@ -93,7 +117,11 @@ def run_metadata(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 def expand_run_dir(path: str) -> str:
     """Replace ``{run_id}`` in an output path by a per-run id, so sweep agents and array
     jobs never share a directory: the W&B run id, else the SLURM array/job id (the same on
-    every DDP rank of a job), else the start time and process id."""
+    every DDP rank of a job), else the start time and process id.
+
+    >>> expand_run_dir("results/fixed")
+    'results/fixed'
+    """
     if "{run_id}" not in path:
         return path
     env = os.environ

@@ -18,7 +18,12 @@ from typing import Any
 
 def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file") -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)`` with ``allowed`` classes;
-    FileNotFoundError / ValueError naming ``path`` and the fix otherwise."""
+    FileNotFoundError / ValueError naming ``path`` and the fix otherwise.
+
+    >>> import tempfile, torch; f = Path(tempfile.mkdtemp()) / "t.pt"; torch.save({"w": torch.ones(2)}, f)
+    >>> load_torch(f, what="weights")["w"]
+    tensor([1., 1.])
+    """
     import torch
 
     path = Path(path)
@@ -139,7 +144,12 @@ def read_json_untrusted(path: str | Path, what: str = "JSON file", hint: str = "
 
 def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
     """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted: errors name the file,
-    interpolations are refused (:func:`_no_interpolation`)."""
+    interpolations are refused (:func:`_no_interpolation`).
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "c.yaml"; _ = f.write_text("k: [1, 2]\\n")
+    >>> read_yaml_untrusted(f)
+    {'k': [1, 2]}
+    """
     import yaml
 
     path = Path(path)
@@ -157,7 +167,11 @@ def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
 def path_inside(root: str | Path, rel: Any, source: str) -> Path:
     """``root / rel`` for a path ``rel`` read from the file ``source``, refused (ValueError
     naming both) unless it is a relative path that resolves inside ``root`` (no ``..``, no
-    absolute path, no symbolic link leading out)."""
+    absolute path, no symbolic link leading out).
+
+    >>> path_inside("/idx", "lexical/chunks.jsonl", "/idx/manifest.json")
+    PosixPath('/idx/lexical/chunks.jsonl')
+    """
     if not isinstance(rel, str) or not rel or "\x00" in rel:
         raise ValueError(f"{source}: {rel!r} is not a path (a relative path inside {root} is expected)")
     base = Path(root).resolve()

@@ -20,6 +20,10 @@ class PreparedDocument:
 
     ``tokens``: whole-document token embeddings (None for strategies that do not need them).
     ``mentions``: entity mentions in ``doc.text`` coordinates, sorted by start.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> PreparedDocument(document_from_text("# T\\n\\nMetformin.", "d1")).tokens is None
+    True
     """
 
     doc: Document
@@ -39,7 +43,13 @@ class PreparedDocument:
 
 
 class SectionLocator:
-    """Maps character positions of one document to its sections (innermost and top-level)."""
+    """Maps character positions of one document to its sections (innermost and top-level).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1")
+    >>> SectionLocator(doc).innermost(doc.paragraphs[0].start).title
+    'Methods'
+    """
 
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -95,7 +105,12 @@ class SectionLocator:
 
 
 def section_label(section: Section) -> str:
-    """A section's title, or its type capitalised for untitled sections (``Abstract``)."""
+    """A section's title, or its type capitalised for untitled sections (``Abstract``).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> section_label(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1").sections[0])
+    'Methods'
+    """
     return section.title or section.imrad_type.capitalize()
 
 
@@ -114,6 +129,12 @@ def make_chunk(
     """Build a :class:`Chunk` with its text, section metadata and entity ids filled in.
 
     Pass a ``locator`` built once per document when making many chunks.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1")
+    >>> c = make_chunk(PreparedDocument(doc), "fixed", 0, 0, len(doc.text))
+    >>> c.chunk_id, c.section_path, c.imrad_types
+    ('d1::fixed::chunk::0', ['Methods'], ['methods'])
     """
     doc = prepared.doc
     if not 0 <= char_start <= char_end <= len(doc.text):

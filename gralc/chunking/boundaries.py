@@ -40,6 +40,9 @@ class BoundaryConfig:
     fall, ``word`` (any word start, the paper's token-level decoding) or ``sentence`` (sentence
     and title starts only, :func:`cut_allowed_mask`; no chunk ends mid-sentence, so an answer
     sentence is never split between two chunks).
+
+    >>> BoundaryConfig(decoder="dp").alpha
+    tensor([0.5000, 0.3000, 1.0000])
     """
 
     #: weight of the structural signal in b = a1 b_struct + a2 b_sem + a3 b_entity (learned)
@@ -93,6 +96,10 @@ def structural_char_boundaries(
     ``weights[0]``; a deeper section ``weights[1]``; any paragraph (list items and captions
     included) ``weights[2]``. On PubMedQA abstracts the context labels (BACKGROUND, METHODS,
     ...) are top-level sections, so their starts get the section weight.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> structural_char_boundaries(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1"))
+    {3: 1.0, 12: 0.4}
     """
     w_sec, w_sub, w_par = weights
     out: dict[int, float] = {}
@@ -108,7 +115,11 @@ def structural_char_boundaries(
 
 
 def char_to_token_start(offsets: np.ndarray, pos: int) -> int:
-    """First token whose span ends after ``pos`` (same rule as ``token_span``); N if none."""
+    """First token whose span ends after ``pos`` (same rule as ``token_span``); N if none.
+
+    >>> char_to_token_start(np.array([[0, 4], [5, 9]]), 4), char_to_token_start(np.array([[0, 4], [5, 9]]), 9)
+    (1, 2)
+    """
     return int(np.searchsorted(offsets[:, 1], pos, side="right"))
 
 
@@ -118,6 +129,11 @@ def structural_signal(
     """b_struct (N,): Eq. 5 weight of the strongest unit starting at token i, else 0.
 
     ``offsets`` (N, 2) are the token character spans in ``doc.text`` (``TokenEmbeddings.offsets``).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1")
+    >>> structural_signal(doc, np.array([[0, 1], [3, 10], [12, 14], [15, 19]]))
+    tensor([0.0000, 1.0000, 0.4000, 0.0000])
     """
     n = len(offsets)
     out = torch.zeros(n)
@@ -145,6 +161,9 @@ def semantic_signal(vectors: torch.Tensor, window: int, block: int = SEM_BLOCK) 
     whole-document cumulative sum held about ten of them at once: 5 GiB to index a 1 MB
     article); the numbers are the whole-document sum's up to float64 rounding.
     Differentiable w.r.t. ``vectors`` (N, d); the result has their dtype and device.
+
+    >>> semantic_signal(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), window=1)
+    tensor([0., 0., 1.])
     """
     n = vectors.shape[0]
     if n == 0:
@@ -177,6 +196,10 @@ def entity_crossing_mask(
 
     Mentions and ``offsets`` must both be in ``Document.text`` coordinates; a mention covering
     tokens ``[s, e)`` (via :func:`gralc.knowledge.mention.token_span`) marks ``s+1 .. e-1``.
+
+    >>> offsets = np.array([[0, 4], [4, 9], [10, 15]])
+    >>> entity_crossing_mask([EntityMention(0, 9, "D008687", "Metformin", "Metformin")], offsets)
+    tensor([False,  True, False])
     """
     n = len(offsets) if n is None else n
     diff = np.zeros(n + 1, dtype=np.int64)
@@ -195,7 +218,13 @@ def _letters(text: str) -> str:
 def check_mentions(doc: Document, mentions: Iterable[EntityMention]) -> None:
     """Raise if a mention is not in ``doc.text`` coordinates (span outside the text, or text
     there that is not its surface form, compared on lower-cased letters and digits): spans
-    linked on another text would put the entity penalty on the wrong tokens."""
+    linked on another text would put the entity penalty on the wrong tokens.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("Metformin helps.", "d1")
+    >>> check_mentions(doc, [EntityMention(0, 9, "D008687", "Metformin", "Metformin")]) is None
+    True
+    """
     for m in mentions:
         if not 0 <= m.start < m.end <= len(doc.text) or (
             _letters(doc.text[m.start : m.end]) != _letters(m.surface)
@@ -218,6 +247,10 @@ def boundary_scores(
     """b (N,) = alpha[0] b_struct + alpha[1] b_sem + alpha[2] (-gamma 1[entity crosses i]).
 
     Differentiable w.r.t. ``alpha`` (3,) and ``gamma`` (scalar tensor).
+
+    >>> boundary_scores(torch.tensor([1.0, 0.0]), torch.tensor([0.2, 0.4]), torch.tensor([False, True]),
+    ...                 torch.tensor([0.5, 0.5, 1.0]), 0.5)
+    tensor([ 0.6000, -0.3000])
     """
     b_entity = -gamma * entity_mask.to(b_sem.dtype)
     return alpha[0] * b_struct + alpha[1] * b_sem + alpha[2] * b_entity
@@ -225,7 +258,11 @@ def boundary_scores(
 
 @dataclass
 class BoundarySignals:
-    """All per-token signals of one document, each (N,); ``score`` is Eq. 8."""
+    """All per-token signals of one document, each (N,); ``score`` is Eq. 8.
+
+    Example: ``compute_signals(doc, vectors, offsets, mentions, config).components(i, config)``
+    -> ``{'score': ..., 'struct': ..., 'sem': ..., 'entity': ...}`` at token ``i``.
+    """
 
     struct: torch.Tensor
     sem: torch.Tensor
@@ -249,7 +286,11 @@ def compute_signals(
     mentions: Iterable[EntityMention],
     config: BoundaryConfig,
 ) -> BoundarySignals:
-    """Eq. 5-8 for one document with the config's (fixed) alpha and gamma."""
+    """Eq. 5-8 for one document with the config's (fixed) alpha and gamma.
+
+    Example: ``compute_signals(doc, tokens.vectors, tokens.offsets, mentions, BoundaryConfig()).score``
+    -> the (N,) Eq. 8 boundary score of each token of ``doc`` (``tokens = encoder.encode_document(doc)``).
+    """
     if len(offsets) != vectors.shape[0]:
         raise ValueError(
             f"document {doc.id!r}: {vectors.shape[0]} token vectors but {len(offsets)} offsets"
@@ -271,6 +312,9 @@ def word_start_mask(offsets: np.ndarray) -> torch.Tensor:
     """(N,) bool: True where token i starts a new word (whitespace before it), and at 0.
 
     Cuts elsewhere would split a word into word-pieces ("glio | ##blastoma").
+
+    >>> word_start_mask(np.array([[0, 4], [4, 9], [10, 15]]))
+    tensor([ True, False,  True])
     """
     n = len(offsets)
     mask = np.ones(n, dtype=bool)
@@ -284,7 +328,11 @@ def cut_allowed_mask(doc: Document, offsets: np.ndarray | torch.Tensor, cut_unit
     every word start (``word``), or the word starts that also start a sentence unit of
     :func:`gralc.chunking.sentence_spans.sentence_token_spans` (``sentence``: sentences,
     titles, sentence-less paragraphs). ``offsets`` (N, 2) are character spans in ``doc.text``;
-    a window's slice of them works too (units outside it are ignored)."""
+    a window's slice of them works too (units outside it are ignored).
+
+    Example: ``cut_allowed_mask(doc, tokens.offsets, "sentence")`` -> (N,) bool, True at the
+    first word-piece of each sentence and title of ``doc`` (``"word"``: at every word start).
+    """
     from gralc.chunking.sentence_spans import sentence_token_spans
 
     offsets = offsets.cpu().numpy() if isinstance(offsets, torch.Tensor) else np.asarray(offsets)
@@ -319,7 +367,13 @@ EVIDENCE_RE = re.compile(
 def recommendation_evidence_pairs(doc: Document) -> list[tuple[Sentence, Sentence]]:
     """(recommendation, evidence) sentence pairs: an evidence statement ("Level of evidence: A",
     "(Grade B)", "Evidence level II", "LoR 1") that directly follows, in document order (its
-    own paragraph allowed), a sentence that recommends ("recommended", "should", ...)."""
+    own paragraph allowed), a sentence that recommends ("recommended", "should", ...).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nMetformin is recommended first. Level of evidence: A.", "d1")
+    >>> [(doc.text[r.start:r.end], doc.text[e.start:e.end]) for r, e in recommendation_evidence_pairs(doc)]
+    [('Metformin is recommended first.', 'Level of evidence: A.')]
+    """
     sents = doc.sentences
     return [
         (prev, cur)

@@ -22,6 +22,11 @@ class Chunk:
     section the chunk overlaps, document order, no repeats) are filled for EVERY strategy.
     ``level`` is ``chunk`` except for multi-level indexes (``document`` | ``section`` |
     ``paragraph`` | ``sentences``). ``embedding`` is a float32 vector of shape (d,) or None.
+
+    >>> c = Chunk("d1", "d1_c0", "Metformin was titrated.", 0, 23, token_start=0, token_end=5,
+    ...           section_path=["Methods"], imrad_types=["methods"])
+    >>> c.n_tokens, c.section_path
+    (5, ['Methods'])
     """
 
     doc_id: str
@@ -42,11 +47,19 @@ class Chunk:
 
     @property
     def n_tokens(self) -> int:
-        """Tokens in the chunk, ``token_end - token_start`` (0 for levels not built from tokens)."""
+        """Tokens in the chunk, ``token_end - token_start`` (0 for levels not built from tokens).
+
+        >>> Chunk("d1", "d1_c0", "Metformin.", 0, 10, token_start=3, token_end=7).n_tokens
+        4
+        """
         return max(0, self.token_end - self.token_start)
 
     def to_dict(self, with_embedding: bool = False) -> dict[str, Any]:
-        """JSON-ready dict (the embedding as a list only when asked)."""
+        """JSON-ready dict (the embedding as a list only when asked).
+
+        >>> Chunk("d1", "d1_c0", "Metformin.", 0, 10).to_dict()["char_end"]
+        10
+        """
         d = asdict(self)
         d["embedding"] = (
             self.embedding.tolist() if (with_embedding and self.embedding is not None) else None
@@ -55,7 +68,12 @@ class Chunk:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
-        """The chunk a :meth:`to_dict` dict describes (the embedding back as float32, or None)."""
+        """The chunk a :meth:`to_dict` dict describes (the embedding back as float32, or None).
+
+        >>> c = Chunk("d1", "d1_c0", "Metformin.", 0, 10, embedding=np.ones(2, dtype=np.float32))
+        >>> Chunk.from_dict(c.to_dict(with_embedding=True)).embedding
+        array([1., 1.], dtype=float32)
+        """
         d = dict(d)
         emb = d.pop("embedding", None)
         chunk = cls(**d)
@@ -68,7 +86,11 @@ _REGISTRY: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Class decorator: make a chunking strategy selectable by ``name``."""
+    """Class decorator: make a chunking strategy selectable by ``name``.
+
+    Example: ``@register("my_strategy")`` above a chunker class makes ``Chunker("my_strategy")``
+    and ``pipeline.chunk(prepared, "my_strategy")`` use it.
+    """
 
     def deco(cls: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY:
@@ -80,5 +102,10 @@ def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 
 def registered() -> dict[str, Callable[..., Any]]:
-    """All registered strategies by name."""
+    """All registered strategies by name.
+
+    >>> import gralc.chunking
+    >>> {"fixed", "late", "structure_aware"} <= set(registered())
+    True
+    """
     return dict(_REGISTRY)

@@ -26,7 +26,11 @@ CohesionFn = Callable[[np.ndarray, int], np.ndarray]
 
 
 class InfeasibleSegmentation(ValueError):
-    """No segmentation satisfies the hard constraints and the min/max lengths."""
+    """No segmentation satisfies the hard constraints and the min/max lengths.
+
+    Example: ``dp_decode(scores, allowed=none_allowed, min_len=3, max_len=4, on_infeasible="raise")``
+    -> ``InfeasibleSegmentation`` (no tiling meets the constraints).
+    """
 
 
 def _to_numpy(x: np.ndarray | torch.Tensor | None, dtype=np.float64) -> np.ndarray | None:
@@ -38,7 +42,11 @@ def _to_numpy(x: np.ndarray | torch.Tensor | None, dtype=np.float64) -> np.ndarr
 
 
 def spans_from_cuts(cuts: list[int], n: int) -> list[tuple[int, int]]:
-    """Half-open spans ``[(0, c1), (c1, c2), ..., (ck, n)]`` tiling ``[0, n)``."""
+    """Half-open spans ``[(0, c1), (c1, c2), ..., (ck, n)]`` tiling ``[0, n)``.
+
+    >>> spans_from_cuts([2, 5], 8)
+    [(0, 2), (2, 5), (5, 8)]
+    """
     bounds = [0, *cuts, n]
     return [(a, b) for a, b in pairwise(bounds)]
 
@@ -67,6 +75,9 @@ def peak_decode(
        with sentence-level cuts, a sentence longer than ``max_tokens``) is a forbidden position
        used, with a warning: one ``fallback`` (N,) bool allows (e.g. a word start) when there
        is one, else any.
+
+    >>> peak_decode(np.array([0.0, 0.1, 0.9, 0.1, 0.0, 0.2]), tau=0.5, min_tokens=2, max_tokens=6)
+    [2]
     """
     s = _to_numpy(scores)
     n = len(s)
@@ -119,7 +130,11 @@ def _forced_cut(s: np.ndarray, ok: np.ndarray, a: int, b: int, lo_len: int, hi_l
 class InteriorScoreCohesion:
     """Penalty = mean of ``values[k]`` over the interior cut positions ``start < k < end``
     (0 for a one-unit chunk): a chunk that straddles strong boundaries is not cohesive. O(1)
-    per chunk from prefix sums; suited to token-level DP (``values`` = b_sem)."""
+    per chunk from prefix sums; suited to token-level DP (``values`` = b_sem).
+
+    >>> InteriorScoreCohesion(np.array([0.0, 0.2, 0.6, 0.0]))(np.array([0, 1]), 3)
+    array([0.4, 0.6])
+    """
 
     def __init__(self, values: np.ndarray | torch.Tensor) -> None:
         v = _to_numpy(values)
@@ -134,7 +149,11 @@ class InteriorScoreCohesion:
 class EmbeddingCohesion:
     """Penalty = 1 - mean cosine similarity over the distinct pairs of units in the chunk
     (0 for a one-unit chunk). ``vectors`` (N, d) are L2-normalised here, so for a chunk sum
-    ``S`` the pairwise sum is ``(|S|^2 - n) / 2``: O(d) per chunk from prefix sums."""
+    ``S`` the pairwise sum is ``(|S|^2 - n) / 2``: O(d) per chunk from prefix sums.
+
+    >>> EmbeddingCohesion(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))(np.array([0, 1]), 3)
+    array([0.66666667, 1.        ])
+    """
 
     def __init__(self, vectors: np.ndarray | torch.Tensor) -> None:
         v = _to_numpy(vectors)
@@ -178,6 +197,9 @@ def dp_decode(
     ``"relax"`` (default) logs a warning and re-solves with forbidden cuts, chunks shorter than
     ``min_len`` and single units longer than ``max_len`` allowed at
     :data:`VIOLATION_PENALTY` each, so the fewest constraints are broken.
+
+    >>> dp_decode(np.array([0.0, 0.1, 0.9, 0.1, 0.0, 0.2]), min_len=2)
+    [2]
     """
     s = _to_numpy(scores)
     n = len(s)

@@ -53,6 +53,9 @@ class FixedSizeChunker:
     Uses ``prepared.tokens.offsets`` when present (same tokens as late chunking), else
     tokenises ``doc.text`` with ``encoder.tokenizer``. Embeddings: ``encoder.encode_texts``
     of the chunk texts, float32 (d,), L2-normalised.
+
+    Example: ``FixedSizeChunker(pipeline.encoder, size=128, overlap=16).chunk(prepared)`` -> the
+    document's chunks of 128 word-pieces, each starting 16 before the previous one ends.
     """
 
     needs_tokens = False

@@ -33,6 +33,10 @@ def pack_units(units: list[Unit], max_tokens: int) -> list[tuple[int, int, bool]
 
     Returns ``(tok_start, tok_end, forced)``; ``forced`` marks pieces of a unit longer than
     ``max_tokens`` (split at token level, no overlap).
+
+    >>> from gralc.chunking.sentence_spans import Unit
+    >>> pack_units([Unit(0, 3, 0, 10), Unit(3, 5, 11, 20), Unit(5, 12, 21, 40)], max_tokens=6)
+    [(0, 5, False), (5, 11, True), (11, 12, True)]
     """
     spans: list[tuple[int, int, bool]] = []
     start = end = None
@@ -73,7 +77,11 @@ class LateConfig:
 @register(NAME)
 class LateChunker:
     """Sentence-aligned late chunking; needs ``prepared.tokens`` (computed with
-    ``encoder.encode_document`` when absent)."""
+    ``encoder.encode_document`` when absent).
+
+    Example: ``LateChunker(pipeline.encoder).chunk(prepared)`` -> the chunks of sentences packed
+    up to the token limit, each vector the mean of its tokens' whole-document embeddings.
+    """
 
     needs_tokens = True
 

@@ -67,7 +67,11 @@ class MultiLevelConfig:
 @register(NAME)
 class MultiLevelChunker:
     """MAL-RAG four-level chunking; needs ``prepared.tokens`` (computed with
-    ``encoder.encode_document`` when absent)."""
+    ``encoder.encode_document`` when absent).
+
+    Example: ``{c.level for c in MultiLevelChunker(pipeline.encoder).chunk(prepared)}`` ->
+    ``{'document', 'section', 'paragraph', 'sentences'}``.
+    """
 
     needs_tokens = True
 

@@ -28,7 +28,11 @@ _COMPONENTS = (("score", "score (Eq. 8)"), ("struct", "b_struct"), ("sem", "b_se
 def signal_curves(signals: BoundarySignals | Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Name -> (N,) float array of per-token signals: a :class:`BoundarySignals` gives
     ``b_struct``, ``b_sem``, ``entity crossing`` (-1 where a cut would split a mention) and the
-    total ``score (Eq. 8)``; a mapping is taken as it is."""
+    total ``score (Eq. 8)``; a mapping is taken as it is.
+
+    >>> signal_curves({"score": [0.1, 0.5]})["score"]
+    array([0.1, 0.5])
+    """
     if isinstance(signals, BoundarySignals):
         signals = {"b_struct": signals.struct, "b_sem": signals.sem,
                    "entity crossing": -signals.entity_mask.float(), "score (Eq. 8)": signals.score}
@@ -70,7 +74,11 @@ def plot_boundaries(doc: Document | PreparedDocument, chunks: Sequence[Chunk], p
     :class:`PreparedDocument` (its token offsets then place the section ticks exactly, else
     they are interpolated between the chunks' character and token starts). Pass one level
     of a multi-level index's chunks. Raises ValueError for chunks of another document, or
-    signals whose length is not the token count."""
+    signals whose length is not the token count.
+
+    Example: ``plot_boundaries(prepared, Chunker("structure_aware")(prepared.doc), "cuts.png")``
+    -> ``Path('cuts.png')`` (the chunk cuts over each chunk's boundary scores).
+    """
     from matplotlib.figure import Figure
 
     prepared = doc if isinstance(doc, PreparedDocument) else None

@@ -47,6 +47,9 @@ def semantic_coherence(
     A sentence belongs to the chunk whose character span contains its first character;
     ``sentence_vectors`` (S, d) are row-aligned with ``sentences``. Chunks with fewer than
     two sentences have no pair and are left out; ``None`` if no chunk has a pair.
+
+    >>> round(semantic_coherence([(0, 20)], [(0, 9), (10, 20)], np.array([[1.0, 0.0], [0.6, 0.8]])), 6)
+    0.6
     """
     vecs = np.asarray(
         sentence_vectors.detach().cpu()
@@ -78,6 +81,10 @@ def entity_preservation_rate(chunks: Spans, mentions: Sequence[EntityMention]) -
 
     Mentions that overlap no chunk at all (text no chunk covers) are left out; ``None`` if no
     mention is left.
+
+    >>> entity_preservation_rate([(0, 10), (10, 20)], [EntityMention(2, 8, "D1", "x", "x"),
+    ...                                                 EntityMention(8, 12, "D2", "y", "y")])
+    0.5
     """
     spans = _spans(chunks)
     kept = total = 0
@@ -95,7 +102,12 @@ def recommendation_evidence_linking_rate(
     """ERL: share of (recommendation, level-of-evidence) sentence pairs whose two sentences
     end up in the same chunk (from the recommendation's first character to the evidence's
     last). ``None`` when there are no pairs (see
-    :func:`gralc.chunking.boundaries.recommendation_evidence_pairs`)."""
+    :func:`gralc.chunking.boundaries.recommendation_evidence_pairs`).
+
+    >>> rec, ev = Sentence(0, 30, "p1"), Sentence(31, 52, "p1")
+    >>> recommendation_evidence_linking_rate([(0, 52)], [(rec, ev)]), recommendation_evidence_linking_rate([(0, 31), (31, 52)], [(rec, ev)])
+    (1.0, 0.0)
+    """
     if not pairs:
         return None
     spans = _spans(chunks)

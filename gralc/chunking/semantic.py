@@ -118,6 +118,9 @@ class SemanticChunker:
     ``boundary_scores`` of a chunk: ``similarity`` (buffered cosine similarity across the
     boundary before it; absent for a document's first chunk and for sub-chunks),
     ``threshold`` (the cut-off used) and ``sub_chunk`` (1.0 for pieces of an over-long group).
+
+    Example: ``SemanticChunker(pipeline.encoder).chunk(prepared)[1].boundary_scores`` ->
+    ``{'similarity': ..., 'threshold': ..., 'sub_chunk': 0.0}`` (the cut before the second chunk).
     """
 
     needs_tokens = False
@@ -242,6 +245,9 @@ class UnitVectors:
 
     ``means`` (U, d) float64, ``counts`` (U,) float64 (the encoder's positions per unit,
     special tokens included), ``units`` the token ranges they came from.
+
+    Example: ``UnitVectors.encode(encoder, doc.text, units, 512).pool([(0, 40)])`` -> (1, d): the
+    L2-normalised count-weighted mean of the units inside tokens 0-40.
     """
 
     def __init__(self, units: list[Unit], means: np.ndarray, counts: np.ndarray) -> None:

@@ -26,7 +26,11 @@ from gralc.encoding.types import TokenEmbeddings
 
 
 class Unit(NamedTuple):
-    """Half-open token range ``[tok_start, tok_end)`` and char range ``[char_start, char_end)``."""
+    """Half-open token range ``[tok_start, tok_end)`` and char range ``[char_start, char_end)``.
+
+    >>> Unit(0, 4, 0, 17).tok_end
+    4
+    """
 
     tok_start: int
     tok_end: int
@@ -36,7 +40,11 @@ class Unit(NamedTuple):
 
 def tokenize_offsets(tokenizer, text: str) -> np.ndarray:
     """Character spans (N, 2) int64 of the word-pieces of ``text`` (no special tokens, no
-    truncation), for strategies that need token counts but no embeddings."""
+    truncation), for strategies that need token counts but no embeddings.
+
+    Example: ``tokenize_offsets(encoder.tokenizer, "Metformin helps")`` -> ``array([[0, 3], [3, 7],
+    [7, 9], [10, 15]])`` (one row per word-piece: ``met``, ``##form``, ``##in``, ``helps``).
+    """
     if not getattr(tokenizer, "is_fast", False):
         raise TypeError(
             f"{type(tokenizer).__name__} is not a fast (Rust) tokenizer: character offsets need "
@@ -55,14 +63,21 @@ def tokenize_offsets(tokenizer, text: str) -> np.ndarray:
 def text_token_limit(encoder) -> int:
     """Most content tokens one ``encoder.encode_texts`` call can embed: the model's context
     minus its special tokens (510 for MiniLM). Chunkers embed with
-    ``max_length=embed_length(encoder, n)`` so chunks up to this size are embedded whole."""
+    ``max_length=embed_length(encoder, n)`` so chunks up to this size are embedded whole.
+
+    Example: ``text_token_limit(pipeline.encoder)`` -> ``510`` for MiniLM (512 minus [CLS] and [SEP]).
+    """
     return int(encoder.max_window)
 
 
 def embed_independently(encoder, chunks, max_length: int | None = None) -> None:
     """Set each chunk's embedding to its own text's encoding (naive-style chunk vectors),
     L2-normalised float32 (d,), from at most ``max_length`` word-pieces, special tokens
-    included (None: the model's whole context, ``embed_length``)."""
+    included (None: the model's whole context, ``embed_length``).
+
+    Example: ``embed_independently(pipeline.encoder, chunks)`` sets each ``chunk.embedding`` to the
+    L2-normalised (d,) encoding of ``chunk.text`` alone.
+    """
     if not chunks:
         return
     import torch.nn.functional as F
@@ -77,7 +92,10 @@ def embed_independently(encoder, chunks, max_length: int | None = None) -> None:
 
 def embed_length(encoder) -> int:
     """``max_length`` for ``encode_texts`` when embedding chunk texts: the model's whole
-    context (a chunk's text can re-tokenise into a few more pieces than its token span)."""
+    context (a chunk's text can re-tokenise into a few more pieces than its token span).
+
+    Example: ``embed_length(pipeline.encoder)`` -> ``512`` for MiniLM.
+    """
     return text_token_limit(encoder) + encoder.tokenizer.num_special_tokens_to_add(pair=False)
 
 
@@ -87,7 +105,12 @@ def _offsets(tokens: TokenEmbeddings | np.ndarray) -> np.ndarray:
 
 def unit_char_spans(doc: Document) -> list[tuple[int, int]]:
     """Character spans of the units of ``doc`` (titles, sentences, sentence-less paragraphs),
-    sorted by start; empty spans dropped."""
+    sorted by start; empty spans dropped.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> unit_char_spans(document_from_text("# T\\n\\nIt took 8 weeks. It helped.", "d1"))
+    [(0, 1), (3, 19), (20, 30)]
+    """
     spans: list[tuple[int, int]] = [(doc.title_start, doc.title_end)]
     spans += [(s.title_start, s.title_end) for s in doc.iter_sections()]
     for p in doc.paragraphs:
@@ -97,7 +120,13 @@ def unit_char_spans(doc: Document) -> list[tuple[int, int]]:
 
 def sentence_token_spans(doc: Document, tokens: TokenEmbeddings | np.ndarray) -> list[Unit]:
     """The units of ``doc`` as token ranges tiling ``tokens`` (TokenEmbeddings or an (N, 2)
-    offsets array of ``doc.text``). Empty list for a document without tokens."""
+    offsets array of ``doc.text``). Empty list for a document without tokens.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nIt took 8 weeks. It helped.", "d1")
+    >>> sentence_token_spans(doc, np.array([[0, 1], [3, 5], [6, 10], [11, 19], [20, 22], [23, 30]]))
+    [Unit(tok_start=0, tok_end=1, char_start=0, char_end=1), Unit(tok_start=1, tok_end=4, char_start=3, char_end=19), Unit(tok_start=4, tok_end=6, char_start=20, char_end=30)]
+    """
     offsets = _offsets(tokens)
     n = len(offsets)
     if n == 0:
@@ -135,7 +164,11 @@ def check_window(what: str, size: int, overlap: int, size_name: str = "size",
 
 def token_windows(start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
     """Windows of at most ``size`` tokens over ``[start, end)``, each starting ``overlap``
-    tokens before the previous one ends; the last may be shorter."""
+    tokens before the previous one ends; the last may be shorter.
+
+    >>> token_windows(0, 10, size=4, overlap=1)
+    [(0, 4), (3, 7), (6, 10)]
+    """
     check_window("token", size, overlap)
     windows: list[tuple[int, int]] = []
     s = start

@@ -43,7 +43,12 @@ if TYPE_CHECKING:
 
 
 def mean_pool(vectors: torch.Tensor, spans: list[tuple[int, int]]) -> torch.Tensor:
-    """(K, d) means of ``vectors`` (N, d) over half-open token spans; differentiable."""
+    """(K, d) means of ``vectors`` (N, d) over half-open token spans; differentiable.
+
+    >>> mean_pool(torch.tensor([[1.0, 0.0], [3.0, 2.0], [5.0, 4.0]]), [(0, 2), (2, 3)])
+    tensor([[2., 1.],
+            [5., 4.]])
+    """
     if not spans:
         return vectors.new_zeros(0, vectors.shape[1])
     return torch.stack([vectors[s:e].mean(dim=0) for s, e in spans])
@@ -130,7 +135,11 @@ class StructureAwareChunker(_LateChunker):
     DP-optimal positions (``decoder="dp"``). Never cuts inside a word or an entity mention
     unless a span is longer than ``max_tokens``. Chunk embeddings are L2-normalised means of
     the token vectors; ``boundary_scores`` holds the score and components at the chunk's
-    start cut (all 0 for the first chunk)."""
+    start cut (all 0 for the first chunk).
+
+    Example: ``StructureAwareChunker(pipeline.encoder, decoder="dp").chunk(prepared)`` -> chunks cut
+    at the DP-optimal boundaries, with ``boundary_scores`` of each start cut.
+    """
 
     name = "structure_aware"
 
@@ -172,6 +181,9 @@ class DPSentenceChunker(_LateChunker):
     the units' pooled token vectors. Hard constraints (never cut): inside an entity mention,
     inside a list item, between a recommendation and its level-of-evidence sentence, and
     between a (document or section) title and its content.
+
+    Example: ``Chunker("dp_sentences")(doc)`` or ``DPSentenceChunker(pipeline.encoder).chunk(prepared)``
+    -> chunks that start only at sentence and title starts.
     """
 
     name = "dp_sentences"

@@ -12,7 +12,13 @@ from gralc.documents.question import Question
 
 @dataclass
 class Benchmark:
-    """Documents and questions of one benchmark instance (one condition)."""
+    """Documents and questions of one benchmark instance (one condition).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> from gralc.documents.question import Question
+    >>> Benchmark("notes", [document_from_text("It took 8 weeks.", "d1")], [Question("q1", "How long?", "d1")]).name
+    'notes'
+    """
 
     name: str
     documents: list[Document]

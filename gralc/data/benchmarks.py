@@ -38,7 +38,11 @@ class DataConfig:
     questions to use instead of generating them. ``max_docs``: cap for quick runs.
     ``cv_folds`` > 1: cross-validation by article (:mod:`gralc.data.folds`, folds seeded by
     ``cv_seed``): training sees only the articles outside fold ``cv_fold`` and their
-    questions; evaluation asks only fold ``cv_fold``'s questions, against every article."""
+    questions; evaluation asks only fold ``cv_fold``'s questions, against every article.
+
+    >>> DataConfig(name="pubmedqa", path="data/pubmedqa/ori_pqal.json", split="test").conditions
+    ['full']
+    """
 
     name: str = "demo"
     path: str | None = None
@@ -56,7 +60,12 @@ class DataConfig:
 
 
 def demo_benchmark() -> Benchmark:
-    """The ``demo`` benchmark: the bundled JATS articles and their questions."""
+    """The ``demo`` benchmark: the bundled JATS articles and their questions.
+
+    >>> bench = demo_benchmark()
+    >>> bench.name, len(bench.documents)
+    ('demo', 10)
+    """
     from gralc.data.demo import demo_articles, demo_questions_path
     from gralc.data.question_io import read_jsonl
     from gralc.documents.jats import parse_jats
@@ -69,7 +78,11 @@ def pubmedqa_benchmarks(
     path: str | Path, splits: str = "all", max_docs: int | None = None
 ) -> list[Benchmark]:
     """PubMedQA*: every split searches the SAME corpus of all abstracts (or the first
-    ``max_docs`` questions' abstracts for a quick run)."""
+    ``max_docs`` questions' abstracts for a quick run).
+
+    Example: ``[b.name for b in pubmedqa_benchmarks("data/pubmedqa/ori_pqal.json", "test")]`` ->
+    ``['pubmedqa[test]']`` (its 500 questions over all 1,000 abstracts).
+    """
     from gralc.documents.pubmedqa import load_pqal
 
     data = load_pqal(path)
@@ -91,7 +104,11 @@ def pubmedqa_benchmarks(
 
 
 def pmc_benchmarks(cfg: DataConfig, linker=None) -> list[Benchmark]:
-    """One benchmark per condition over the IMRaD articles of ``cfg.path``."""
+    """One benchmark per condition over the IMRaD articles of ``cfg.path``.
+
+    Example: ``[b.name for b in pmc_benchmarks(DataConfig(name="pmc", path="data/pmc", conditions=["abstract", "full"]))]``
+    -> ``['pmc[abstract]', 'pmc[full]']``.
+    """
     from gralc.data.crosssection_questions import GeneratorConfig, generate_questions
     from gralc.data.question_io import read_jsonl
     from gralc.documents.conditions import derive_condition
@@ -157,7 +174,11 @@ def _squad_answer(context: str, answer: Any, where: str) -> tuple[int, int, bool
 def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
     """A SQuAD-format full-text benchmark (module docstring). Bad entries (empty context, an
     answer that cannot be placed, a question without answers) are skipped with one warning
-    each naming the file, the entry and the fix; their counts are in ``Benchmark.stats``."""
+    each naming the file, the entry and the fix; their counts are in ``Benchmark.stats``.
+
+    Example: ``squad_benchmark("data/covidqa/covidqa_dev.json").stats`` -> ``{'n_skipped_contexts':
+    0.0, ..., 'n_answers': 633.0}`` (the counts of skipped, repaired and placed answers).
+    """
     from gralc.documents.squad import iter_squad_contexts, read_squad
 
     path = Path(path)
@@ -219,7 +240,11 @@ def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
 
 def load_benchmarks(cfg: DataConfig, linker=None, cv_side: str | None = None) -> list[Benchmark]:
     """The benchmark(s) ``cfg`` selects; with ``cfg.cv_folds`` > 1, their ``cv_side``
-    (``"train"`` or ``"test"``, :func:`gralc.data.folds.cv_side`)."""
+    (``"train"`` or ``"test"``, :func:`gralc.data.folds.cv_side`).
+
+    >>> [b.name for b in load_benchmarks(DataConfig(name="demo"))]
+    ['demo']
+    """
     if cfg.cv_folds > 1:  # checked before any loading
         if cfg.name in ("pubmedqa", "beir"):
             name = "PubMedQA" if cfg.name == "pubmedqa" else "A BEIR folder"

@@ -36,7 +36,11 @@ WORD = re.compile(r"\S+")
 class ClozeConfig:
     """``per_article``: max questions per article; a sentence qualifies with ``min_words`` to
     ``max_words`` words; the question keeps at most ``window`` words on each side of the
-    answer; ``min_question_words``: shorter questions are dropped."""
+    answer; ``min_question_words``: shorter questions are dropped.
+
+    >>> ClozeConfig(per_article=10).window
+    10
+    """
 
     per_article: int = 40
     min_words: int = 8
@@ -54,7 +58,11 @@ class ClozeConfig:
 
 @dataclass(frozen=True)
 class Cloze:
-    """One question: its text and the answer span ``[start, end)`` in the article context."""
+    """One question: its text and the answer span ``[start, end)`` in the article context.
+
+    >>> Cloze("metformin was titrated over what", "8 weeks", 120, 127).answer
+    '8 weeks'
+    """
 
     question: str
     answer: str
@@ -65,7 +73,13 @@ class Cloze:
 def article_context(doc: Document) -> tuple[str, list[tuple[int, Paragraph]]]:
     """The article as COVID-QA gives it: title, then every body paragraph (captions and
     formulas left out), separated by blank lines. Returns the context and each kept
-    paragraph with its offset in the context."""
+    paragraph with its offset in the context.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> context, kept = article_context(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1"))
+    >>> context, [(offset, p.id) for offset, p in kept]
+    ('T\\n\\nIt took 8 weeks.', [(3, 'p0001')])
+    """
     parts, where, pos = [], [], 0
     if doc.title.strip():
         parts.append(doc.title.strip())
@@ -84,7 +98,12 @@ def article_context(doc: Document) -> tuple[str, list[tuple[int, Paragraph]]]:
 
 def answer_spans(sentence: str, mentions: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Candidate answers in ``sentence`` (character spans): concept mentions first, then
-    numbers with their units; none covering the whole sentence's content."""
+    numbers with their units; none covering the whole sentence's content.
+
+    >>> s = "Metformin was titrated over 8 weeks in 40 patients."
+    >>> [s[a:b] for a, b in answer_spans(s, [(0, 9)])]
+    ['Metformin', '8 weeks', '40 patients']
+    """
     spans = [(s, e) for s, e in mentions if 0 <= s < e <= len(sentence)]
     spans += [m.span() for m in NUMBER.finditer(sentence)]
 
@@ -101,7 +120,11 @@ def answer_spans(sentence: str, mentions: list[tuple[int, int]]) -> list[tuple[i
 
 def cloze_question(sentence: str, start: int, end: int, window: int) -> str:
     """``sentence`` with ``[start, end)`` replaced by ``what``, at most ``window`` words kept on
-    each side, citation markers and the final punctuation removed, as a question."""
+    each side, citation markers and the final punctuation removed, as a question.
+
+    >>> cloze_question("Metformin was titrated over 8 weeks.", 28, 35, window=10)
+    'Metformin was titrated over what?'
+    """
     before = CITATION.sub("", sentence[:start]).split()[-window:]
     after = CITATION.sub("", sentence[end:]).split()[:window]
     if after:
@@ -116,7 +139,11 @@ def _content(text: str) -> set[str]:
 
 
 def article_clozes(doc: Document, config: ClozeConfig, linker=None) -> tuple[str, list[Cloze]]:
-    """The article context and up to ``config.per_article`` cloze questions over it."""
+    """The article context and up to ``config.per_article`` cloze questions over it.
+
+    Example: ``context, clozes = article_clozes(doc, ClozeConfig())`` -> the article's context and
+    up to 40 :class:`Cloze` questions whose answers lie in it.
+    """
     context, where = article_context(doc)
     rng = random.Random(f"{config.seed}:{doc.id}")
     counts: Counter[str] = Counter()  # normalised sentence -> occurrences in the article
@@ -150,7 +177,11 @@ def article_clozes(doc: Document, config: ClozeConfig, linker=None) -> tuple[str
 
 
 def cloze_squad(docs: list[Document], config: ClozeConfig | None = None, linker=None) -> dict:
-    """A SQuAD-format dict (``version``, ``data``) of every article with at least one question."""
+    """A SQuAD-format dict (``version``, ``data``) of every article with at least one question.
+
+    Example: ``cloze_squad(load_corpus("gralc/data/demo/articles").documents)["data"][0]["title"]``
+    -> the first article's title (its ``paragraphs[0]`` holds the context and the questions).
+    """
     config = config or ClozeConfig()
     data = []
     for doc in docs:
@@ -166,7 +197,11 @@ def cloze_squad(docs: list[Document], config: ClozeConfig | None = None, linker=
 
 def main(argv: list[str] | None = None) -> int:
     """The command line (``argv``: None reads ``sys.argv``): writes the corpus's cloze questions
-    as SQuAD JSON to ``--out`` (a ``.json`` file) and prints their count; returns 0."""
+    as SQuAD JSON to ``--out`` (a ``.json`` file) and prints their count; returns 0.
+
+    Example: ``main(["gralc/data/demo/articles", "--out", "clozes.json"])`` -> ``0``, with
+    ``clozes.json`` written and the question count printed.
+    """
     from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.runinfo import write_json_atomic
 

@@ -38,7 +38,11 @@ TEMPLATE_NAMES = ("method_result", "intro_result", "result_discussion", "method_
 @dataclass(frozen=True)
 class Template:
     """``types``: the two required IMRaD types; ``slots``: the type each term slot is drawn
-    from; ``text``: format string over the slot labels (cross_study adds author and year)."""
+    from; ``text``: format string over the slot labels (cross_study adds author and year).
+
+    >>> Template(("methods", "results"), ("methods", "results"), "How did {0} change {1}?").types
+    ('methods', 'results')
+    """
 
     types: tuple[str, str]
     slots: tuple[str, ...]
@@ -64,7 +68,11 @@ class GeneratorConfig:
     """``per_article``: max questions per article; ``min_paragraph_words``: shorter paragraphs
     give no slot terms (they can still be gold); ``top_k``: a slot is drawn at random among
     the ``top_k`` best-ranked terms; ``max_verbatim_words``: longest run of consecutive
-    article words a question may contain."""
+    article words a question may contain.
+
+    >>> GeneratorConfig(per_article=3).top_k
+    5
+    """
 
     seed: int = 0
     per_article: int = 5
@@ -82,7 +90,12 @@ class GeneratorConfig:
 
 
 def template_of(question: Question) -> str:
-    """The template of a generated question (its ``kind``, else from ``doc::template::n``)."""
+    """The template of a generated question (its ``kind``, else from ``doc::template::n``).
+
+    >>> from gralc.documents.question import Question
+    >>> template_of(Question("d1::method_result::0", "Q?", "d1"))
+    'method_result'
+    """
     return question.kind or question.id.split("::")[-2]
 
 
@@ -97,7 +110,11 @@ _AFTER_NUMBER = re.compile(r"\d[\s:;,\u2013-]*$")  # "112 1796 1808": pages, not
 
 def first_author_year(text: str) -> tuple[str, str] | None:
     """``("Smith", "2004")`` from a reference string such as ``"Smith J, Doe A. Title. J Biol.
-    2004;3:1-10."`` or ``"Da Silva JA Hall GM ... 1992 6 196"``; None when not found."""
+    2004;3:1-10."`` or ``"Da Silva JA Hall GM ... 1992 6 196"``; None when not found.
+
+    >>> first_author_year("Smith J, Doe A. Title. J Biol. 2004;3:1-10.")
+    ('Smith', '2004')
+    """
     surname: list[str] = []
     name = None
     for tok in re.split(r"[\s,;]+", text.strip())[:6]:
@@ -132,7 +149,11 @@ BODY_TYPES = ("introduction", "methods", "results", "discussion", "conclusion")
 class Term:
     """A slot candidate: ``key`` (concept id or normalised phrase), ``label`` (as written in
     the question), ``forms`` (surface forms), ``sources`` (types whose paragraphs it was
-    extracted from), ``paragraphs`` (paragraph id -> occurrences), ``idf`` over the docs."""
+    extracted from), ``paragraphs`` (paragraph id -> occurrences), ``idf`` over the docs.
+
+    >>> Term("D008687", "metformin", forms={"metformin"}).idf
+    1.0
+    """
 
     key: str
     label: str
@@ -199,7 +220,11 @@ _INTRO = (
 
 @functools.lru_cache(maxsize=65536)
 def is_acronym(tok: str) -> bool:
-    """``IL-6``, ``PCR``, ``mRNA``, ``CD4``, ``p53``; not ``mM``, ``kDa``, ``Figure``."""
+    """``IL-6``, ``PCR``, ``mRNA``, ``CD4``, ``p53``; not ``mM``, ``kDa``, ``Figure``.
+
+    >>> is_acronym("IL-6"), is_acronym("kDa")
+    (True, False)
+    """
     if len(tok) < 2 or not tok[0].isalpha() or tok in _NOT_ACRONYMS:
         return False
     if "-" in tok:  # "IL-6", "NF-kappaB" yes; "Mann-Whitney", "Kaplan-Meier" no
@@ -292,7 +317,11 @@ def regex_terms(doc: Document, paragraphs: list, ptype: dict[str, str], min_word
                 only: tuple[str, ...] = BODY_TYPES) -> dict[str, Term]:
     """Slot terms from regex heuristics: method phrases (methods), change phrases (results),
     study-aim phrases (introduction), acronyms with their definitions (any type); extracted
-    from the paragraphs of the types in ``only``, located in every paragraph."""
+    from the paragraphs of the types in ``only``, located in every paragraph.
+
+    Example: ``regex_terms(doc, paragraphs, ptype, 20)`` -> slot terms by normalised phrase
+    (``'western blot'``, ``'il-6'``, ...) found by the regex heuristics.
+    """
     texts = {p.id: doc.text[p.start : p.end] for p in paragraphs}
     defs = _definitions(list(texts.values()))
     terms: dict[str, Term] = {}
@@ -329,7 +358,11 @@ def linker_terms(doc: Document, paragraphs: list, ptype: dict[str, str], linker,
                  min_words: int) -> dict[str, Term]:
     """Slot terms = the concepts the linker finds in ``doc.text``; label = the article's most
     frequent surface form of the concept. A concept is a methods slot only if it names a
-    technique ("PCR", "Western blot"): "mice" or "plasma" in the methods are not methods."""
+    technique ("PCR", "Western blot"): "mice" or "plasma" in the methods are not methods.
+
+    Example: ``linker_terms(doc, paragraphs, ptype, linker, 20)`` -> ``{'D008687': Term(key='D008687',
+    label='metformin', ...), ...}``: the linked concepts as slot terms.
+    """
     starts = [p.start for p in paragraphs]
     terms: dict[str, Term] = {}
     surfaces: dict[str, Counter] = {}
@@ -481,7 +514,11 @@ def _shingles(text: str, n: int) -> set[tuple[str, ...]]:
 def generate_questions(docs: list[Document], config: GeneratorConfig | None = None,
                        linker=None) -> list[Question]:
     """Up to ``config.per_article`` cross-section questions per document, documents in the
-    given order. ``linker``: an EntityLinker for concept slots (regex heuristics if None)."""
+    given order. ``linker``: an EntityLinker for concept slots (regex heuristics if None).
+
+    Example: ``generate_questions(load_corpus("gralc/data/demo/articles").documents)`` -> up to 5
+    cross-section questions per article, each with its two gold IMRaD types.
+    """
     config = config or GeneratorConfig()
     arts = [_article(d, config, linker) for d in docs]
     df = Counter(k for a in arts for k in a.terms)
@@ -522,7 +559,11 @@ def generate_questions(docs: list[Document], config: GeneratorConfig | None = No
 
 def main(argv: list[str] | None = None) -> int:
     """The command line (``argv``: None reads ``sys.argv``): writes the corpus's cross-section
-    questions as JSONL to ``--out`` and prints their count per template; returns 0."""
+    questions as JSONL to ``--out`` and prints their count per template; returns 0.
+
+    Example: ``main(["gralc/data/demo/articles", "--out", "questions.jsonl"])`` -> ``0``, with the
+    questions written and their count per template printed.
+    """
     from gralc.data.generator_cli import generator_inputs, generator_parser
     from gralc.data.question_io import write_jsonl
 

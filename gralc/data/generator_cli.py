@@ -10,7 +10,12 @@ from pathlib import Path
 
 
 def generator_parser(prog: str, description: str, out_help: str, per_article: int) -> argparse.ArgumentParser:
-    """The shared arguments; a generator adds its own to the returned parser."""
+    """The shared arguments; a generator adds its own to the returned parser.
+
+    >>> ap = generator_parser("gralc questions", "Generate questions.", "output JSONL", 5)
+    >>> ap.parse_args(["articles/", "--out", "q.jsonl"]).per_article
+    5
+    """
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("corpus_dir", help="folder of articles (JATS .nxml/.xml, .txt, .md)")
     ap.add_argument("--out", required=True, help=out_help)
@@ -24,7 +29,11 @@ def generator_parser(prog: str, description: str, out_help: str, per_article: in
 def generator_inputs(ap: argparse.ArgumentParser, args: argparse.Namespace):
     """``(load_corpus result, linker or None)`` for parsed ``args``; a missing folder, an
     unreadable vocabulary or a folder without parseable articles ends the command with one
-    message naming it (the folder is checked first, the vocabulary before any article)."""
+    message naming it (the folder is checked first, the vocabulary before any article).
+
+    Example: ``generator_inputs(ap, ap.parse_args(["gralc/data/demo/articles", "--out", "q.jsonl"]))``
+    -> ``(load_corpus result of the 10 demo articles, None)`` (a linker with ``--vocabulary``).
+    """
     from gralc.documents.corpus import load_corpus
 
     if not Path(args.corpus_dir).is_dir():

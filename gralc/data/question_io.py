@@ -36,7 +36,13 @@ _ID_FIELDS = ("id", "gold_doc_id")  # a string, or a number written as one
 
 def write_jsonl(questions: Iterable[Question], path: str | Path) -> Path:
     """Write ``questions`` to ``path`` (parent folders created), atomically. ``relevance`` is
-    written only where set (a file of single-gold questions reads as it always did)."""
+    written only where set (a file of single-gold questions reads as it always did).
+
+    >>> import tempfile
+    >>> path = write_jsonl([Question("q1", "How long?", "d1")], tempfile.mkdtemp() + "/q.jsonl")
+    >>> read_jsonl(path)[0].text
+    'How long?'
+    """
     path = Path(path)
     with atomic_write(path) as f:
         for q in questions:
@@ -48,7 +54,11 @@ def write_jsonl(questions: Iterable[Question], path: str | Path) -> Path:
 
 
 def question_from_dict(row: dict, where: str = "<dict>") -> Question:
-    """A :class:`Question` from one JSON object (``"question"`` = alias of ``"text"``)."""
+    """A :class:`Question` from one JSON object (``"question"`` = alias of ``"text"``).
+
+    >>> question_from_dict({"id": "q1", "question": "How long?", "gold_doc_id": "d1"}).text
+    'How long?'
+    """
     if not isinstance(row, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
     row, changed, first = replace_surrogates_in(dict(row))
@@ -90,7 +100,12 @@ def question_from_dict(row: dict, where: str = "<dict>") -> Question:
 
 
 def read_jsonl(path: str | Path) -> list[Question]:
-    """Questions from a JSONL file (blank lines skipped); errors name the file and line."""
+    """Questions from a JSONL file (blank lines skipped); errors name the file and line.
+
+    >>> from gralc.data.demo import demo_questions_path
+    >>> read_jsonl(demo_questions_path())[0].gold_doc_id
+    'PMC9000001'
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"question file not found: {path}")

@@ -96,5 +96,10 @@ def read_beir_corpus(path: str | Path, max_docs: int | None = None) -> tuple[lis
 
 
 def is_beir_folder(path: str | Path) -> bool:
-    """Whether ``path`` is a folder holding a BEIR ``corpus.jsonl``."""
+    """Whether ``path`` is a folder holding a BEIR ``corpus.jsonl``.
+
+    >>> import tempfile
+    >>> is_beir_folder(tempfile.mkdtemp())
+    False
+    """
     return Path(path).is_dir() and (Path(path) / "corpus.jsonl").is_file()

@@ -37,7 +37,12 @@ def _selected(doc: Document, condition: str) -> list[Section]:
 
 
 def available_conditions(doc: Document) -> list[str]:
-    """The conditions :func:`derive_condition` can build for ``doc``."""
+    """The conditions :func:`derive_condition` can build for ``doc``.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> available_conditions(document_from_text("# T\\n\\n## Abstract\\n\\nShort.\\n\\n## Methods\\n\\nLong.", "d1"))
+    ['abstract', 'partial', 'full']
+    """
     return [c for c in CONDITIONS if _selected(doc, c)]
 
 
@@ -46,6 +51,11 @@ def derive_condition(doc: Document, condition: str) -> Document:
 
     Raises :class:`ConditionUnavailableError` when the article has no section for it
     (e.g. ``introduction`` for an article without an introduction).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\n## Abstract\\n\\nShort.\\n\\n## Methods\\n\\nLong.", "d1")
+    >>> derive_condition(doc, "abstract").text
+    'T\\n\\nAbstract\\n\\nShort.'
     """
     keep = _selected(doc, condition)
     if not keep:

@@ -20,7 +20,10 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 def parse_document(path: str | Path) -> Document:
     """Parse one article file by suffix: ``.txt``/``.md`` -> :func:`parse_text_file`, anything
-    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``."""
+    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``.
+
+    Example: ``parse_document("gralc/data/demo/articles/PMC9000001.nxml").id`` -> ``'PMC9000001'``.
+    """
     if Path(path).suffix.lower() in TEXT_SUFFIXES:
         return parse_text_file(path)
     return parse_jats(path)
@@ -28,14 +31,22 @@ def parse_document(path: str | Path) -> Document:
 
 @dataclass
 class CorpusLoadResult:
-    """Parsed documents (sorted by path) and the ``(path, reason)`` of every skipped file."""
+    """Parsed documents (sorted by path) and the ``(path, reason)`` of every skipped file.
+
+    Example: ``load_corpus("gralc/data/demo/articles")`` -> ``CorpusLoadResult(documents=[10
+    Documents], skipped=[])``.
+    """
 
     documents: list[Document] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def corpus_files(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> list[Path]:
-    """Files under ``directory`` matching any ``|``-separated glob, sorted, de-duplicated."""
+    """Files under ``directory`` matching any ``|``-separated glob, sorted, de-duplicated.
+
+    Example: ``[p.name for p in corpus_files("gralc/data/demo/articles")][:2]`` ->
+    ``['PMC9000001.nxml', 'PMC9000002.nxml']``.
+    """
     root = Path(directory)
     if not root.is_dir():
         raise FileNotFoundError(f"corpus directory {root} does not exist or is not a directory")
@@ -49,7 +60,10 @@ def iter_corpus(
     skipped: list[tuple[Path, str]] | None = None,
 ) -> Iterator[Document]:
     """Yield each parseable article in path order; unparseable files are logged and, when
-    ``skipped`` is given, appended to it as ``(path, reason)``. Never aborts on one file."""
+    ``skipped`` is given, appended to it as ``(path, reason)``. Never aborts on one file.
+
+    Example: ``next(iter_corpus("gralc/data/demo/articles")).id`` -> ``'PMC9000001'``.
+    """
     files = corpus_files(directory, pattern)
     if not files:
         log.warning("no files matching %r under %s", pattern, directory)
@@ -64,7 +78,10 @@ def iter_corpus(
 
 
 def load_corpus(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> CorpusLoadResult:
-    """Parse every matching file under ``directory`` (see :func:`iter_corpus`)."""
+    """Parse every matching file under ``directory`` (see :func:`iter_corpus`).
+
+    Example: ``len(load_corpus("gralc/data/demo/articles").documents)`` -> ``10``.
+    """
     result = CorpusLoadResult()
     result.documents = list(iter_corpus(directory, pattern, result.skipped))
     log.info("loaded %d documents from %s (%d skipped)", len(result.documents), directory,

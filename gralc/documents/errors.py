@@ -10,6 +10,10 @@ class DocumentParseError(ValueError):
 
     ``path`` is the offending file (or a label for in-memory input), ``line`` the 1-based line
     of the problem when known. The message names both and says what to do.
+
+    >>> e = DocumentParseError("a.nxml:3: no <article> element; is it JATS?", "a.nxml", 3)
+    >>> e.path, e.line
+    ('a.nxml', 3)
     """
 
     def __init__(self, message: str, path: str | Path | None = None, line: int | None = None):
@@ -19,4 +23,8 @@ class DocumentParseError(ValueError):
 
 
 class ConditionUnavailableError(ValueError):
-    """A document-length condition cannot be derived (e.g. no introduction section)."""
+    """A document-length condition cannot be derived (e.g. no introduction section).
+
+    Example: ``derive_condition(doc, "introduction")`` of an article without an introduction ->
+    ``ConditionUnavailableError``.
+    """

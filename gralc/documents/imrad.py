@@ -73,7 +73,11 @@ _NUMBERING = re.compile(r"^\s*(?:(?:\d+|[ivxlc]+|[a-z])[.):]|\d+(?:\.\d+)*\.?)\s
 
 
 def normalize_title(title: str) -> str:
-    """``"2.3. Materials & Methods:"`` -> ``"materials and methods"``."""
+    """``"2.3. Materials & Methods:"`` -> ``"materials and methods"``.
+
+    >>> normalize_title("2.3. Materials & Methods:")
+    'materials and methods'
+    """
     t = _NUMBERING.sub("", title.strip())
     t = t.lower().replace("&", " and ")
     t = re.sub(r"[^\w\s]|_", " ", t)
@@ -81,7 +85,11 @@ def normalize_title(title: str) -> str:
 
 
 def type_from_sec_type(sec_type: str | None) -> str | None:
-    """Canonical type of a JATS ``sec-type`` attribute, or None if it is absent/unknown."""
+    """Canonical type of a JATS ``sec-type`` attribute, or None if it is absent/unknown.
+
+    >>> type_from_sec_type("materials|methods"), type_from_sec_type(None)
+    ('methods', None)
+    """
     for token in (sec_type or "").lower().replace(",", "|").split("|"):
         if token.strip() in SEC_TYPES:
             return SEC_TYPES[token.strip()]
@@ -89,7 +97,11 @@ def type_from_sec_type(sec_type: str | None) -> str | None:
 
 
 def classify_title(title: str, top_level: bool = True) -> str | None:
-    """Canonical type of a section title, or None when the title is not recognised."""
+    """Canonical type of a section title, or None when the title is not recognised.
+
+    >>> classify_title("Materials and Methods"), classify_title("Acknowledgements")
+    ('methods', None)
+    """
     norm = normalize_title(title)
     if norm in EXACT_TITLES:
         return EXACT_TITLES[norm]
@@ -105,6 +117,9 @@ def classify_section(
     """Canonical type of a section (rules in the module docstring).
 
     ``parent_type`` is None for a top-level section, else the parent's canonical type.
+
+    >>> classify_section("Statistical analysis", parent_type="methods")
+    'methods'
     """
     top = parent_type is None
     found = type_from_sec_type(sec_type) or classify_title(title, top_level=top)
@@ -114,13 +129,21 @@ def classify_section(
 
 
 def mentions_discussion(title: str) -> bool:
-    """Whether a header such as ``Results and discussion`` also covers the discussion."""
+    """Whether a header such as ``Results and discussion`` also covers the discussion.
+
+    >>> mentions_discussion("Results and discussion"), mentions_discussion("Results")
+    (True, False)
+    """
     return "discussion" in normalize_title(title).split()
 
 
 @dataclass
 class ImradReport:
-    """Verdict of the IMRaD filter: ``ok``, missing types, body words and a reason."""
+    """Verdict of the IMRaD filter: ``ok``, missing types, body words and a reason.
+
+    >>> ImradReport(ok=False, missing=["results"], words=120, reason="missing results").ok
+    False
+    """
 
     ok: bool
     missing: list[str] = field(default_factory=list)
@@ -134,6 +157,10 @@ def imrad_report(doc: Document, min_words: int = 1000) -> ImradReport:
 
     Required top-level types: introduction (or background), methods, results, and
     discussion (or conclusion, or a ``Results and discussion`` header).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> imrad_report(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1")).missing
+    ['introduction', 'results', 'discussion']
     """
     types = {s.imrad_type for s in doc.sections}
     has_discussion = (
@@ -155,5 +182,10 @@ def imrad_report(doc: Document, min_words: int = 1000) -> ImradReport:
 
 
 def is_imrad(doc: Document, min_words: int = 1000) -> bool:
-    """The paper's IMRaD filter (see :func:`imrad_report` for the reason when False)."""
+    """The paper's IMRaD filter (see :func:`imrad_report` for the reason when False).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> is_imrad(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1"))
+    False
+    """
     return imrad_report(doc, min_words).ok

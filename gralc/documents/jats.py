@@ -515,6 +515,9 @@ def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
 
     Raises :class:`DocumentParseError` for unreadable/malformed XML, a file without an
     ``<article>``, or an article without any text. ``source`` defaults to the path.
+
+    Example: ``parse_jats("gralc/data/demo/articles/PMC9000001.nxml").sections[0].imrad_type`` ->
+    ``'abstract'``.
     """
     article, name = _read(path_or_bytes, source)
     front, body = article.find("front"), article.find("body")

@@ -28,7 +28,11 @@ SECTION_TYPES = IMRAD_TYPES + ("abstract",)
 
 @dataclass
 class Sentence:
-    """A sentence: ``[start, end)`` in ``Document.text``; ``paragraph_id`` owns it."""
+    """A sentence: ``[start, end)`` in ``Document.text``; ``paragraph_id`` owns it.
+
+    >>> Sentence(start=20, end=36, paragraph_id="p0001").end
+    36
+    """
 
     start: int
     end: int
@@ -42,6 +46,9 @@ class Paragraph:
     ``kind``: ``paragraph`` | ``list_item`` | ``caption`` | ``boxed`` | ``formula`` |
     ``abstract``. ``section_id`` is the innermost section that contains it (``None`` only
     for text outside any section). ``list_id`` is set for list items.
+
+    >>> Paragraph(id="p0001", start=20, end=36, section_id="s1").kind
+    'paragraph'
     """
 
     id: str
@@ -62,6 +69,11 @@ class Section:
     top-level ancestor unless their own title is more specific. ``title_start``/``title_end``
     locate the title in the text (equal when untitled). ``start``/``end`` cover the title and
     all content, subsections included.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> methods = document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.\\n\\n### Dosing\\n\\nDaily.", "d1").sections[0]
+    >>> methods.level, methods.imrad_type, [s.title for s in methods.walk()]
+    (1, 'methods', ['Methods', 'Dosing'])
     """
 
     id: str
@@ -85,7 +97,11 @@ class Section:
 
 @dataclass
 class Citation:
-    """An in-text bibliographic citation (``<xref ref-type="bibr">``) -> reference id."""
+    """An in-text bibliographic citation (``<xref ref-type="bibr">``) -> reference id.
+
+    >>> Citation(start=40, end=43, ref_id="B2", paragraph_id="p0001").ref_id
+    'B2'
+    """
 
     start: int
     end: int
@@ -96,7 +112,11 @@ class Citation:
 @dataclass
 class CrossRef:
     """An in-text cross-reference. ``ref_type``: ``fig`` | ``table`` | ``sec`` | ``supplementary``
-    | ``disp-formula`` | other JATS ref-type; ``target_id`` is the referenced element's id."""
+    | ``disp-formula`` | other JATS ref-type; ``target_id`` is the referenced element's id.
+
+    >>> CrossRef(start=10, end=18, ref_type="table", target_id="T1", paragraph_id="p0003").ref_type
+    'table'
+    """
 
     start: int
     end: int
@@ -107,7 +127,11 @@ class CrossRef:
 
 @dataclass
 class ListBlock:
-    """A list (``<list>``); its items are paragraphs of kind ``list_item``."""
+    """A list (``<list>``); its items are paragraphs of kind ``list_item``.
+
+    >>> ListBlock(id="L1", start=0, end=30, section_id="s2", item_ids=["p0004", "p0005"]).item_ids
+    ['p0004', 'p0005']
+    """
 
     id: str
     start: int
@@ -121,7 +145,11 @@ class ListBlock:
 class Caption:
     """A figure, table or supplementary-material caption; ``kind`` is ``fig`` | ``table`` |
     ``supplementary``; ``paragraph_id`` is the
-    caption paragraph (kind ``caption``) holding its text."""
+    caption paragraph (kind ``caption``) holding its text.
+
+    >>> Caption(id="F1", kind="fig", label="Figure 1", paragraph_id="p0007").kind
+    'fig'
+    """
 
     id: str
     kind: str
@@ -131,7 +159,11 @@ class Caption:
 
 @dataclass
 class Reference:
-    """An entry of the reference list (``<ref>``), not body text."""
+    """An entry of the reference list (``<ref>``), not body text.
+
+    >>> Reference(id="B2", text="Smith J. Metformin. 2020.", pmid="123").pmid
+    '123'
+    """
 
     id: str
     text: str
@@ -141,7 +173,13 @@ class Reference:
 
 @dataclass
 class Document:
-    """A parsed article (or PubMedQA abstract) with one canonical text and offsets."""
+    """A parsed article (or PubMedQA abstract) with one canonical text and offsets.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# Titration\\n\\n## Methods\\n\\nIt took 8 weeks.\\n\\n### Dosing\\n\\nTwice daily.", "n1")
+    >>> doc.id, doc.title, doc.text[doc.paragraphs[0].start : doc.paragraphs[0].end]
+    ('n1', 'Titration', 'It took 8 weeks.')
+    """
 
     id: str
     text: str
@@ -164,19 +202,26 @@ class Document:
 
     # ----- navigation -------------------------------------------------------------------
     def iter_sections(self) -> Iterator[Section]:
-        """Every section of the tree, depth first, in document order."""
+        """Every section of the tree, depth first, in document order.
+
+        Example: ``[s.id for s in doc.iter_sections()]`` -> ``['s1', 's1.1']`` (the
+        class example's Methods and its Dosing subsection)."""
         for sec in self.sections:
             yield from sec.walk()
 
     def section(self, section_id: str) -> Section:
-        """The section with this id (KeyError if none)."""
+        """The section with this id (KeyError if none).
+
+        Example: ``doc.section("s1.1").title`` -> ``'Dosing'`` (the class example)."""
         for sec in self.iter_sections():
             if sec.id == section_id:
                 return sec
         raise KeyError(section_id)
 
     def section_path(self, section_id: str | None) -> list[Section]:
-        """Sections from the top-level ancestor down to ``section_id`` (empty for None)."""
+        """Sections from the top-level ancestor down to ``section_id`` (empty for None).
+
+        Example: ``[s.title for s in doc.section_path("s1.1")]`` -> ``['Methods', 'Dosing']``."""
         if section_id is None:
             return []
         by_id = {s.id: s for s in self.iter_sections()}
@@ -193,24 +238,32 @@ class Document:
 
         This is the label a paragraph gets for IMRaD purposes: paragraphs under
         "Statistical analysis" inside "Methods" are ``methods``.
+
+        Example: ``doc.top_level_type("s1.1")`` -> ``'methods'`` (Dosing inside Methods).
         """
         path = self.section_path(section_id)
         return path[0].imrad_type if path else "other"
 
     @property
     def sentences(self) -> list[Sentence]:
-        """All sentences in document order."""
+        """All sentences in document order.
+
+        Example: ``doc.sentences[0]`` -> ``Sentence(start=20, end=36, paragraph_id='p0001')``."""
         return [s for p in self.paragraphs for s in p.sentences]
 
     def paragraph(self, paragraph_id: str) -> Paragraph:
-        """The paragraph with this id (KeyError if none)."""
+        """The paragraph with this id (KeyError if none).
+
+        Example: ``doc.paragraph("p0002").section_id`` -> ``'s1.1'`` (the class example)."""
         for p in self.paragraphs:
             if p.id == paragraph_id:
                 return p
         raise KeyError(paragraph_id)
 
     def body_word_count(self) -> int:
-        """Words in the body paragraphs (abstract excluded)."""
+        """Words in the body paragraphs (abstract excluded).
+
+        Example: ``doc.body_word_count()`` -> ``6`` (the class example: 4 + 2 words)."""
         return sum(
             len(self.text[p.start : p.end].split()) for p in self.paragraphs if p.kind != "abstract"
         )

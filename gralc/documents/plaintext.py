@@ -52,6 +52,10 @@ class OffsetMap:
 
     ``segments``: ``(raw_start, doc_start, length)`` of every raw span copied verbatim, in
     raw order (doc order too). Offsets are half-open; a segment's end offset maps.
+
+    >>> m = OffsetMap([(0, 0, 5), (7, 5, 4)])
+    >>> m.to_doc(8), m.span(7, 11)
+    (6, (5, 9))
     """
 
     segments: list[tuple[int, int, int]] = field(default_factory=list)
@@ -361,6 +365,9 @@ def parse_text_file(path: str | Path, fmt: str = "auto") -> Document:
     """Parse a UTF-8 ``.txt``/``.md`` article (``.md`` -> Markdown); ``Document.id`` is the stem.
 
     Raises :class:`DocumentParseError` for an unreadable, non-UTF-8 or empty file.
+
+    Example: ``parse_text_file("notes/titration.md").id`` -> ``'titration'`` (``#`` headings: title
+    and sections, as :func:`document_from_text` reads a string).
     """
     path = Path(path)
     try:

@@ -68,6 +68,9 @@ def label_to_imrad(label: str) -> str:
 
     Exact table first, then the first known keyword of the label; ``other`` otherwise
     (``UNLABELLED``, ``TRIAL REGISTRATION``, ``ICU LOS``, ...).
+
+    >>> label_to_imrad("BACKGROUND"), label_to_imrad("TRIAL REGISTRATION")
+    ('introduction', 'other')
     """
     norm = " ".join(re.findall(r"[A-Z]+", label.upper()))
     if norm in _EXACT:
@@ -81,7 +84,11 @@ def label_to_imrad(label: str) -> str:
 @dataclass
 class PubMedQA:
     """Loaded questions and their abstracts; ``mesh_terms`` maps document id -> MeSH headings;
-    ``skipped`` counts entries dropped for having no CONTEXTS."""
+    ``skipped`` counts entries dropped for having no CONTEXTS.
+
+    Example: ``load_pqal("data/pubmedqa/ori_pqal.json").split("test")`` -> the 500 test
+    questions; ``.document("21645374")`` -> that PMID's abstract.
+    """
 
     questions: list[Question] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
@@ -113,6 +120,10 @@ def convert_record(
     Blank contexts are dropped with their labels (an empty paragraph is no text). Raises
     ValueError when the question is not a non-blank string, ``contexts`` is empty (or blank) or
     ``labels`` has a different length.
+
+    >>> q, doc = convert_record("1", "Does it help?", ["Few studied it.", "It helped."], ["BACKGROUND", "RESULTS"])
+    >>> q.gold_doc_id, [s.imrad_type for s in doc.sections]
+    ('1', ['introduction', 'results'])
     """
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"PubMedQA record {pmid}: the question must be a non-blank string, got "
@@ -204,7 +215,13 @@ def _convert_pqal_entry(pmid: str, entry: dict[str, Any]) -> tuple[Question, Doc
 def convert_hf_record(record: dict[str, Any]) -> tuple[Question, Document, list[str]]:
     """Convert one ``qiaojin/PubMedQA`` record (fields ``pubid``, ``question``,
     ``context{contexts,labels,meshes}``, ``long_answer``, ``final_decision`` (absent in
-    ``pqa_unlabeled``)) -> (question, document, MeSH terms)."""
+    ``pqa_unlabeled``)) -> (question, document, MeSH terms).
+
+    >>> q, doc, mesh = convert_hf_record({"pubid": 1, "question": "Does it help?", "long_answer": "Yes.",
+    ...     "final_decision": "yes", "context": {"contexts": ["It helped."], "labels": ["RESULTS"], "meshes": ["Humans"]}})
+    >>> q.id, q.decision, doc.sections[0].imrad_type, mesh
+    ('1', 'yes', 'results', ['Humans'])
+    """
     ctx = record["context"]
     q, doc = convert_record(
         str(record["pubid"]),
@@ -222,7 +239,13 @@ def assign_splits(
 ) -> None:
     """Set ``split`` in place: ``test`` for ``test_ids``; of the rest, exactly
     ``round(dev_fraction * n)`` drawn by ``random.Random(seed)`` from the sorted ids are
-    ``dev``, the others ``train``."""
+    ``dev``, the others ``train``.
+
+    >>> from gralc.documents.question import Question
+    >>> qs = [Question(str(i), "Q?", str(i)) for i in range(4)]
+    >>> assign_splits(qs, {"0"}, dev_fraction=0.34); sorted(q.split for q in qs)
+    ['dev', 'test', 'train', 'train']
+    """
     pool = sorted(q.id for q in questions if q.id not in test_ids)
     dev = set(random.Random(seed).sample(pool, round(dev_fraction * len(pool))))
     for q in questions:
@@ -250,6 +273,9 @@ def load_pqal(
 
     ``test_ground_truth``: the official ``{pmid: label}`` test file; by default
     ``test_ground_truth.json`` beside ``path`` when present (else no ``test`` split).
+
+    Example: ``len(load_pqal("data/pubmedqa/ori_pqal.json").questions)`` -> ``1000`` (``test`` split
+    from ``test_ground_truth.json`` beside it; ``dev`` 10% of the rest).
     """
     path = Path(path)
     data = _read_json(path)
@@ -306,6 +332,9 @@ def load_hf_pubmedqa(
 
     Question.split is ``split`` unless ``test_ground_truth`` is given (then as in
     :func:`load_pqal`).
+
+    Example: ``load_hf_pubmedqa("pqa_labeled", cache_dir="data/hf")`` -> a :class:`PubMedQA` of
+    1,000 questions, each ``split="train"``.
     """
     try:
         import datasets

@@ -58,13 +58,21 @@ class Question:
 
     def relevant_docs(self) -> dict[str, int]:
         """Every relevant document id -> graded relevance (> 0): ``relevance``, or
-        ``{gold_doc_id: 1}`` when that is empty."""
+        ``{gold_doc_id: 1}`` when that is empty.
+
+        >>> Question("q1", "Which drug?", "d2", relevance={"d2": 2}).relevant_docs()
+        {'d2': 2}
+        """
         return dict(self.relevance) if self.relevance else {self.gold_doc_id: 1}
 
 
 def relevance_problem(relevance: object, gold_doc_id: str) -> str:
     """What is wrong with a ``relevance`` mapping (``""``: nothing): it must map document ids
-    (strings) to ints > 0 and hold ``gold_doc_id``."""
+    (strings) to ints > 0 and hold ``gold_doc_id``.
+
+    >>> relevance_problem({"d2": 1}, "d2"), relevance_problem({"d2": 0}, "d2")[:24]
+    ('', "'relevance' of 'd2' must")
+    """
     if not isinstance(relevance, dict):
         return f"'relevance' must be a mapping of document id -> int > 0, got {relevance!r}"
     for doc_id, grade in relevance.items():
@@ -87,6 +95,9 @@ def clean_question_text(text: object, where: str) -> str:
     replaced by U+FFFD with one warning naming ``where`` - left in, they end the search in the
     tokenizer's bare ``TypeError``. ``where`` is e.g. ``questions.jsonl:12`` or ``the question
     argument``.
+
+    >>> clean_question_text("What limits adherence?", "questions.jsonl:1")
+    'What limits adherence?'
     """
     if not isinstance(text, str):
         raise ValueError(f"{where}: a question must be a string, got {type(text).__name__} "

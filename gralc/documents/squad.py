@@ -32,7 +32,11 @@ _SHAPE = "{'data': [{'paragraphs': [{'context': str, 'qas': [{'question': str, '
 @dataclass
 class SquadContext:
     """One usable context: where it is (``FILE data[i].paragraphs[j]``), its raw entry, the
-    parsed document and the map from raw context offsets into ``doc.text``."""
+    parsed document and the map from raw context offsets into ``doc.text``.
+
+    Example: ``next(iter_squad_contexts(path, read_squad(path), print)).where`` (``path = "covid.json"``) ->
+    ``'covid.json data[0].paragraphs[0]'``.
+    """
 
     where: str
     para: dict[str, Any]
@@ -41,7 +45,11 @@ class SquadContext:
 
 
 def read_squad(path: str | Path) -> dict[str, Any]:
-    """The parsed JSON of a SQuAD-format file (a top-level ``data`` list), or one clear error."""
+    """The parsed JSON of a SQuAD-format file (a top-level ``data`` list), or one clear error.
+
+    Example: ``read_squad("COVID-QA.json")["data"][0]["paragraphs"][0]["context"]`` -> the first
+    context's text (a file without a ``data`` list raises ``DocumentParseError``).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such SQuAD-format JSON file")
@@ -89,7 +97,11 @@ def _check_types(path: Path, raw: dict[str, Any]) -> None:
 
 
 def is_squad(raw: Any) -> bool:
-    """Whether parsed JSON has SQuAD's shape (a top-level ``data`` list)."""
+    """Whether parsed JSON has SQuAD's shape (a top-level ``data`` list).
+
+    >>> is_squad({"data": []}), is_squad([])
+    (True, False)
+    """
     return isinstance(raw, dict) and isinstance(raw.get("data"), list)
 
 
@@ -100,7 +112,11 @@ def iter_squad_contexts(
     max_docs: int | None = None,
 ) -> Iterator[SquadContext]:
     """The usable contexts of ``raw`` (read from ``path``) in file order; an empty or missing
-    context calls ``on_skip(message)`` naming the entry and the fix."""
+    context calls ``on_skip(message)`` naming the entry and the fix.
+
+    Example: ``[c.doc.id for c in iter_squad_contexts(path, read_squad(path), print)]`` -> one
+    document id per usable context, in file order.
+    """
     path = Path(path)
     n = 0
     for i, article in enumerate(raw["data"]):
@@ -121,7 +137,10 @@ def iter_squad_contexts(
 
 
 def load_squad_documents(path: str | Path, on_skip: Callable[[str], None] | None = None) -> list[Document]:
-    """Every usable context of a SQuAD-format file as a document (see module docstring)."""
+    """Every usable context of a SQuAD-format file as a document (see module docstring).
+
+    Example: ``load_squad_documents("COVID-QA.json")`` -> one :class:`Document` per usable context.
+    """
     contexts = iter_squad_contexts(path, read_squad(path), on_skip or (lambda _m: None))
     docs = [c.doc for c in contexts]
     if not docs:

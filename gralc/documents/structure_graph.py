@@ -47,7 +47,13 @@ def _sec_type(level: int) -> str:
 
 
 def build_structure_graph(doc: Document) -> HeteroData:
-    """G_s of ``doc``. Raises ValueError when a paragraph names an unknown section."""
+    """G_s of ``doc``. Raises ValueError when a paragraph names an unknown section.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> g = build_structure_graph(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1"))
+    >>> g["section"].num_nodes, g["paragraph"].num_nodes
+    (1, 1)
+    """
     sections = list(doc.iter_sections())
     paragraphs = sorted(doc.paragraphs, key=lambda p: (p.start, p.end))
     ref_ids = list(dict.fromkeys(c.ref_id for c in doc.citations))  # first-mention order
@@ -153,7 +159,12 @@ def _as_graph(graph_or_doc: HeteroData | Document) -> HeteroData:
 def to_networkx(graph_or_doc: HeteroData | Document) -> nx.MultiDiGraph:
     """G_s as a MultiDiGraph for inspection. Nodes are ``(type, id)`` with attributes ``type``,
     ``id``, ``span`` (and ``title``, ``imrad_type``, ``level`` for sections); edges carry
-    ``relation`` (``contains`` | ``next`` | ``cites`` | ``refers_to``) and ``kind``."""
+    ``relation`` (``contains`` | ``next`` | ``cites`` | ``refers_to``) and ``kind``.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> sorted(to_networkx(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1")).nodes)
+    [('paragraph', 'p0001'), ('section', 's1')]
+    """
     g = _as_graph(graph_or_doc)
     out = nx.MultiDiGraph()
     for ntype in NODE_TYPES:
@@ -174,7 +185,12 @@ def to_networkx(graph_or_doc: HeteroData | Document) -> nx.MultiDiGraph:
 
 def graph_stats(doc_or_graph: HeteroData | Document) -> dict[str, int]:
     """Counts: ``nodes/<type>``, ``edges/<src>-<rel>-<dst>`` and ``edges/<kind>`` totals
-    (hierarchical, sequential, citation, xref)."""
+    (hierarchical, sequential, citation, xref).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> graph_stats(document_from_text("# T\\n\\n## Methods\\n\\nIt took 8 weeks.", "d1"))["nodes/section"]
+    1
+    """
     g = _as_graph(doc_or_graph)
     stats = {f"nodes/{t}": int(g[t].num_nodes) for t in NODE_TYPES}
     totals = dict.fromkeys(("hierarchical", "sequential", "citation", "xref"), 0)

@@ -48,13 +48,23 @@ def load_json(text: str, name: str | Path, line: int | None = None, hint: str = 
 
 def read_json_file(path: str | Path, hint: str = "") -> Any:
     """The JSON of a user's UTF-8 file (:func:`gralc.safe_load.read_json_untrusted`; document
-    text may hold ``${`` as it is never interpolated), its error a :class:`DocumentParseError`."""
+    text may hold ``${`` as it is never interpolated), its error a :class:`DocumentParseError`.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.json"; _ = f.write_text('{"text": "${x}"}')
+    >>> read_json_file(f)
+    {'text': '${x}'}
+    """
     return safe_load.read_json_untrusted(path, hint=hint, allow_interpolation=True,
                                          error=DocumentParseError)
 
 
 def replace_surrogates(text: str) -> tuple[str, int]:
-    """``text`` with every unpaired surrogate replaced by U+FFFD (same length), and how many."""
+    """``text`` with every unpaired surrogate replaced by U+FFFD (same length), and how many.
+
+    >>> replace_surrogates("ok\\udcff")
+    ('ok\\ufffd', 1)
+    """
     if not _SURROGATE.search(text):
         return text, 0
     return _SURROGATE.subn(REPLACEMENT, text)
@@ -65,7 +75,11 @@ def replace_surrogates_in(data: Any) -> tuple[Any, int, str]:
     where it can; ``(data, strings changed, where the first one is)`` with the place written as
     ``data[0].paragraphs[1].context``. Walks with a stack (the JSON may nest as deep as
     ``json.loads`` allowed); a place is a ``(parent place, key)`` link, spelled out only for
-    the first change."""
+    the first change.
+
+    >>> replace_surrogates_in({"data": [{"context": "ok\\udcff"}]})
+    ({'data': [{'context': 'ok\\ufffd'}]}, 1, 'data[0].context')
+    """
     changed, first = 0, ""
 
     def fix(value: str, place: tuple | None) -> str:
@@ -115,7 +129,11 @@ def _json_path(place: tuple | None) -> str:
 
 def surrogate_warning(where: str, count: int, first: str = "", strings: bool = True) -> str:
     """The one warning for :func:`replace_surrogates_in` (``count`` strings, the ``first`` of
-    them) or :func:`replace_surrogates` (``strings=False``: ``count`` characters)."""
+    them) or :func:`replace_surrogates` (``strings=False``: ``count`` characters).
+
+    >>> surrogate_warning("q.jsonl", 1, "data[0]")[:40]
+    'q.jsonl: 1 string(s) with unpaired UTF-1'
+    """
     what = "string(s) with unpaired UTF-16 surrogates" if strings else "unpaired UTF-16 surrogate(s)"
     at = f", first at {first}" if first else ""
     return (f"{where}: {count} {what} (a \\udXXX escape, or bytes that were not UTF-8){at}; "

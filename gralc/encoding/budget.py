@@ -16,7 +16,11 @@ from typing import Any
 class PieceCounter:
     """Word-piece end offsets of chunk texts from a Hugging Face fast tokenizer (no special
     tokens), cached by ``(doc_id, chunk_id, char_start, char_end)``. E.g.
-    ``len(PieceCounter(encoder.tokenizer)(chunk))`` is the chunk's word-piece count."""
+    ``len(PieceCounter(encoder.tokenizer)(chunk))`` is the chunk's word-piece count.
+
+    Example: ``len(PieceCounter(encoder.tokenizer)(Chunk("d1", "c0", "Metformin helps", 0, 15)))``
+    -> ``4`` with MiniLM's tokenizer (``met``, ``##form``, ``##in``, ``helps``).
+    """
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
@@ -55,7 +59,11 @@ def budget_counter(encoder: Any = None) -> PieceCounter:
     """The word-piece counter of retrieved-text budgets: always all-MiniLM-L6-v2's tokenizer,
     so budgets stay one fixed unit when encoders are compared. ``encoder``: the pipeline's
     encoder, whose tokenizer is reused when it is MiniLM's (None: the bundled MiniLM's).
-    E.g. ``len(budget_counter(pipeline.encoder)(chunk))``."""
+    E.g. ``len(budget_counter(pipeline.encoder)(chunk))``.
+
+    Example: ``budget_counter()(chunk)`` -> the MiniLM word-piece end offsets of ``chunk.text``
+    (its length is the chunk's budget cost, whatever encoder indexed it).
+    """
     from gralc.encoding.models import DEFAULT_MODEL_ID
 
     if getattr(encoder, "model_id", None) == DEFAULT_MODEL_ID:

@@ -16,7 +16,11 @@ from gralc.encoding.types import TokenEmbeddings
 
 
 def cache_key(text: str, model_id: str, window: int, overlap: int, precision: str) -> str:
-    """Hex sha256 over the text and every setting that changes the vectors."""
+    """Hex sha256 over the text and every setting that changes the vectors.
+
+    >>> len(cache_key("Metformin helps.", "all-MiniLM-L6-v2", 510, 128, "fp32"))
+    64
+    """
     digest = hashlib.sha256()
     text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
     for part in (text_hash, model_id, str(window), str(overlap), precision):
@@ -32,6 +36,12 @@ class EmbeddingCache:
 
     Vectors are stored as ``dtype`` (default float32, exact round trip); offsets and
     windows as int64; the model id in the file metadata.
+
+    >>> import tempfile
+    >>> te = TokenEmbeddings(torch.ones(2, 3), np.array([[0, 3], [4, 9]]), "minilm", [(0, 2)])
+    >>> cache = EmbeddingCache(tempfile.mkdtemp()); cache.put("ab12", te)
+    >>> cache.get("ab12").offsets.tolist()
+    [[0, 3], [4, 9]]
     """
 
     def __init__(self, cache_dir: str | os.PathLike, dtype: torch.dtype = torch.float32):

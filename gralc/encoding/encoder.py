@@ -53,7 +53,11 @@ _DEVICE_FIX = "set encoder.device=auto (a CUDA GPU when there is one, else the C
 def resolve_device(device: str) -> torch.device:
     """The torch device of ``encoder.device``: ``auto`` is ``cuda`` when a GPU is present, else
     ``cpu``. A string that names no device, or a device this machine lacks (``cuda`` or
-    ``cuda:3`` without that GPU, say), is a ValueError naming ``encoder.device`` and the fix."""
+    ``cuda:3`` without that GPU, say), is a ValueError naming ``encoder.device`` and the fix.
+
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -87,7 +91,11 @@ class EncoderConfig:
     available else cpu; ``precision``: "fp32", "bf16" (torch.autocast) or "auto" (bf16 only on hardware
     with native bf16, :mod:`gralc.encoding.precision`; :attr:`DocumentEncoder.precision`
     says which ran); ``cache_dir``:
-    on-disk cache of document embeddings (None: no cache); ``stream_tokens``: see below."""
+    on-disk cache of document embeddings (None: no cache); ``stream_tokens``: see below.
+
+    >>> EncoderConfig(device="cpu", precision="auto").overlap
+    128
+    """
 
     #: a Hugging Face id or model folder, or a name GraLC knows (gralc encoders lists them)
     model: str = "all-MiniLM-L6-v2"
@@ -109,7 +117,11 @@ class QuestionBatching:
     ``size`` questions per pass (None: ``encoder.batch_size``; 1: one unpadded pass each),
     ``longest_first``: sorted by length first (less padding). Padding changes a vector's last
     bits, so each caller keeps the grouping its numbers were made with: use the constants.
-    E.g. ``encoder.encode_questions(texts, PADDED)``."""
+    E.g. ``encoder.encode_questions(texts, PADDED)``.
+
+    >>> PADDED.longest_first, ONE_BY_ONE.size
+    (True, 1)
+    """
 
     size: int | None = None
     longest_first: bool = False
@@ -126,7 +138,11 @@ IN_ORDER = QuestionBatching()
 
 
 class DocumentEncoder:
-    """Late-chunking encoder around a Hugging Face ``AutoModel`` with a fast tokenizer."""
+    """Late-chunking encoder around a Hugging Face ``AutoModel`` with a fast tokenizer.
+
+    Example: ``DocumentEncoder(EncoderConfig()).encode_document("Metformin helps.").vectors.shape``
+    -> ``torch.Size([5, 384])`` (one row per word-piece of the text, MiniLM).
+    """
 
     def __init__(self, config: EncoderConfig | None = None):
         self.config = config = config or EncoderConfig()

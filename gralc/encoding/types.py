@@ -17,6 +17,10 @@ class TokenEmbeddings:
     of each token in ``text`` (the same ``Document.text`` every other stage uses).
     ``windows``: list of (token_start, token_end) windows the model ran over (one for a
     document that fits in the model's context). ``model_id`` names the encoder.
+
+    >>> te = TokenEmbeddings(torch.zeros(3, 4), np.array([[0, 3], [3, 9], [10, 15]]), "minilm", [(0, 3)])
+    >>> te.n_tokens, te.char_to_token(9)
+    (3, 2)
     """
 
     vectors: torch.Tensor

@@ -26,6 +26,9 @@ def plan_windows(n_tokens: int, window: int, overlap: int) -> list[tuple[int, in
     to end exactly at ``n_tokens`` (so it may overlap its predecessor by more than
     ``overlap``). A sequence of at most ``window`` tokens gives the single window
     ``[(0, n_tokens)]``.
+
+    >>> plan_windows(10, window=4, overlap=1)
+    [(0, 4), (3, 7), (6, 10)]
     """
     if n_tokens < 1:
         raise ValueError(f"plan_windows: n_tokens must be >= 1, got {n_tokens}")
@@ -49,7 +52,11 @@ def plan_windows(n_tokens: int, window: int, overlap: int) -> list[tuple[int, in
 
 
 def window_weights(length: int) -> torch.Tensor:
-    """Weights ``min(k + 1, L - k)`` for local positions ``k`` of a window of ``L`` tokens; (L,)."""
+    """Weights ``min(k + 1, L - k)`` for local positions ``k`` of a window of ``L`` tokens; (L,).
+
+    >>> window_weights(4)
+    tensor([1., 2., 2., 1.])
+    """
     k = torch.arange(length, dtype=torch.float32)
     return torch.minimum(k + 1, length - k)
 
@@ -58,7 +65,13 @@ class WindowBlender:
     """:func:`blend_windows` one window at a time: ``add`` each window's output as it is
     computed (and let it go), ``result`` at the end. Peak memory is the (n_tokens, d)
     accumulator instead of every window's output plus the blend (about 2.3x less for long
-    documents); the numbers are the same."""
+    documents); the numbers are the same.
+
+    >>> b = WindowBlender(n_tokens=3, dim=1)
+    >>> b.add(torch.ones(2, 1), 0, 2); b.add(3 * torch.ones(2, 1), 1, 3)
+    >>> b.result().flatten().tolist()
+    [1.0, 2.0, 3.0]
+    """
 
     def __init__(self, n_tokens: int, dim: int) -> None:
         self.acc = torch.zeros(n_tokens, dim, dtype=torch.float32)
@@ -91,6 +104,9 @@ def blend_windows(
     ``window_outputs[j]`` is (end_j - start_j, d): the content-token vectors of window
     ``windows[j]``. Each token gets the linear distance-weighted average described in the
     module docstring. A single window covering everything is returned unchanged.
+
+    >>> blend_windows([torch.ones(2, 1), 3 * torch.ones(2, 1)], [(0, 2), (1, 3)], 3).flatten().tolist()
+    [1.0, 2.0, 3.0]
     """
     if len(window_outputs) != len(windows) or not windows:
         raise ValueError(

@@ -36,7 +36,12 @@ class EvalConfig:
     scores every chunk);
     ``significance``: every row's gain over a reference row (default ``bm25``), with a
     paired bootstrap interval over the gold documents (``gains.json``, ``tables.md``);
-    ``resume``: reuse the rows a killed run with the same settings already wrote."""
+    ``resume``: reuse the rows a killed run with the same settings already wrote.
+
+    >>> from gralc.config import load_config
+    >>> load_config(EvalConfig, overrides=["methods=[bm25,late]", "ks=[1,10]"]).methods
+    ['bm25', 'late']
+    """
 
     #: seeds every random draw of the run
     seed: int = 0

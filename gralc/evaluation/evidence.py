@@ -55,12 +55,20 @@ def _chunk(item: Any) -> Any:
 
 
 def overlap(a: Span, b: Span) -> int:
-    """Characters shared by two half-open spans."""
+    """Characters shared by two half-open spans.
+
+    >>> overlap((0, 10), (5, 20)), overlap((0, 5), (5, 9))
+    (5, 0)
+    """
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
 def span_hits(piece: Span, evidence: Span, min_coverage: float = 0.5) -> bool:
-    """The hit rule: overlap >= ``min_coverage`` x the shorter span's length (and > 0)."""
+    """The hit rule: overlap >= ``min_coverage`` x the shorter span's length (and > 0).
+
+    >>> span_hits((0, 100), (90, 110)), span_hits((0, 100), (95, 105), min_coverage=0.5)
+    (True, True)
+    """
     shorter = min(piece[1] - piece[0], evidence[1] - evidence[0])
     if shorter <= 0:
         return False
@@ -70,7 +78,14 @@ def span_hits(piece: Span, evidence: Span, min_coverage: float = 0.5) -> bool:
 
 def resolve_evidence(question: Any, doc: Any) -> list[Span]:
     """The question's evidence spans in ``doc.text``: its ``evidence_spans`` when set, else
-    the spans of its ``gold_paragraph_ids`` present in ``doc``; [] when it has neither."""
+    the spans of its ``gold_paragraph_ids`` present in ``doc``; [] when it has neither.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> from gralc.documents.question import Question
+    >>> doc = document_from_text("# T\\n\\nIt took 8 weeks.", "d1")
+    >>> resolve_evidence(Question("q1", "How long?", "d1", gold_paragraph_ids=["p0001"]), doc)
+    [(3, 19)]
+    """
     if question.evidence_spans:
         return [(int(s), int(e)) for s, e in question.evidence_spans]
     wanted = set(question.gold_paragraph_ids)
@@ -113,7 +128,13 @@ def _intersection_length(a: Sequence[Span], b: Sequence[Span]) -> int:
 
 
 def budget_pieces(run: Sequence[Any], budget: int, piece_ends: PieceEnds) -> list[tuple[str, Span]]:
-    """``(doc_id, span)`` of the text taken from ``run`` within ``budget`` word-pieces."""
+    """``(doc_id, span)`` of the text taken from ``run`` within ``budget`` word-pieces.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> ends = lambda chunk: list(range(chunk.char_start + 5, chunk.char_end + 1, 5))  # a piece per 5 characters
+    >>> budget_pieces([Chunk("d1", "c0", "x" * 20, 0, 20)], 2, ends)
+    [('d1', (0, 10))]
+    """
     taken, used = [], 0
     for item in run:
         if used >= budget:
@@ -134,7 +155,13 @@ def budget_pieces(run: Sequence[Any], budget: int, piece_ends: PieceEnds) -> lis
 
 def ev_ndcg(run: Sequence[Any], gold_doc_id: str, evidence: Sequence[Span], k: int = 10,
             min_coverage: float = 0.5) -> float:
-    """Evidence nDCG@k (module docstring); 0 when there is no evidence."""
+    """Evidence nDCG@k (module docstring); 0 when there is no evidence.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> run = [Chunk("d1", "c0", "x", 0, 50), Chunk("d1", "c1", "y", 50, 100)]
+    >>> round(ev_ndcg(run, "d1", [(60, 90)], k=10), 4)
+    0.6309
+    """
     if not evidence:
         return 0.0
     seen: set[int] = set()
@@ -160,7 +187,13 @@ def evidence_metrics(
 ) -> dict[str, float]:
     """Every evidence metric of one question (module docstring). ``run``: retrieved chunks
     (or ``(chunk, score)`` pairs / Hits) best first; ``piece_ends`` is needed for the
-    budgeted metrics; ``within_article``: the gold document's chunks in ranked order."""
+    budgeted metrics; ``within_article``: the gold document's chunks in ranked order.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> m = evidence_metrics([Chunk("d1", "c0", "x", 0, 50), Chunk("d1", "c1", "y", 50, 100)], "d1", [(60, 90)], ks=(1, 5))
+    >>> m["ev_recall@1"], m["ev_recall@5"], m["ev_mrr"]
+    (0.0, 1.0, 0.5)
+    """
     if not evidence:
         raise ValueError(f"question on {gold_doc_id!r} has no evidence spans")
     n = len(evidence)

@@ -41,7 +41,11 @@ SYSTEM_PROMPT = (
 class GenerationConfig:
     """``api_key``: the key itself (else read from the env var ``api_key_env``; none is sent
     when both are empty, as local servers need none). ``retries``: extra attempts after a
-    connection error, HTTP 429 or 5xx, waiting ``backoff_s * 2**attempt`` seconds."""
+    connection error, HTTP 429 or 5xx, waiting ``backoff_s * 2**attempt`` seconds.
+
+    >>> GenerationConfig(enabled=True, model="llama").top_k
+    5
+    """
 
     #: answer the questions from each row's top chunks with an LLM (gen_f1)
     enabled: bool = False
@@ -65,11 +69,19 @@ class GenerationConfig:
 
 
 class GenerationError(RuntimeError):
-    """The chat endpoint could not be reached or gave an unusable answer."""
+    """The chat endpoint could not be reached or gave an unusable answer.
+
+    Example: ``generate_answers(questions, runs, GenerationConfig(base_url="http://nowhere:1/v1"))``
+    -> ``GenerationError`` naming the endpoint after ``retries`` attempts.
+    """
 
 
 class ChatClient:
-    """Minimal OpenAI-compatible chat-completions client (standard library only)."""
+    """Minimal OpenAI-compatible chat-completions client (standard library only).
+
+    Example: ``ChatClient(GenerationConfig(base_url="http://localhost:8000/v1", model="llama")).chat(messages)``
+    -> the assistant's answer text (``GenerationError`` when the endpoint stays unreachable).
+    """
 
     def __init__(self, config: GenerationConfig) -> None:
         if not config.model:
@@ -129,7 +141,13 @@ def _field(chunk: Any, name: str) -> Any:
 
 def build_messages(question: str, run: Run, top_k: int = 5) -> list[dict[str, str]]:
     """System + user messages: the top-k chunks as ``[i] (doc | Section > Sub) text``, then
-    the question."""
+    the question.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> m = build_messages("How long?", [(Chunk("d1", "c0", "It took 8 weeks.", 0, 16, section_path=["Methods"]), 0.9)])
+    >>> [x["role"] for x in m], "[1] (d1 | Methods) It took 8 weeks." in m[1]["content"]
+    (['system', 'user'], True)
+    """
     lines = []
     for i, (chunk, _score) in enumerate(run[:top_k], start=1):
         where = " > ".join(_field(chunk, "section_path")) or "no section"
@@ -140,7 +158,11 @@ def build_messages(question: str, run: Run, top_k: int = 5) -> list[dict[str, st
 
 def generate_answers(questions: Sequence[Question], runs: Sequence[Run], config: GenerationConfig,
                      client: ChatClient | None = None) -> list[str]:
-    """One generated answer per question from its top ``config.top_k`` chunks."""
+    """One generated answer per question from its top ``config.top_k`` chunks.
+
+    Example: ``generate_answers(questions, runs, GenerationConfig(enabled=True, model="llama"))`` ->
+    one answer string per question, from its top 5 chunks.
+    """
     if len(questions) != len(runs):
         raise ValueError(f"{len(questions)} questions but {len(runs)} runs: one run per question")
     client = client or ChatClient(config)
@@ -153,13 +175,21 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 
 
 def normalize_answer(text: str) -> list[str]:
-    """SQuAD normalisation: lower-case, drop punctuation and articles, split on whitespace."""
+    """SQuAD normalisation: lower-case, drop punctuation and articles, split on whitespace.
+
+    >>> normalize_answer("The dose was 8 weeks!")
+    ['dose', 'was', '8', 'weeks']
+    """
     return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
 
 
 def token_f1(prediction: str, reference: str) -> float:
     """SQuAD token F1 over the multiset of normalised tokens. When either side normalises to
-    no tokens, 1.0 if both do, else 0.0 (the SQuAD v2 rule)."""
+    no tokens, 1.0 if both do, else 0.0 (the SQuAD v2 rule).
+
+    >>> round(token_f1("eight weeks of metformin", "8 weeks metformin"), 4)
+    0.5714
+    """
     pred, ref = normalize_answer(prediction), normalize_answer(reference)
     if not pred or not ref:
         return float(pred == ref)
@@ -171,7 +201,12 @@ def token_f1(prediction: str, reference: str) -> float:
 
 
 def check_long_answers(questions: Sequence[Question]) -> None:
-    """Raise ``ValueError`` naming the first questions that lack a gold long answer."""
+    """Raise ``ValueError`` naming the first questions that lack a gold long answer.
+
+    >>> from gralc.documents.question import Question
+    >>> check_long_answers([Question("q1", "How long?", "d1", long_answer="8 weeks.")]) is None
+    True
+    """
     missing = [q.id for q in questions if not q.long_answer.strip()]
     if missing:
         raise ValueError(
@@ -184,7 +219,14 @@ def check_long_answers(questions: Sequence[Question]) -> None:
 def score_generation(questions: Sequence[Question], answers: Sequence[str], runs: Sequence[Run],
                      top_k: int = 5) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """``(metrics, per_query)``: mean ``gen_f1`` against ``long_answer`` and mean
-    ``gen_section_diversity@{top_k}``; per query its id, answer, F1 and diversity."""
+    ``gen_section_diversity@{top_k}``; per query its id, answer, F1 and diversity.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> from gralc.documents.question import Question
+    >>> run = [(Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]), 0.9)]
+    >>> score_generation([Question("q1", "How long?", "d1", long_answer="8 weeks")], ["8 weeks"], [run])[0]
+    {'gen_f1': 1.0, 'gen_section_diversity@5': 1.0, 'n_generation_questions': 1.0}
+    """
     check_long_answers(questions)
     if not (len(questions) == len(answers) == len(runs)):
         raise ValueError(f"{len(questions)} questions, {len(answers)} answers, {len(runs)} runs: must match")
@@ -204,7 +246,11 @@ def score_generation(questions: Sequence[Question], answers: Sequence[str], runs
 def evaluate_generation(questions: Sequence[Question], runs: Sequence[Run], config: GenerationConfig,
                         client: ChatClient | None = None) -> dict[str, float]:
     """Generate answers and score them: ``gen_f1``, ``gen_section_diversity@{top_k}``,
-    ``n_generation_questions``. Checks the gold answers BEFORE calling the endpoint."""
+    ``n_generation_questions``. Checks the gold answers BEFORE calling the endpoint.
+
+    Example: ``evaluate_generation(questions, runs, GenerationConfig(enabled=True, model="llama"))``
+    -> ``{'gen_f1': ..., 'gen_section_diversity@5': ..., 'n_generation_questions': ...}``.
+    """
     check_long_answers(questions)
     answers = generate_answers(questions, runs, config, client)
     return score_generation(questions, answers, runs, config.top_k)[0]

@@ -24,7 +24,11 @@ from gralc.model.query_features import link_questions
 
 
 class Linker(Protocol):
-    """What coverage needs of a linker (:class:`~gralc.knowledge.linker.EntityLinker` is one)."""
+    """What coverage needs of a linker (:class:`~gralc.knowledge.linker.EntityLinker` is one).
+
+    Example: ``linking_coverage(EntityLinker(vocabulary), tokenizer, questions, articles)``:
+    any object with ``link(text) -> list[EntityMention]`` serves.
+    """
 
     def link(self, text: str) -> list[EntityMention]:
         """Concept mentions in ``text``, sorted by start."""
@@ -32,7 +36,11 @@ class Linker(Protocol):
 
 
 def word_pieces(tokenizer, text: str) -> int:
-    """Word-pieces of ``text`` (no special tokens, no truncation)."""
+    """Word-pieces of ``text`` (no special tokens, no truncation).
+
+    Example: ``word_pieces(encoder.tokenizer, "Metformin helps")`` -> ``4`` (MiniLM: ``met``,
+    ``##form``, ``##in``, ``helps``).
+    """
     from gralc.chunking.sentence_spans import tokenize_offsets
 
     return len(tokenize_offsets(tokenizer, text))
@@ -41,7 +49,11 @@ def word_pieces(tokenizer, text: str) -> int:
 def fixed_chunk_texts(tokenizer, text: str, size: int = 256, overlap: int = 0) -> list[str]:
     """``text`` cut into windows of ``size`` word-pieces (stride ``size - overlap``), as the
     fixed-size chunker (:mod:`gralc.chunking.fixed`) cuts them, without embedding them: each
-    chunk's text from its first word-piece's start to its last one's end."""
+    chunk's text from its first word-piece's start to its last one's end.
+
+    Example: ``fixed_chunk_texts(encoder.tokenizer, article_text, size=256)`` -> the texts of the
+    256-word-piece windows the fixed-size chunker cuts.
+    """
     from gralc.chunking.sentence_spans import token_windows, tokenize_offsets
 
     offsets = tokenize_offsets(tokenizer, text)
@@ -50,18 +62,34 @@ def fixed_chunk_texts(tokenizer, text: str, size: int = 256, overlap: int = 0) -
 
 
 def share_linked(mentions: Sequence[Sequence[EntityMention]]) -> float:
-    """The share of texts with at least one mention (0.0 for no texts)."""
+    """The share of texts with at least one mention (0.0 for no texts).
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> share_linked([[EntityMention(0, 9, "D008687", "Metformin", "Metformin")], []])
+    0.5
+    """
     return sum(bool(m) for m in mentions) / len(mentions) if mentions else 0.0
 
 
 def mentions_per_1000_pieces(mentions: Sequence[Sequence[EntityMention]], pieces: int) -> float:
-    """Mentions per 1,000 word-pieces (0.0 for no word-pieces)."""
+    """Mentions per 1,000 word-pieces (0.0 for no word-pieces).
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> mentions_per_1000_pieces([[EntityMention(0, 9, "D008687", "Metformin", "Metformin")]], 500)
+    2.0
+    """
     return 1000.0 * sum(len(m) for m in mentions) / pieces if pieces else 0.0
 
 
 def top_concepts(mentions: Sequence[Sequence[EntityMention]], top: int = 20) -> list[dict[str, Any]]:
     """The ``top`` concepts by the number of texts (articles) mentioning them: id, name,
-    number and share of the texts, mentions in all; ties by id."""
+    number and share of the texts, mentions in all; ties by id.
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> m = EntityMention(0, 9, "D008687", "Metformin", "Metformin")
+    >>> top_concepts([[m, m], [m], []], top=1)
+    [{'id': 'D008687', 'name': 'Metformin', 'articles': 2, 'article_share': 0.6666666666666666, 'mentions': 3}]
+    """
     in_texts: Counter[str] = Counter()
     count: Counter[str] = Counter()
     names: dict[str, str] = {}
@@ -82,7 +110,11 @@ def linking_coverage(linker: Linker, tokenizer, questions: Sequence[str],
     """Coverage of ``linker`` over ``questions`` and ``articles`` (their whole texts):
     shares of questions / fixed ``chunk_size``-word-piece chunks with >= 1 concept, mentions
     per 1,000 word-pieces of the articles (and of the questions), distinct concepts, and the
-    ``top`` concepts by the number of articles they occur in."""
+    ``top`` concepts by the number of articles they occur in.
+
+    Example: ``linking_coverage(linker, tokenizer, questions, articles)["questions_with_concept"]``
+    -> the share of questions with at least one concept.
+    """
     q_mentions = link_questions(linker, questions)
     a_mentions = [linker.link(a) for a in articles]
     chunks = [c for a in articles for c in fixed_chunk_texts(tokenizer, a, chunk_size)]

@@ -58,7 +58,11 @@ class MethodSpec:
     graph_local | graph_global),
     ``rerank`` (none | chunk_link | malrag | diverse), ``boundary`` overrides for
     structure-aware strategies (e.g. ``{decoder: dp}``), ``rerank_options`` keyword
-    arguments of the re-ranker."""
+    arguments of the re-ranker.
+
+    >>> MethodSpec("late_hybrid", "late", searcher="hybrid").rerank
+    'none'
+    """
 
     name: str
     strategy: str
@@ -111,7 +115,11 @@ DEFAULT_METHODS: list[MethodSpec] = [
 @dataclass
 class EvidenceConfig:
     """Evidence-level scoring: ``min_coverage`` of the hit rule (share of the shorter of
-    chunk and evidence span that must overlap), ``budgets`` in word-pieces of retrieved text."""
+    chunk and evidence span that must overlap), ``budgets`` in word-pieces of retrieved text.
+
+    >>> EvidenceConfig(min_coverage=0.8).budgets
+    [128, 256, 512, 1024, 2048]
+    """
 
     min_coverage: float = 0.5
     budgets: list[int] = field(default_factory=lambda: list(BUDGETS))
@@ -127,7 +135,11 @@ class EvidenceConfig:
 class RunSettings:
     """How every row is run and scored: cut-offs ``ks`` (every ranking is cut to max(ks)),
     re-ranking depth ``candidates``, the FAISS index, the hybrid fusion, the evidence rule and
-    the word-piece counter of the budgeted metrics (None: no budgeted metrics)."""
+    the word-piece counter of the budgeted metrics (None: no budgeted metrics).
+
+    >>> RunSettings(ks=(1, 10), candidates=50).depth
+    10
+    """
 
     ks: tuple[int, ...] = (1, 5, 10, 20)
     candidates: int = 100
@@ -152,7 +164,11 @@ class RunSettings:
 class MethodResult:
     """One row of an evaluation: ``method`` on ``benchmark``, its aggregated ``metrics``, chunk
     statistics, ``timings`` (seconds; ``ms_per_query``) and ``per_query`` detail (each
-    question's metrics and top chunk ids)."""
+    question's metrics and top chunk ids).
+
+    >>> MethodResult("bm25", "demo", {"mrr": 0.5}, {}, {}, []).metrics["mrr"]
+    0.5
+    """
     method: str
     benchmark: str
     metrics: dict[str, float]
@@ -166,7 +182,11 @@ Run = list[tuple[Chunk, float]]
 
 
 def make_chunker(pipeline: Pipeline, spec: MethodSpec) -> Any:
-    """The chunker of a method (a fresh one when it overrides boundary settings)."""
+    """The chunker of a method (a fresh one when it overrides boundary settings).
+
+    Example: ``make_chunker(pipeline, MethodSpec("gralc_dp", "structure_aware", boundary={"decoder": "dp"}))``
+    -> a fresh StructureAwareChunker with the DP decoder (the pipeline's own chunker otherwise).
+    """
     if not spec.boundary:
         return pipeline.chunker(spec.strategy)
     cfg = copy.deepcopy(pipeline.config.chunking)
@@ -178,13 +198,21 @@ def make_chunker(pipeline: Pipeline, spec: MethodSpec) -> Any:
 
 
 def chunk_key(spec: MethodSpec) -> tuple:
-    """Rows with equal keys chunk identically (one chunking pass serves them all)."""
+    """Rows with equal keys chunk identically (one chunking pass serves them all).
+
+    >>> chunk_key(MethodSpec("late", "late")) == chunk_key(MethodSpec("late_hybrid", "late", searcher="hybrid"))
+    True
+    """
     return spec.strategy, tuple(sorted(spec.boundary.items()))
 
 
 class Searcher:
     """One row's searcher over ``chunks``: ``search`` gives the top ``depth`` of the corpus,
-    ``within`` ranks only the chunks of one document (the within-article setting)."""
+    ``within`` ranks only the chunks of one document (the within-article setting).
+
+    Example: ``Searcher("bm25", chunks, pipeline, [q.text for q in bench.questions], RunSettings()).search(20)``
+    -> each question's top 20 ``(chunk, score)`` pairs.
+    """
 
     def __init__(self, kind: str, chunks: list[Chunk], pipeline: Pipeline, queries: list[str],
                  settings: RunSettings, q_vecs: np.ndarray | None = None) -> None:
@@ -265,7 +293,13 @@ def _as_hits(items):
 
 
 def check_methods(specs: list[MethodSpec]) -> None:
-    """Reject unknown searchers / re-rankers before any expensive work."""
+    """Reject unknown searchers / re-rankers before any expensive work.
+
+    >>> check_methods([MethodSpec("x", "late", searcher="sparse")])
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
     for spec in specs:
         if spec.searcher not in ALL_SEARCHERS:
             raise ValueError(f"method {spec.name!r}: unknown searcher {spec.searcher!r}; "
@@ -288,7 +322,11 @@ def evaluate_method(
     """Chunk every document (unless ``chunks`` are given), search every question (``q_vecs``:
     the questions' encodings when already computed), re-rank, cut every ranking to
     ``max(ks)`` and score it. Graph rows build the corpus graph of ``chunks`` unless
-    ``graph_index`` (built from the same chunks) is given."""
+    ``graph_index`` (built from the same chunks) is given.
+
+    Example: ``evaluate_method(MethodSpec("late", "late"), demo_benchmark(), pipeline.prepare(bench.documents), pipeline).metrics["mrr"]``
+    -> the late-chunking row's MRR on the demo benchmark.
+    """
     settings = settings or RunSettings()
     t0 = time.perf_counter()
     if chunks is None:
@@ -312,7 +350,11 @@ def evaluate_method(
 def method_graph(prepared: list[PreparedDocument], chunks: list[Chunk], pipeline: Pipeline,
                  settings: RunSettings) -> GraphIndex:
     """The corpus graph (communities, reports, vectors) of ``chunks`` under ``settings.graph``;
-    generative reports through ``settings.generation``'s endpoint when it is enabled."""
+    generative reports through ``settings.generation``'s endpoint when it is enabled.
+
+    Example: ``method_graph(prepared, chunks, pipeline, RunSettings()).stats()`` -> the corpus
+    graph's node, edge, community and report counts.
+    """
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
 
     summarize = None
@@ -339,7 +381,11 @@ def method_graph(prepared: list[PreparedDocument], chunks: list[Chunk], pipeline
 def graph_searcher(kind: str, bench: Benchmark, chunks: list[Chunk], index: GraphIndex,
                    pipeline: Pipeline, settings: RunSettings,
                    q_vecs: np.ndarray | None = None) -> GraphSearcher:
-    """A :class:`GraphSearcher` of ``bench``'s questions (their concepts linked as documents' are)."""
+    """A :class:`GraphSearcher` of ``bench``'s questions (their concepts linked as documents' are).
+
+    Example: ``graph_searcher("graph_local", bench, chunks, graph_index, pipeline, RunSettings()).search(20)``
+    -> each question's top 20 hits of SemRAG's local search.
+    """
     texts = [q.text for q in bench.questions]
     if q_vecs is None:
         q_vecs = pipeline.encoder.encode_queries(texts).numpy()
@@ -351,7 +397,11 @@ def graph_searcher(kind: str, bench: Benchmark, chunks: list[Chunk], index: Grap
 class Scorer(Protocol):
     """What evaluation scores: a ranker of a benchmark's questions (in order) over its chunks:
     a baseline :class:`Searcher` (dense, BM25, hybrid), a trained model's row
-    (:class:`~gralc.evaluation.trained_rows.RankedRows`), anything else."""
+    (:class:`~gralc.evaluation.trained_rows.RankedRows`), anything else.
+
+    Example: ``score_scorer("bm25", bench, chunks, Searcher("bm25", chunks, pipeline, texts, settings), settings)``:
+    a :class:`Searcher` (or any object with ``search(depth)`` and ``within(...)``) is a Scorer.
+    """
 
     def search(self, depth: int) -> list[Run]:
         """Per question its top ``depth`` ``(chunk, score)`` pairs, best first."""
@@ -373,7 +423,11 @@ def score_scorer(
 ) -> MethodResult:
     """Search every question with ``scorer`` (``candidates`` deep when ``rerank`` re-ranks),
     cut every ranking to ``max(ks)`` and score it (:func:`score_runs`). ``timings``: the
-    row's earlier stages; ``score_s`` there is added to the search time."""
+    row's earlier stages; ``score_s`` there is added to the search time.
+
+    Example: ``score_scorer("bm25", bench, chunks, searcher, RunSettings())`` -> the row's
+    :class:`MethodResult` (search timed, rankings cut to max(ks) and scored).
+    """
     timings = dict(timings or {})
     depth = settings.depth
     t1 = time.perf_counter()
@@ -390,7 +444,11 @@ def score_scorer(
 
 def generation_metrics(bench: Benchmark, runs: list[Run], config: GenerationConfig) -> dict[str, float]:
     """``gen_f1`` etc. (:func:`~gralc.evaluation.generation.evaluate_generation`) over the
-    questions that carry a gold long answer (none: no generation metrics, with a warning)."""
+    questions that carry a gold long answer (none: no generation metrics, with a warning).
+
+    Example: ``generation_metrics(bench, runs, GenerationConfig(enabled=True, model="llama"))`` ->
+    ``{'gen_f1': ..., ...}`` over the questions with a long answer (``{}`` with a warning if none).
+    """
     pairs = [(q, r) for q, r in zip(bench.questions, runs) if q.long_answer.strip()]
     if not pairs:
         logger.warning("%s: no question has a gold long answer: generation not scored", bench.name)
@@ -410,7 +468,11 @@ def score_runs(
     """Metrics of one method's ranked runs (one per question, best first): document-level
     ranking and structure metrics for every question (the ranking metrics count every
     relevant document of a question judged against several, ``Question.relevance``),
-    evidence-level metrics for the questions whose evidence resolves in their gold document."""
+    evidence-level metrics for the questions whose evidence resolves in their gold document.
+
+    Example: ``score_runs("bm25", bench, chunks, runs, RunSettings(), {}).metrics["recall@5"]`` ->
+    the mean recall@5 of ``runs`` (one ranked list per question of ``bench``).
+    """
     docs = {d.id: d for d in bench.documents}
     ks = settings.ks
     per_query, cross, evidence_rows = [], [], []

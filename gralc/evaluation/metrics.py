@@ -46,7 +46,12 @@ def _get(item: ChunkLike, name: str) -> Any:
 
 
 def doc_ids_of(ranked_chunks: Sequence[ChunkLike]) -> list[str]:
-    """``doc_id`` of every retrieved chunk, in run order (repeats kept)."""
+    """``doc_id`` of every retrieved chunk, in run order (repeats kept).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> doc_ids_of([Chunk("d1", "c0", "x", 0, 1), (Chunk("d1", "c1", "y", 1, 2), 0.3)])
+    ['d1', 'd1']
+    """
     return [_get(c, "doc_id") for c in ranked_chunks]
 
 
@@ -54,6 +59,10 @@ def rank_docs(chunk_scores: Iterable[tuple[ChunkLike, float]]) -> list[tuple[str
     """Documents ranked by their best chunk: ``[(doc_id, max chunk score)]``.
 
     Order: score desc, then doc_id desc (the same fixed rule as :func:`rank_chunks`).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> rank_docs([(Chunk("d1", "c0", "x", 0, 1), 0.2), (Chunk("d1", "c1", "y", 1, 2), 0.7), (Chunk("d2", "c0", "z", 0, 1), 0.5)])
+    [('d1', 0.7), ('d2', 0.5)]
     """
     best: dict[str, float] = {}
     for chunk, score in chunk_scores:
@@ -70,6 +79,9 @@ def chunk_recall_precision_f1(
 
     recall = |R ∩ G| / |G|, precision = |R ∩ G| / |R| (0 when nothing is retrieved),
     f1 = 2 p r / (p + r) (0 when p + r = 0); R and G are the distinct id sets.
+
+    >>> chunk_recall_precision_f1(["c1", "c2"], ["c2", "c3", "c4"])
+    (0.3333333333333333, 0.5, 0.4)
     """
     retrieved, gold = set(retrieved_chunk_ids), gold_set(gold_chunk_ids)
     hit = len(retrieved & gold)
@@ -91,6 +103,10 @@ def seccov_pairs_at_k(ranked_chunks: Sequence[ChunkLike], k: int) -> int:
 
     Chunks without section metadata add nothing (a content-only strategy that stores no
     section scores 0, not 1; reference pitfall 2). Unnormalised; across documents.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> seccov_pairs_at_k([Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]), Chunk("d2", "c0", "y", 0, 1, section_ids=["s1"])], k=2)
+    2
     """
     check_k(k)
     pairs = {(_get(c, "doc_id"), s) for c in ranked_chunks[:k] if (s := _top_section(c))}
@@ -110,6 +126,11 @@ def seccov_doc_at_k(
     SecCov@k). Raises ``ValueError`` if the gold document has no sections, or if one of its
     chunks names a top-level section that is not in ``gold_doc_section_ids`` (mismatched
     metadata would otherwise be silently undercounted).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> run = [Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]), Chunk("d1", "c1", "y", 1, 2, section_ids=["s2"])]
+    >>> seccov_doc_at_k(run, "d1", ["s1", "s2", "s3", "s4"], k=2)
+    (2, 0.5)
     """
     check_k(k)
     sections = set(gold_doc_section_ids)
@@ -148,6 +169,11 @@ def cross_section_recall_at_k(
     Coverage = union of the chunks' ``imrad_types`` (canonical labels). Both sides must be
     canonical labels of :data:`~gralc.documents.model.SECTION_TYPES`, else ``ValueError``.
     The caller averages over questions (CS Recall@k).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> run = [Chunk("d1", "c0", "x", 0, 1, imrad_types=["methods"]), Chunk("d1", "c1", "y", 1, 2, imrad_types=["results"])]
+    >>> cross_section_recall_at_k(run, "d1", ["methods", "results"], k=2), cross_section_recall_at_k(run, "d1", ["methods", "results"], k=1)
+    (1.0, 0.0)
     """
     check_k(k)
     required = _check_types(required_types, "required types")
@@ -177,6 +203,11 @@ def query_metrics(
     against several documents, :meth:`Question.relevant_docs`): MRR, recall@k and the graded
     nDCG@10 count every one of them; without it ``gold_doc_id`` is the one relevant
     document. The structure metrics always look at ``gold_doc_id``.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> m = query_metrics([Chunk("d2", "c0", "x", 0, 1), Chunk("d1", "c0", "y", 0, 1)], "d1", ks=(1, 5))
+    >>> m["mrr"], m["recall@1"], m["recall@5"]
+    (0.5, 0.0, 1.0)
     """
     docs = doc_ids_of(ranked_chunks)
     gold = relevance if relevance else gold_doc_id
@@ -210,7 +241,12 @@ def _summary(values: list[float], prefix: str) -> dict[str, float]:
 def chunk_statistics(chunks: Sequence[ChunkLike]) -> dict[str, float]:
     """Size statistics: ``n_chunks``, ``n_docs``, ``chars_{mean,median,min,max}`` (len(text)),
     ``tokens_{mean,median,min,max}`` over chunks with a token span (``token_start >= 0``; NaN
-    when none has one) and ``n_with_tokens``."""
+    when none has one) and ``n_with_tokens``.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> chunk_statistics([Chunk("d1", "c0", "abcd", 0, 4, 0, 2), Chunk("d2", "c0", "ab", 0, 2, 0, 1)])["tokens_mean"]
+    1.5
+    """
     if not chunks:
         raise ValueError("chunk_statistics needs at least one chunk")
     chars = [float(len(_get(c, "text"))) for c in chunks]
@@ -230,7 +266,11 @@ def chunk_statistics(chunks: Sequence[ChunkLike]) -> dict[str, float]:
 
 def aggregate(per_query: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """Mean of every key over all queries. Every query must carry the same keys (a metric
-    averaged over a subset of queries would be silently inflated)."""
+    averaged over a subset of queries would be silently inflated).
+
+    >>> aggregate([{"mrr": 1.0}, {"mrr": 0.5}])
+    {'mrr': 0.75}
+    """
     if not per_query:
         raise ValueError("no per-query results to aggregate")
     keys = set(per_query[0])
@@ -258,6 +298,9 @@ def evaluate_with_ranx(
     qrels are passed as ranx's numeric form (numba typed lists of ``[[id, value], ...]``
     arrays sorted by value desc), because building ``ranx.Run``/``Qrels`` from dicts
     recompiles numba code for every new data set (about a minute on 2 cores).
+
+    Example: ``evaluate_with_ranx([["d2", "d1"]], ["d1"], ["mrr"])`` -> ``{'mrr': 0.5}`` (as
+    :func:`~gralc.retrieval.rank_metrics.mrr` computes it).
     """
     import numpy as np
     from numba.typed import List as TypedList

@@ -54,7 +54,11 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def plot_mrr_by_condition(results: Sequence[MethodResult], path: Path) -> Path | None:
-    """MRR of each method per pmc condition (conditions in the paper's order)."""
+    """MRR of each method per pmc condition (conditions in the paper's order).
+
+    Example: ``plot_mrr_by_condition(results, Path("results/run/mrr_by_condition.png"))`` -> that
+    path (None without ``pmc[...]`` rows).
+    """
     order = {c: i for i, c in enumerate(CONDITIONS)}
     benches = sorted((b for b in benchmarks_of(results) if family(b) == "pmc"),
                      key=lambda b: order.get(condition(b) or "", len(order)))
@@ -79,7 +83,11 @@ def plot_mrr_by_condition(results: Sequence[MethodResult], path: Path) -> Path |
 
 
 def plot_seccov_by_k(results: Sequence[MethodResult], path: Path) -> Path | None:
-    """SecCov pairs@k against k: one panel per benchmark with the metric, a line per method."""
+    """SecCov pairs@k against k: one panel per benchmark with the metric, a line per method.
+
+    Example: ``plot_seccov_by_k(results, Path("results/run/seccov_by_k.png"))`` -> that path (None
+    without SecCov metrics).
+    """
     benches = [b for b in benchmarks_of(results) if _ks([r for r in results if r.benchmark == b], "seccov_pairs")]
     if not benches:
         logger.info("skip %s: no seccov_pairs@k metric in the results", path.name)
@@ -102,7 +110,11 @@ def plot_seccov_by_k(results: Sequence[MethodResult], path: Path) -> Path | None
 
 def plot_precision_vs_breadth(results: Sequence[MethodResult], path: Path) -> Path | None:
     """MRR (precision) against SecCov pairs@20 (breadth): a panel per benchmark, a labelled
-    point per method."""
+    point per method.
+
+    Example: ``plot_precision_vs_breadth(results, Path("results/run/precision_breadth.png"))`` -> that
+    path (None without MRR and SecCov pairs@20).
+    """
     ks = _ks(results, "seccov_pairs")
     if not ks:
         logger.info("skip %s: no seccov_pairs@k metric in the results", path.name)
@@ -132,7 +144,11 @@ def plot_precision_vs_breadth(results: Sequence[MethodResult], path: Path) -> Pa
 
 
 def plot_evidence_vs_budget(results: Sequence[MethodResult], bench: str, path: Path) -> Path | None:
-    """``ev_recall@Bwp`` against B (log scale) for every method on ``bench``."""
+    """``ev_recall@Bwp`` against B (log scale) for every method on ``bench``.
+
+    Example: ``plot_evidence_vs_budget(results, "covidqa", Path("results/run/ev_budget.png"))`` ->
+    that path (None when no row has budgeted evidence metrics).
+    """
     pat = re.compile(r"^ev_recall@(\d+)wp$")
     rows = [r for r in results if r.benchmark == bench]
     budgets = sorted({int(m.group(1)) for r in rows for k in r.metrics if (m := pat.match(k))})
@@ -165,7 +181,11 @@ def _file_name(bench: str) -> str:
 
 
 def write_plots(results: Sequence[MethodResult], out_dir: str | Path) -> list[Path]:
-    """Draw every figure whose data is present into ``out_dir``; returns the paths written."""
+    """Draw every figure whose data is present into ``out_dir``; returns the paths written.
+
+    Example: ``write_plots(results, "results/run")`` -> the PNG paths drawn (``[]`` when no figure's
+    data is present).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [

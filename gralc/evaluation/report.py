@@ -94,25 +94,42 @@ _UNRANKED = {"n_questions", "n_cross_section_questions", "n_generation_questions
 
 # ----- lookup and formatting ---------------------------------------------------------------
 def family(benchmark: str) -> str:
-    """``pmc[full]`` -> ``pmc``; a name without brackets is its own family."""
+    """``pmc[full]`` -> ``pmc``; a name without brackets is its own family.
+
+    >>> family("pmc[full]"), family("covidqa")
+    ('pmc', 'covidqa')
+    """
     return benchmark.split("[", 1)[0]
 
 
 def condition(benchmark: str) -> str | None:
-    """``pmc[full]`` -> ``full``; None without brackets."""
+    """``pmc[full]`` -> ``full``; None without brackets.
+
+    >>> condition("pmc[full]"), condition("covidqa")
+    ('full', None)
+    """
     m = re.search(r"\[(.+)\]$", benchmark)
     return m.group(1) if m else None
 
 
 def paper_for(paper: Mapping[str, PaperRef] | None, benchmark: str) -> PaperRef | None:
-    """Reference numbers for ``benchmark``: an exact key first, then its family."""
+    """Reference numbers for ``benchmark``: an exact key first, then its family.
+
+    >>> paper_for({"pmc": {"bm25": {"mrr": 0.4}}}, "pmc[full]")
+    {'bm25': {'mrr': 0.4}}
+    """
     if not paper:
         return None
     return paper.get(benchmark) or paper.get(family(benchmark))
 
 
 def value(result: MethodResult, key: str) -> float | None:
-    """``key`` from the metrics, then the chunk statistics, then the timings (None if absent)."""
+    """``key`` from the metrics, then the chunk statistics, then the timings (None if absent).
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> value(MethodResult("bm25", "b", {"mrr": 0.5}, {"n_chunks": 27.0}, {}, []), "n_chunks")
+    27.0
+    """
     for source in (result.metrics, result.chunk_stats, result.timings):
         if key in source:
             return float(source[key])
@@ -120,13 +137,21 @@ def value(result: MethodResult, key: str) -> float | None:
 
 
 def label(key: str) -> str:
-    """Display name of a metric key: ``recall@5`` -> ``R@5``."""
+    """Display name of a metric key: ``recall@5`` -> ``doc R@5``.
+
+    >>> label("recall@5")
+    'doc R@5'
+    """
     base, _, k = key.partition("@")
     return _LABELS.get(base, base) + (f"@{k}" if k else "")
 
 
 def fmt(key: str, v: float | None) -> str:
-    """A cell: 4 decimals for rates, 2 for averaged counts, integers for chunk counts."""
+    """A cell: 4 decimals for rates, 2 for averaged counts, integers for chunk counts.
+
+    >>> fmt("mrr", 0.51234), fmt("n_chunks", 27.0)
+    ('0.5123', '27')
+    """
     if v is None:
         return "–"
     if math.isnan(v):
@@ -144,7 +169,13 @@ def _ordered(items: Sequence[str]) -> list[str]:
 
 
 def benchmarks_of(results: Sequence[MethodResult]) -> list[str]:
-    """Benchmark names in first-seen order."""
+    """Benchmark names in first-seen order.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> benchmarks_of([MethodResult("bm25", "b", {}, {}, {}, []), MethodResult("late", "a", {}, {}, {}, []),
+    ...                MethodResult("late", "b", {}, {}, {}, [])])
+    ['b', 'a']
+    """
     return _ordered([r.benchmark for r in results])
 
 
@@ -162,7 +193,12 @@ def table_cells(
     ``benchmark`` column is added, and ``paper`` is keyed by benchmark/family). Metric columns
     absent from every row are dropped; the chunk count and mean tokens are appended; each
     metric with a paper value gets ``paper`` and ``Δ`` columns. ``best`` marks the highest
-    value of a metric column within each benchmark."""
+    value of a metric column within each benchmark.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> table_cells([MethodResult("bm25", "demo", {"mrr": 0.5}, {}, {}, [])], "demo", ["mrr"])
+    (['method', 'doc MRR'], [[('bm25', False), ('0.5000', False)]])
+    """
     multi = not isinstance(benchmark, str)
     benches = list(benchmark) if multi else [benchmark]
     rows_of = {b: [r for r in results if r.benchmark == b] for b in benches}
@@ -209,7 +245,14 @@ def format_table(
     columns: Sequence[str],
     paper: PaperRef | Mapping[str, PaperRef] | None = None,
 ) -> str:
-    """A Markdown table (see :func:`table_cells`); the best value per column is **bold**."""
+    """A Markdown table (see :func:`table_cells`); the best value per column is **bold**.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> print(format_table([MethodResult("bm25", "demo", {"mrr": 0.5}, {}, {}, [])], "demo", ["mrr"]))
+    | method | doc MRR |
+    |---|---|
+    | bm25 | 0.5000 |
+    """
     header, rows = table_cells(results, benchmark, columns, paper)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
     lines += ["| " + " | ".join(f"**{t}**" if b else t for t, b in row) + " |" for row in rows]
@@ -219,7 +262,11 @@ def format_table(
 def print_table(results: Sequence[MethodResult], benchmark: str | Sequence[str], columns: Sequence[str],
                 paper: PaperRef | Mapping[str, PaperRef] | None = None, console: Any = None) -> None:
     """The same table on the terminal with rich (best values bold; the console is widened to
-    fit the table unless one is given)."""
+    fit the table unless one is given).
+
+    Example: ``print_table(results, "covidqa", ["mrr", "recall@5"])`` prints :func:`format_table`'s
+    table on the terminal, the best value of each column in bold.
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -238,7 +285,12 @@ def print_table(results: Sequence[MethodResult], benchmark: str | Sequence[str],
 
 
 def metric_keys(results: Sequence[MethodResult]) -> list[str]:
-    """Every metric key of the results: ranking, coverage, cross-section, then the rest."""
+    """Every metric key of the results: ranking, coverage, cross-section, then the rest.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> metric_keys([MethodResult("bm25", "b", {"zeta": 1.0, "mrr": 0.5}, {}, {}, [])])
+    ['mrr', 'zeta']
+    """
     keys = _ordered([k for r in results for k in r.metrics])
     order = ["mrr", "recall", "ndcg", "seccov_pairs", "seccov_doc", "seccov_doc_frac", "cross_section_recall"]
 
@@ -250,19 +302,34 @@ def metric_keys(results: Sequence[MethodResult]) -> list[str]:
 
 
 def generic_columns(results: Sequence[MethodResult]) -> list[str]:
-    """Ranking metrics of a generic table: MRR, every Recall@k, nDCG@10, questions, ms/query."""
+    """Ranking metrics of a generic table: MRR, every Recall@k, nDCG@10, questions, ms/query.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> generic_columns([MethodResult("bm25", "b", {"mrr": 0.5, "recall@5": 1.0}, {}, {}, [])])
+    ['mrr', 'recall@5', 'n_questions', 'ms_per_query']
+    """
     keys = [k for k in metric_keys(results) if k.partition("@")[0] in ("mrr", "ndcg", "recall")]
     return keys + ["n_questions", "ms_per_query"]
 
 
 def evidence_columns(results: Sequence[MethodResult]) -> list[str]:
-    """The evidence columns present in ``results`` ([] when no question carries evidence)."""
+    """The evidence columns present in ``results`` ([] when no question carries evidence).
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> evidence_columns([MethodResult("bm25", "b", {"mrr": 0.5}, {}, {}, [])])
+    []
+    """
     return [c for c in EVIDENCE_COLUMNS if any(c in r.metrics for r in results)] \
         if any(k.startswith("ev_") for r in results for k in r.metrics) else []
 
 
 def budget_columns(results: Sequence[MethodResult]) -> list[str]:
-    """Budgeted evidence recall, precision and IoU at every budget present."""
+    """Budgeted evidence recall, precision and IoU at every budget present.
+
+    >>> from gralc.evaluation.methods import MethodResult
+    >>> budget_columns([MethodResult("bm25", "b", {"ev_recall@512wp": 0.5}, {}, {}, [])])
+    ['ev_recall@512wp']
+    """
     pat = re.compile(r"^(ev_recall|ev_precision|ev_iou)@(\d+)wp$")
     found = {(m.group(1), int(m.group(2))) for r in results for k in r.metrics if (m := pat.match(k))}
     return [f"{b}@{n}wp" for b in BUDGET_BASES for n in sorted({n for _, n in found}) if (b, n) in found]
@@ -272,7 +339,11 @@ def gains_over_reference(results: Sequence[MethodResult], config: SignificanceCo
                          ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """``{benchmark: {method: {metric: gain}}}``: each row's gain over ``config.reference`` on
     the questions both scored (:meth:`PairedGain.as_dict`, paired by question, the bootstrap
-    resampling gold documents); benchmarks without the reference row are left out."""
+    resampling gold documents); benchmarks without the reference row are left out.
+
+    Example: ``gains_over_reference(results, SignificanceConfig(reference="bm25"))["covidqa"]["late"]["mrr"]``
+    -> ``{'gain': ..., 'low': ..., 'high': ..., ...}``: late's MRR gain over bm25 with its interval.
+    """
     out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for b in benchmarks_of(results):
         rows = [r for r in results if r.benchmark == b]
@@ -296,7 +367,13 @@ def gains_over_reference(results: Sequence[MethodResult], config: SignificanceCo
 
 def gains_table(gains: Mapping[str, Mapping[str, Mapping[str, float]]], reference: str) -> str:
     """A Markdown table of one benchmark's gains: per row and metric, ``gain [low, high]``;
-    a gain whose interval excludes 0 is **bold**."""
+    a gain whose interval excludes 0 is **bold**.
+
+    >>> print(gains_table({"late": {"mrr": {"gain": 0.1, "low": 0.02, "high": 0.2}}}, "bm25"))
+    | method | doc MRR − bm25 |
+    |---|---|
+    | late | **+0.100 [+0.020, +0.200]** |
+    """
     metrics = _ordered([m for by_metric in gains.values() for m in by_metric])
     lines = ["| method | " + " | ".join(f"{label(m)} − {reference}" for m in metrics) + " |",
              "|" + "|".join(["---"] * (len(metrics) + 1)) + "|"]
@@ -314,7 +391,11 @@ def markdown_tables(results: Sequence[MethodResult], paper: Mapping[str, PaperRe
                     gains: Mapping[str, Any] | None = None, significance: SignificanceConfig | None = None) -> str:
     """All paper-shaped tables whose data is present (with paper/Δ columns when ``paper`` has
     numbers for them), then a generic ranking table per benchmark; with ``gains``
-    (:func:`gains_over_reference` under ``significance``), each benchmark's gains table."""
+    (:func:`gains_over_reference` under ``significance``), each benchmark's gains table.
+
+    Example: ``markdown_tables(results)`` -> the Markdown of ``tables.md``: the paper-shaped tables
+    whose data is present, then one ranking table per benchmark.
+    """
     benches = benchmarks_of(results)
     parts = ["# GraLC evaluation report", ""]
     for b in benches:  # evidence level first: does the right passage come back?
@@ -370,7 +451,12 @@ def _clean(obj: Any) -> Any:
 
 
 def config_dict(config: Any) -> dict[str, Any]:
-    """A plain dict of a config given as dict, OmegaConf node or dataclass instance."""
+    """A plain dict of a config given as dict, OmegaConf node or dataclass instance.
+
+    >>> from gralc.config import WandbConfig
+    >>> config_dict(WandbConfig())["project"]
+    'gralc'
+    """
     from omegaconf import DictConfig, OmegaConf
 
     if isinstance(config, DictConfig):
@@ -399,6 +485,9 @@ def write_report(
     config.yaml: the resolved config. tables.md: :func:`markdown_tables`. ``paper``: reference
     numbers keyed by benchmark or family (e.g. :data:`PAPER_REFERENCE`), or None.
     gains.json: with ``significance`` (its ``reference`` set), :func:`gains_over_reference`.
+
+    Example: ``write_report(results, "results/run", cfg)`` -> ``Path('results/run/metrics.json')``,
+    with metrics.csv, per_query.jsonl, config.yaml and tables.md beside it.
     """
     if not results:
         raise ValueError("write_report: no results to report")

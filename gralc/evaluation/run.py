@@ -41,7 +41,12 @@ logger = logging.getLogger(__name__)
 
 def output_dir(cfg: EvalConfig) -> Path:
     """The results folder of ``cfg``: ``paths.output_dir`` (default ``results/{run_id}``) with
-    ``{run_id}`` expanded (:func:`~gralc.runinfo.expand_run_dir`)."""
+    ``{run_id}`` expanded (:func:`~gralc.runinfo.expand_run_dir`).
+
+    >>> from gralc.config import load_config
+    >>> output_dir(load_config(EvalConfig, overrides=["paths.output_dir=results/demo"]))
+    PosixPath('results/demo')
+    """
     return Path(expand_run_dir(cfg.paths.output_dir or "results/{run_id}"))
 
 
@@ -55,7 +60,12 @@ def named_models(cfg: EvalConfig) -> list[tuple[str, str]]:
     unique tail of the path: ``runs/a/export`` and ``runs/b/export`` are ``a_export`` and
     ``b_export``); a mapping names them. Names must be unique, fit :data:`MODEL_NAME`, and
     none of a model's rows (:func:`~gralc.evaluation.trained_rows.row_names`) may be another
-    row's name (a method's or another model's)."""
+    row's name (a method's or another model's).
+
+    >>> from gralc.config import load_config
+    >>> named_models(load_config(EvalConfig, overrides=["models=[runs/a/export,runs/b/export]"]))
+    [('a_export', 'runs/a/export'), ('b_export', 'runs/b/export')]
+    """
     from gralc.evaluation.trained_rows import row_names
 
     models = cfg.models if cfg.models is not None else []
@@ -105,7 +115,12 @@ def _path_names(paths: list[str]) -> list[tuple[str, str]]:
 def check_reference(cfg: EvalConfig) -> None:
     """``significance.reference`` must name a row: an unknown name is refused (a typo), a known
     row this run does not include is warned about (its gains table is left out). A row name of
-    GraLC 0.1 (``gralc_graph``, ...) is read as today's (:data:`ROW_ALIASES`)."""
+    GraLC 0.1 (``gralc_graph``, ...) is read as today's (:data:`ROW_ALIASES`).
+
+    >>> from gralc.config import load_config
+    >>> check_reference(load_config(EvalConfig, overrides=["significance.reference=bm25"])) is None
+    True
+    """
     from gralc.evaluation.trained_rows import ROW_ALIASES, row_names
 
     reference = cfg.significance.reference
@@ -122,7 +137,11 @@ def check_reference(cfg: EvalConfig) -> None:
 
 
 def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
-    """Run the configured methods and write the report; returns results and the run dir."""
+    """Run the configured methods and write the report; returns results and the run dir.
+
+    Example: ``results, out = evaluate(load_config(EvalConfig, CONFIG_DIR / "eval.yaml", ["data=demo"]))``
+    -> one :class:`MethodResult` per row and benchmark, and the folder the report went to.
+    """
     seed_everything(cfg.seed)
     by_name = {m.name: m for m in DEFAULT_METHODS}
     unknown = [m for m in cfg.methods if m not in by_name]
@@ -244,7 +263,11 @@ OUT_KEYS = ("paths.output_dir=", "paths.force=true")  # (out_key, force_key)
 
 def run_inputs(cfg: EvalConfig) -> list[str]:
     """Every path a run reads (corpus, models, knowledge files, caches): the output folder may
-    overlap none of them."""
+    overlap none of them.
+
+    Example: ``run_inputs(cfg)`` -> ``[data.path, each model, the knowledge files, the caches]``
+    (as strings; unset ones left out).
+    """
     k = cfg.pipeline.knowledge
     paths = [cfg.data.path, *(path for _, path in named_models(cfg)), k.vocabulary, k.tree_file,
              *(v for v in to_dict(k.relations).values() if isinstance(v, str)),
@@ -254,7 +277,12 @@ def run_inputs(cfg: EvalConfig) -> list[str]:
 
 def data_fingerprint(paths: list[str | None]) -> str:
     """SHA-256 over the files of ``paths`` (folders walked in order): their names and contents
-    (files over 64 MiB: size and modification time), so a changed corpus reruns its rows."""
+    (files over 64 MiB: size and modification time), so a changed corpus reruns its rows.
+
+    >>> import tempfile
+    >>> len(data_fingerprint([tempfile.mkdtemp(), None]))
+    64
+    """
     from gralc.artefacts import file_sha256
 
     digest = hashlib.sha256()
@@ -305,7 +333,11 @@ def _read_saved(path: Path, key: str, rows: bool = False):
 
 
 def print_tables(results: list[MethodResult]) -> None:
-    """Per benchmark: ranking metrics, then structural metrics, with chunk statistics."""
+    """Per benchmark: ranking metrics, then structural metrics, with chunk statistics.
+
+    Example: ``print_tables(evaluate(cfg)[0])`` prints, per benchmark, the ranking and the
+    structural metrics of every row on the terminal.
+    """
     from gralc.evaluation.report import (
         TABLE5_COLUMNS,
         benchmarks_of,

@@ -45,19 +45,31 @@ TIMED_QUESTIONS = 16
 
 
 def row_name(prefix: str, suffix: str) -> str:
-    """``NAME`` for the product row, ``NAME_SUFFIX`` for the others."""
+    """``NAME`` for the product row, ``NAME_SUFFIX`` for the others.
+
+    >>> row_name("gralc", ""), row_name("gralc", "cosine")
+    ('gralc', 'gralc_cosine')
+    """
     return f"{prefix}_{suffix}" if suffix else prefix
 
 
 def row_names(prefix: str) -> list[str]:
-    """Every row a trained model named ``prefix`` adds (:data:`ROWS`)."""
+    """Every row a trained model named ``prefix`` adds (:data:`ROWS`).
+
+    >>> row_names("mine")
+    ['mine_cosine', 'mine', 'mine_cosine_hybrid', 'mine_hybrid']
+    """
     return [row_name(prefix, s) for s in ROWS]
 
 
 class RankedRows:
     """One trained row from rankings already made: per question its top ``runs`` and its
     ranking of its gold document's chunks (``within``), fused with BM25 (``lexical`` runs)
-    when given."""
+    when given.
+
+    Example: ``RankedRows(runs, within, gold, None, FusionConfig()).search(10)`` -> the trained
+    row's top 10 of each question, already ranked (with ``lexical`` runs: fused with BM25).
+    """
 
     def __init__(self, runs: list[Run], within: list[Run], gold: list[str],
                  lexical: list[Run] | None, fusion: FusionConfig) -> None:
@@ -91,7 +103,11 @@ def evaluate_trained(
     model; the model runs with the pipeline settings saved in it, see :func:`own_pipeline`).
     ``gralc_graph`` is the product's search (:class:`TrainedSearch` with ``settings.search``:
     candidates, token codes) of every question over all the benchmark's chunks, each
-    question's gold document ranked by the same score."""
+    question's gold document ranked by the same score.
+
+    Example: ``[r.method for r in evaluate_trained("export/", bench, prepared, pipeline)]`` ->
+    ``['gralc_cosine', 'gralc', 'gralc_cosine_hybrid', 'gralc_hybrid']``.
+    """
     settings = settings or RunSettings()
     scorer = scorer or TrainedScorer.load(model_path)
     pipeline, prepared = own_pipeline(scorer, pipeline, prepared, model_path)
@@ -104,7 +120,11 @@ def evaluate_trained(
 def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], config=None):
     """A :class:`~gralc.retrieval.trained.search.TrainedSearch` over ``chunks`` (just made by
     ``scorer.chunk``): an exact FAISS index of their vectors, their BM25 and, for a model that
-    adds them, their term-pair BM25 and concept match, as ``gralc.index --model`` builds them."""
+    adds them, their term-pair BM25 and concept match, as ``gralc.index --model`` builds them.
+
+    Example: ``searchable(scorer, pipeline, scorer.chunk(pipeline, prepared)).search_batch(["What limits adherence?"], 10)``
+    -> that question's top 10 hits (as ``gralc search`` ranks them).
+    """
     from gralc.retrieval.indexes.dense import ChunkIndex
     from gralc.retrieval.trained.search import TrainedSearch
 
@@ -120,7 +140,11 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
     """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
     ``graph`` its top hits and each question's gold document ranked by the same score,
     ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25 (module docstring);
-    ``rows``: the suffixes to score (:data:`ROWS`)."""
+    ``rows``: the suffixes to score (:data:`ROWS`).
+
+    Example: ``[r.method for r in searched_rows(search, bench, RunSettings())]`` ->
+    ``['gralc_cosine', 'gralc', 'gralc_cosine_hybrid', 'gralc_hybrid']``.
+    """
     index, chunks = search.index, search.index.chunks
     texts = [q.text for q in bench.questions]
     gold = [q.gold_doc_id for q in bench.questions]
@@ -164,7 +188,11 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
 def single_question_ms(search, texts: list[str], k: int = 10) -> float:
     """Median milliseconds of one question searched alone, as ``gralc search -k 10`` does
     (encoding, candidates, decoding), over the first :data:`TIMED_QUESTIONS` questions after
-    one warm-up search."""
+    one warm-up search.
+
+    Example: ``single_question_ms(search, [q.text for q in bench.questions])`` -> the median
+    milliseconds of one question searched alone (e.g. ``38.2``).
+    """
     import statistics
 
     sample = texts[:TIMED_QUESTIONS]
@@ -183,7 +211,11 @@ def own_pipeline(scorer: TrainedScorer, pipeline: Pipeline, prepared: list[Prepa
                  model_path: str | Path = "") -> tuple[Pipeline, list[PreparedDocument]]:
     """The model's own saved pipeline settings (encoder, LoRA-adapted or not, knowledge base,
     boundary window) with ``pipeline``'s runtime settings; where they differ in any input
-    setting the documents are prepared again with them and a warning names the differences."""
+    setting the documents are prepared again with them and a warning names the differences.
+
+    Example: ``own_pipeline(scorer, pipeline, prepared)`` -> ``(pipeline, prepared)`` unchanged when
+    the model was saved with the same input settings (else both rebuilt, with a warning).
+    """
     own = with_runtime(scorer.pipeline_config, pipeline.config)
     differ = [c for c in config_conflicts(own, pipeline.config) if c.startswith(MODEL_INPUT_KEYS)]
     if not differ:

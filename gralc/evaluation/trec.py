@@ -86,7 +86,11 @@ def one_to_one(
 ) -> dict[str, bool]:
     """Per question with evidence: whether its holding chunks and its held evidence spans pair
     one to one, so that TREC ``recall@k`` against :func:`evidence_qrels` equals our
-    ``ev_recall@k`` whatever the run (module docstring)."""
+    ``ev_recall@k`` whatever the run (module docstring).
+
+    Example: ``one_to_one(bench.questions, chunks, bench.documents)`` -> ``{'q1': True, ...}``: whether
+    TREC recall@k against the evidence qrels equals ``ev_recall@k`` for each question.
+    """
     out = {}
     for q, _spans, held in _holding(questions, chunks, documents, min_coverage):
         per_span: dict[int, int] = defaultdict(int)

@@ -96,21 +96,32 @@ def _download(argv: list[str], prog: str = "gralc mesh") -> int:
 
 
 def link_main(argv: list[str] | None = None) -> int:
-    """``gralc link FILE [knowledge.vocabulary=PATH]`` inside the error boundary (exit 2)."""
+    """``gralc link FILE [knowledge.vocabulary=PATH]`` inside the error boundary (exit 2).
+
+    Example: ``link_main(["gralc/data/demo/articles/PMC9000001.nxml"])`` -> ``0``, printing each
+    concept mention of the article (built-in vocabulary).
+    """
     from gralc.cli import run
 
     return run(_link, argv)
 
 
 def download_main(argv: list[str] | None = None) -> int:
-    """``gralc mesh --out DIR [--year 2024]`` inside the error boundary (exit 2)."""
+    """``gralc mesh --out DIR [--year 2024]`` inside the error boundary (exit 2).
+
+    Example: ``download_main(["--out", "data/mesh", "--year", "2024"])`` -> ``0`` once
+    ``desc2024.xml`` and ``mtrees2024.bin`` are in ``data/mesh`` (2 when offline, with the fix).
+    """
     from gralc.cli import run
 
     return run(_download, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gralc.knowledge download|link ...`` (the package's own command line)."""
+    """``python -m gralc.knowledge download|link ...`` (the package's own command line).
+
+    Example: ``main(["link", "gralc/data/demo/articles/PMC9000001.nxml"])`` -> ``0``.
+    """
     from gralc.cli import run
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -22,18 +22,30 @@ def _builtin_file(name: str) -> Path:
 
 
 def builtin_vocabulary_path() -> Path:
-    """``mesh_vocabulary.tsv``: MeSH 2024 entry terms in NLM's thesaurus-terms TSV format."""
+    """``mesh_vocabulary.tsv``: MeSH 2024 entry terms in NLM's thesaurus-terms TSV format.
+
+    >>> builtin_vocabulary_path().name
+    'mesh_vocabulary.tsv'
+    """
     return _builtin_file("mesh_vocabulary.tsv")
 
 
 def builtin_tree_path() -> Path:
-    """``mtrees_demo.bin``: ``Name;TreeNumber`` lines (NLM mtrees format) with direct parents."""
+    """``mtrees_demo.bin``: ``Name;TreeNumber`` lines (NLM mtrees format) with direct parents.
+
+    >>> builtin_tree_path().name
+    'mtrees_demo.bin'
+    """
     return _builtin_file("mtrees_demo.bin")
 
 
 def warn_builtin_vocabulary(corpus: str) -> bool:
     """Warn (once per corpus and process) that ``corpus`` is linked with the built-in
-    438-term subset; True when the warning was logged now."""
+    438-term subset; True when the warning was logged now.
+
+    Example: ``warn_builtin_vocabulary("my_corpus/")`` -> ``True`` (one warning with the download
+    command); a second call for ``my_corpus/`` -> ``False``.
+    """
     if corpus in _warned:
         return False
     _warned.add(corpus)

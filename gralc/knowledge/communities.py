@@ -28,7 +28,11 @@ FORMAT = "gralc-communities"
 class CommunityConfig:
     """``levels``: how many levels (>= 1); ``resolution``: modularity resolution (higher:
     smaller communities); ``max_size``: communities larger than this are split at the next
-    level; ``seed``; ``backend``: auto | leiden | louvain."""
+    level; ``seed``; ``backend``: auto | leiden | louvain.
+
+    >>> CommunityConfig(levels=1).max_size
+    30
+    """
 
     levels: int = 2
     resolution: float = 1.0
@@ -50,7 +54,11 @@ class CommunityConfig:
 @dataclass
 class Community:
     """``id`` (``L<level>-<n>``, numbered by size then first node), its concept ids (sorted)
-    and the id of the community it splits (None at level 0)."""
+    and the id of the community it splits (None at level 0).
+
+    >>> Community(id="L1-0", level=1, nodes=["D003924", "D008687"], parent="L0-0").parent
+    'L0-0'
+    """
 
     id: str
     level: int
@@ -62,7 +70,11 @@ class Community:
 def resolve_backend(backend: str) -> str:
     """The backend to run: ``leiden`` for ``auto`` / ``leiden`` when ``leidenalg`` and
     ``igraph`` import, else ``louvain`` (``auto`` logs a warning, ``leiden`` raises
-    ImportError)."""
+    ImportError).
+
+    >>> resolve_backend("louvain")
+    'louvain'
+    """
     if backend in ("auto", "leiden"):
         try:
             import igraph  # noqa: F401
@@ -106,7 +118,11 @@ def _partition(nodes: list[str], edges: list[tuple[str, str, float]], cfg: Commu
 
 
 def detect_communities(graph: CorpusGraph, config: CommunityConfig | None = None) -> list[Community]:
-    """Every level's partition, level 0 first (see the module docstring)."""
+    """Every level's partition, level 0 first (see the module docstring).
+
+    Example: ``[c.id for c in detect_communities(graph, CommunityConfig(levels=1))]`` ->
+    ``['L0-0', 'L0-1', ...]`` (level 0, largest first).
+    """
     cfg = config or CommunityConfig()
     backend = resolve_backend(cfg.backend)
     nodes = sorted(graph.nodes)
@@ -138,14 +154,23 @@ def _number(groups: list[list[str]], level: int, parent: str | None, start: int 
 
 
 def level_of(communities: list[Community], level: int) -> list[Community]:
-    """The partition at ``level`` (the deepest one when ``level`` is beyond it)."""
+    """The partition at ``level`` (the deepest one when ``level`` is beyond it).
+
+    >>> level_of([Community("L0-0", 0, ["D1", "D2"]), Community("L1-0", 1, ["D1"], "L0-0")], 5)[0].id
+    'L1-0'
+    """
     deepest = max(c.level for c in communities)
     return [c for c in communities if c.level == min(level, deepest)]
 
 
 def save_communities(communities: list[Community], path: str | Path,
                      config: CommunityConfig | None = None) -> Path:
-    """``communities`` as JSON (with the ``config`` that found them, when given)."""
+    """``communities`` as JSON (with the ``config`` that found them, when given).
+
+    >>> import tempfile
+    >>> save_communities([Community("L0-0", 0, ["D1", "D2"])], tempfile.mkdtemp() + "/c.json").name
+    'c.json'
+    """
     write_json_atomic(path, {"format": FORMAT, "config": asdict(config) if config else None,
                              "communities": [asdict(c) for c in communities]})
     return Path(path)
@@ -153,7 +178,13 @@ def save_communities(communities: list[Community], path: str | Path,
 
 def load_communities(path: str | Path) -> list[Community]:
     """The communities :func:`save_communities` wrote to ``path``; FileNotFoundError /
-    ValueError otherwise."""
+    ValueError otherwise.
+
+    >>> import tempfile
+    >>> path = save_communities([Community("L0-0", 0, ["D1", "D2"])], tempfile.mkdtemp() + "/c.json")
+    >>> load_communities(path)[0].nodes
+    ['D1', 'D2']
+    """
     d = read_format(path, FORMAT, "communities")
     try:
         return [Community(str(c["id"]), int(c["level"]), list(c["nodes"]), c["parent"],

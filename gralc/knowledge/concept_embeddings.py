@@ -22,7 +22,11 @@ from gralc.knowledge.vocabulary import Concept, Vocabulary
 
 class ConceptEmbedder:
     """Cached concept embeddings. ``k``: synonyms used besides the preferred name (the
-    vocabulary lists real synonyms before generated plural variants)."""
+    vocabulary lists real synonyms before generated plural variants).
+
+    Example: ``ConceptEmbedder(pipeline.encoder.encode_texts, k=4).embed_ids(["D008687"], vocabulary)``
+    -> a (1, d) tensor: the normalised mean of the name's and up to 4 synonyms' vectors.
+    """
 
     def __init__(
         self,

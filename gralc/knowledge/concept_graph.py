@@ -54,7 +54,11 @@ class RelationSources:
     ``pharm_action_tsv`` (columns DescriptorUI, PharmActionUI; or NLM's ``descYYYY.xml``,
     whose records list their pharmacological actions: the file ``python -m gralc.knowledge
     download`` fetches), ``disease_symptom_tsv`` (HSDN: disease_id, symptom_id, as
-    dhimmel/hsdn's ``data/symptoms-DO.tsv``), ``mrrel`` (UMLS MRREL.RRF)."""
+    dhimmel/hsdn's ``data/symptoms-DO.tsv``), ``mrrel`` (UMLS MRREL.RRF).
+
+    >>> RelationSources(pharm_action_tsv="data/mesh/desc2024.xml").cooccurrence
+    True
+    """
 
     #: link concepts whose MeSH tree numbers are parent and child
     tree: bool = True
@@ -79,7 +83,13 @@ def _read_pairs(path: str | Path, src_col: str, dst_col: str) -> list[tuple[str,
 def read_pharm_actions(path: str | Path) -> list[tuple[str, str]]:
     """(descriptor, pharmacological action) UI pairs of a TSV (DescriptorUI, PharmActionUI)
     or of NLM's descriptor XML ``descYYYY.xml`` (each record's ``PharmacologicalActionList``,
-    streamed)."""
+    streamed).
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "pa.tsv"; _ = f.write_text("DescriptorUI\\tPharmActionUI\\nD008687\\tD007004\\n")
+    >>> read_pharm_actions(f)
+    [('D008687', 'D007004')]
+    """
     path = Path(path)
     if path.suffix.lower() != ".xml":
         return _read_pairs(path, "DescriptorUI", "PharmActionUI")
@@ -105,7 +115,11 @@ def read_pharm_actions(path: str | Path) -> list[tuple[str, str]]:
 
 
 class KnowledgeBase:
-    """Relation tables loaded once: ``relations[name][source_id] -> set of target ids``."""
+    """Relation tables loaded once: ``relations[name][source_id] -> set of target ids``.
+
+    >>> KnowledgeBase(None, RelationSources(tree=False)).neighbours("D008687")
+    []
+    """
 
     def __init__(self, vocabulary: Vocabulary | None, sources: RelationSources | None = None):
         self.sources = sources or RelationSources()
@@ -191,7 +205,14 @@ class KnowledgeBase:
 class ConceptGraph:
     """G_k: ``concept_ids[i]`` is node i (the first ``num_mentioned`` are mentioned in the
     document, the rest are added neighbours); ``edge_index`` (2, E) int64 holds each edge in
-    both directions, ``edge_type`` (E,) int64 indexes ``relation_names``."""
+    both directions, ``edge_type`` (E,) int64 indexes ``relation_names``.
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> g = build_concept_graph([EntityMention(0, 9, "D008687", "Metformin", "Metformin"),
+    ...                          EntityMention(17, 22, "D006442", "HbA1c", "Glycated Hemoglobin")], [(0, 23)], KnowledgeBase(None, RelationSources(tree=False)))
+    >>> g.concept_ids, g.relation_names, g.edge_index.tolist()
+    (['D008687', 'D006442'], ['co_occurs'], [[0, 1], [1, 0]])
+    """
 
     concept_ids: list[str]
     edge_index: torch.Tensor
@@ -230,7 +251,13 @@ def build_concept_graph(
 ) -> ConceptGraph:
     """Build G_k from a document's mentions (offsets in ``Document.text``) and its sentence
     spans (``(start, end)`` pairs or objects with ``start``/``end``, e.g. ``Sentence``).
-    ``add_neighbours`` adds up to ``max_neighbours`` 1-hop neighbours per mentioned concept."""
+    ``add_neighbours`` adds up to ``max_neighbours`` 1-hop neighbours per mentioned concept.
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> ms = [EntityMention(0, 9, "D008687", "Metformin", "Metformin"), EntityMention(17, 22, "D006442", "HbA1c", "HbA1c")]
+    >>> build_concept_graph(ms, [(0, 10), (11, 23)], KnowledgeBase(None, RelationSources(tree=False))).edge_index.shape
+    torch.Size([2, 0])
+    """
     concept_ids = list(dict.fromkeys(m.concept_id for m in mentions))
     num_mentioned = len(concept_ids)
     if add_neighbours:

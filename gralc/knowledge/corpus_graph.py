@@ -35,7 +35,11 @@ VERSION = 1
 
 @dataclass
 class CorpusGraphConfig:
-    """Edge weights of the corpus graph (see the module docstring)."""
+    """Edge weights of the corpus graph (see the module docstring).
+
+    >>> CorpusGraphConfig().chunk_weight
+    0.5
+    """
 
     #: edge weight per sentence two concepts share
     sentence_weight: float = 1.0
@@ -55,7 +59,11 @@ class CorpusGraphConfig:
 
 
 class ChunkSpan(Protocol):
-    """What the graph needs of a chunk (a :class:`gralc.chunking.chunk.Chunk` is one)."""
+    """What the graph needs of a chunk (a :class:`gralc.chunking.chunk.Chunk` is one).
+
+    Example: ``CorpusGraph().add([(doc, mentions)], [Chunk("d1", "c0", doc.text, 0, len(doc.text))])``
+    (any object with these four attributes serves).
+    """
 
     doc_id: str
     chunk_id: str
@@ -65,7 +73,11 @@ class ChunkSpan(Protocol):
 
 @dataclass
 class Node:
-    """A concept: preferred ``name``, ``mentions`` counted, the ``chunks`` mentioning it."""
+    """A concept: preferred ``name``, ``mentions`` counted, the ``chunks`` mentioning it.
+
+    >>> Node("Metformin", mentions=2, chunks={"c0"}).mentions
+    2
+    """
 
     name: str
     mentions: int = 0
@@ -75,7 +87,11 @@ class Node:
 @dataclass
 class Edge:
     """``cooccurrence``: summed co-occurrence weight; ``relations``: knowledge-base relation
-    names; ``chunks``: the chunks where the two concepts co-occur."""
+    names; ``chunks``: the chunks where the two concepts co-occur.
+
+    >>> Edge(cooccurrence=1.5, chunks={"c0"}).relations
+    set()
+    """
 
     cooccurrence: float = 0.0
     relations: set[str] = field(default_factory=set)
@@ -83,7 +99,16 @@ class Edge:
 
 
 class CorpusGraph:
-    """Concept nodes by id and undirected edges keyed by the sorted id pair."""
+    """Concept nodes by id and undirected edges keyed by the sorted id pair.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> from gralc.chunking.chunk import Chunk
+    >>> doc = document_from_text("# T\\n\\nMetformin lowers HbA1c.", "d1")
+    >>> ms = [EntityMention(3, 12, "D008687", "Metformin", "Metformin"), EntityMention(20, 25, "D006442", "HbA1c", "HbA1c")]
+    >>> g = CorpusGraph().add([(doc, ms)], [Chunk("d1", "c0", doc.text, 0, len(doc.text))])
+    >>> g.neighbours("D008687"), g.stats()["graph_edges"]
+    ({'D006442': 1.5}, 1.0)
+    """
 
     def __init__(self, config: CorpusGraphConfig | None = None) -> None:
         self.config = config or CorpusGraphConfig()
@@ -260,7 +285,13 @@ class CorpusGraph:
 
 def sentence_concepts(doc: Document, mentions: Sequence[EntityMention]):
     """``(sentence, concept ids mentioned wholly inside it)`` for each sentence of ``doc`` that
-    mentions any, in text order; ``mentions`` sorted by start."""
+    mentions any, in text order; ``mentions`` sorted by start.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nMetformin lowers HbA1c. It helps.", "d1")
+    >>> [(s.start, sorted(ids)) for s, ids in sentence_concepts(doc, [EntityMention(3, 12, "D008687", "Metformin", "Metformin")])]
+    [(3, ['D008687'])]
+    """
     i = 0
     for s in sorted(doc.sentences, key=lambda s: s.start):
         while i < len(mentions) and mentions[i].start < s.start:
@@ -276,7 +307,11 @@ def sentence_concepts(doc: Document, mentions: Sequence[EntityMention]):
 
 def read_format(path: str | Path, fmt: str, what: str) -> dict:
     """The JSON object of ``path`` whose ``format`` is ``fmt`` (a GraLC graph artefact);
-    FileNotFoundError / ValueError naming the file and the fix otherwise."""
+    FileNotFoundError / ValueError naming the file and the fix otherwise.
+
+    Example: ``read_format("index/graph/graph.json", "gralc-corpus-graph", "corpus graph")``
+    -> the graph's JSON object (a file of another ``format``: ValueError naming it).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
@@ -301,7 +336,11 @@ def build_corpus_graph(
     batch_size: int = 64,
 ) -> CorpusGraph:
     """The graph of ``chunks`` over ``(document, mentions)`` pairs, added ``batch_size``
-    documents at a time (as an index grows), relations added once at the end."""
+    documents at a time (as an index grows), relations added once at the end.
+
+    Example: ``build_corpus_graph([(p.doc, p.mentions) for p in prepared], chunks, pipeline.knowledge_base).stats()``
+    -> ``{'graph_nodes': ..., 'graph_edges': ..., 'graph_relation_edges': ..., 'graph_chunks': ...}``.
+    """
     graph = CorpusGraph(config)
     by_doc: dict[str, list[ChunkSpan]] = {}
     for c in chunks:

@@ -20,11 +20,19 @@ MESH_BASE_URL = "https://nlmpubs.nlm.nih.gov/projects/mesh"
 
 
 class OfflineError(ConnectionError):
-    """The MeSH server could not be reached."""
+    """The MeSH server could not be reached.
+
+    Example: ``download_mesh(2024, "data/mesh")`` without a network -> ``OfflineError`` naming the
+    server and the manual download.
+    """
 
 
 def mesh_file_urls(year: int, base_url: str = MESH_BASE_URL) -> dict[str, list[str]]:
-    """Candidate URLs per output file name, tried in order."""
+    """Candidate URLs per output file name, tried in order.
+
+    >>> sorted(mesh_file_urls(2024))
+    ['desc2024.xml', 'mtrees2024.bin']
+    """
     base = base_url.rstrip("/")
     desc, trees = f"desc{year}", f"mtrees{year}"
     return {
@@ -57,7 +65,11 @@ def download_mesh(
     """Download ``descYEAR.xml`` and ``mtreesYEAR.bin`` into ``out_dir``; returns their paths.
 
     Raises :class:`OfflineError` when the server is unreachable and ``FileNotFoundError``
-    when no candidate URL has the file (wrong year)."""
+    when no candidate URL has the file (wrong year).
+
+    Example: ``[p.name for p in download_mesh(2024, "data/mesh")]`` -> ``['desc2024.xml',
+    'mtrees2024.bin']``.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []

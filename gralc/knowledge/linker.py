@@ -64,6 +64,9 @@ class LinkerConfig:
     most this length that look like acronyms (an upper-case letter after the first
     character: "ACE", "AIDS", "COPD", "mRNA", "IgG") match only with the same case, so
     "ace", "aids" in ordinary words do not. ``stoplist``: lower-cased terms never used.
+
+    >>> LinkerConfig(min_length=4).case_sensitive_max_len
+    5
     """
 
     min_length: int = 3
@@ -77,7 +80,11 @@ _NON_ASCII_NON_WORD = re.compile(r"[^\x00-\x7f\w]")
 
 def normalise(text: str, lower: bool = True) -> str:
     """Same-length normalisation: lower-case (per character where the lower case would be
-    longer) and non-alphanumeric characters to spaces. ``len(result) == len(text)``."""
+    longer) and non-alphanumeric characters to spaces. ``len(result) == len(text)``.
+
+    >>> normalise("HbA1c-level")
+    'hba1c level'
+    """
     if lower:
         low = text.lower()
         if len(low) != len(text):  # e.g. "İ".lower() has two characters: keep those as is
@@ -106,7 +113,14 @@ class _Entry:
 
 
 class EntityLinker:
-    """Aho-Corasick linker over a vocabulary. ``build_seconds`` is the automaton build time."""
+    """Aho-Corasick linker over a vocabulary. ``build_seconds`` is the automaton build time.
+
+    >>> from gralc.knowledge.builtin import builtin_vocabulary_path
+    >>> from gralc.knowledge.vocabulary import load_vocabulary
+    >>> linker = EntityLinker(load_vocabulary(builtin_vocabulary_path()))
+    >>> [(m.surface, m.concept_id) for m in linker.link("Metformin lowers HbA1c.")]
+    [('Metformin', 'D008687'), ('HbA1c', 'D006442')]
+    """
 
     @bulk_load()
     def __init__(self, vocabulary: Vocabulary, config: LinkerConfig | None = None) -> None:

@@ -32,7 +32,11 @@ DOWNLOAD_HINT = (
 @dataclass
 class Concept:
     """A concept: id (MeSH descriptor UI ``D003920`` or UMLS CUI), preferred name, entry
-    terms other than the name (real synonyms first), MeSH tree numbers."""
+    terms other than the name (real synonyms first), MeSH tree numbers.
+
+    >>> Concept("D008687", "Metformin", synonyms=["Glucophage"]).terms()
+    ['Metformin', 'Glucophage']
+    """
 
     id: str
     name: str
@@ -46,7 +50,13 @@ class Concept:
 
 @contextmanager
 def bulk_load():
-    """Pause the cyclic garbage collector while creating many objects (halves load time)."""
+    """Pause the cyclic garbage collector while creating many objects (halves load time).
+
+    >>> with bulk_load():
+    ...     concepts = [Concept(f"D{i}", f"term {i}") for i in range(3)]
+    >>> len(concepts)
+    3
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -69,7 +79,12 @@ def _keep_term(term: str, permuted: bool) -> bool:
 
 class Vocabulary:
     """Concepts by id (``concepts``) and the index ``term -> concept ids`` (``term_index``,
-    exact surface strings)."""
+    exact surface strings).
+
+    >>> v = Vocabulary(); v.add(Concept("D008687", "Metformin", synonyms=["Glucophage"]))
+    >>> v.term_index["Glucophage"], v.num_terms()
+    (['D008687'], 2)
+    """
 
     def __init__(self, concepts: dict[str, Concept] | None = None) -> None:
         self.concepts: dict[str, Concept] = {}
@@ -268,7 +283,12 @@ class Vocabulary:
 
 def load_vocabulary(path: str | Path) -> Vocabulary:
     """Load a vocabulary by file type: ``*.xml`` descriptor XML, ``*.tsv`` thesaurus terms,
-    ``MRCONSO.RRF``."""
+    ``MRCONSO.RRF``.
+
+    >>> from gralc.knowledge.builtin import builtin_vocabulary_path
+    >>> load_vocabulary(builtin_vocabulary_path()).concepts["D008687"].name
+    'Metformin'
+    """
     path = _check_file(path)
     if path.suffix.lower() == ".xml":
         return Vocabulary.from_descriptor_xml(path)

@@ -13,6 +13,10 @@ class BoundaryScorer(nn.Module):
     ``b = a1*b_struct + a2*b_sem - a3*gamma*entity_cross``.
     ``cut_probability(b) -> p (N,)``: the soft boundary ``sigmoid((b - tau) / T)`` used in
     training; at inference the hard decoders (peak / DP) use the learned alpha, gamma, tau.
+
+    >>> s = BoundaryScorer(alpha=(0.5, 0.3, 1.0), gamma=0.5)
+    >>> s(torch.tensor([1.0, 0.0]), torch.tensor([0.2, 0.4]), torch.tensor([False, True])).detach()
+    tensor([ 0.5600, -0.3800])
     """
 
     def __init__(

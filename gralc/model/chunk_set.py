@@ -23,6 +23,10 @@ class ChunkSet:
     the chunks are scored alone. ``token_vectors`` (T, d) / ``token_chunk`` (T,) int64: the
     chunks' unit-length token vectors and the chunk row of each, for late interaction
     (:mod:`gralc.model.late_interaction`); None when not kept.
+
+    >>> cs = ChunkSet(vectors=torch.zeros(3, 4), entity_vectors=torch.zeros(1, 2), entity_chunk=torch.tensor([2]))
+    >>> cs.n_chunks
+    3
     """
 
     vectors: torch.Tensor

@@ -38,6 +38,9 @@ class DocFeatures:
     ``edge_index`` (2, E) int64; ``token_entity`` (2, T) int64 pairs (token row, concept row)
     for every token inside a mention; ``mention_tokens`` (M, 3) int64 rows
     (token_start, token_end, concept row); ``doc`` and ``mentions`` build Chunk records.
+
+    Example: ``doc_features(prepared, pipeline, embedder, BoundaryConfig()).H.shape`` -> ``(N, 384)``
+    with MiniLM: one row per word-piece of the document.
     """
 
     doc_id: str
@@ -85,7 +88,14 @@ class DocFeatures:
 def mention_token_rows(
     mentions: list[EntityMention], offsets: np.ndarray, concept_row: dict[str, int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(token_entity (2, T), mention_tokens (M, 3))`` for mentions with at least one token."""
+    """``(token_entity (2, T), mention_tokens (M, 3))`` for mentions with at least one token.
+
+    >>> from gralc.knowledge.mention import EntityMention
+    >>> te, mt = mention_token_rows([EntityMention(0, 9, "D008687", "Metformin", "Metformin")],
+    ...                             np.array([[0, 3], [3, 9], [10, 15]]), {"D008687": 0})
+    >>> te.tolist(), mt.tolist()
+    ([[0, 1], [0, 0]], [[0, 2, 0]])
+    """
     pairs: list[tuple[int, int]] = []
     rows: list[tuple[int, int, int]] = []
     for m in mentions:
@@ -105,7 +115,11 @@ def doc_features(
     concept_embedder: ConceptEmbedder,
     boundary_cfg: BoundaryConfig,
 ) -> DocFeatures:
-    """Features of one prepared document (its ``tokens`` must be filled)."""
+    """Features of one prepared document (its ``tokens`` must be filled).
+
+    Example: ``doc_features(pipeline.prepare(docs)[0], pipeline, embedder, BoundaryConfig()).concept_ids``
+    -> the concepts linked in the first document (the nodes of its concept graph).
+    """
     doc, tokens = prepared.doc, prepared.tokens
     if tokens is None or tokens.n_tokens == 0:
         raise ValueError(
@@ -146,7 +160,11 @@ def doc_features(
 def adapted_features(f: DocFeatures, encoder: LoraEncoder, window: int) -> DocFeatures:
     """A copy of ``f`` whose token vectors H (N, d) come from the LoRA-adapted ``encoder``
     (with gradient when grad mode is on) and whose b_sem (N,) is recomputed from them with
-    ``window`` (``BoundaryConfig.window``, as :func:`doc_features`); all else is ``f``'s."""
+    ``window`` (``BoundaryConfig.window``, as :func:`doc_features`); all else is ``f``'s.
+
+    Example: ``adapted_features(f, lora_encoder, 16).H`` -> the document's token vectors re-encoded
+    through the LoRA adapters (``b_sem`` recomputed from them).
+    """
     H = encoder.encode_document(f.doc.text).to(f.H.device)
     if H.shape != f.H.shape:
         raise ValueError(
@@ -163,5 +181,9 @@ def build_features(
     concept_embedder: ConceptEmbedder,
     boundary_cfg: BoundaryConfig,
 ) -> list[DocFeatures]:
-    """:func:`doc_features` for every document, in order."""
+    """:func:`doc_features` for every document, in order.
+
+    Example: ``[f.doc_id for f in build_features(pipeline, prepared, embedder, BoundaryConfig())]``
+    -> the prepared documents' ids, in order.
+    """
     return [doc_features(p, pipeline, concept_embedder, boundary_cfg) for p in prepared_docs]

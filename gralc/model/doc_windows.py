@@ -24,7 +24,11 @@ from gralc.model.doc_features import DocFeatures
 def crop_features(f: DocFeatures, start: int, end: int) -> DocFeatures:
     """``f`` restricted to token rows ``[start, end)``: H (end - start, d) and every per-token
     signal sliced, mention rows clipped to the window (those outside dropped), the concept
-    graph kept whole. The whole document (``start=0, end=N``) comes back as ``f`` itself."""
+    graph kept whole. The whole document (``start=0, end=N``) comes back as ``f`` itself.
+
+    Example: ``crop_features(f, 0, 512).H.shape[0]`` -> ``512`` (the first encoder window of a
+    longer document; ``crop_features(f, 0, f.n_tokens) is f``).
+    """
     n = f.n_tokens
     if not 0 <= start < end <= n:
         raise ValueError(f"document {f.doc_id!r}: window [{start}, {end}) outside [0, {n})")
@@ -57,7 +61,11 @@ def evidence_window(
 ) -> int:
     """Index into ``windows`` of the window holding the evidence ``char_ranges`` (the first
     range; characters of ``f.doc.text``) whole and nearest its centre; without evidence, or
-    with evidence no token covers, the middle window."""
+    with evidence no token covers, the middle window.
+
+    Example: ``evidence_window(f, [(1200, 1450)], [(0, 510), (382, 892)])`` -> the index of the
+    window whose tokens hold characters 1200-1450 whole, nearest its centre.
+    """
     if not char_ranges:
         return len(windows) // 2
     cs, ce = char_ranges[0]
@@ -82,7 +90,11 @@ def lexical_window(
     distinct piece weighted by its idf ``log(n / df)`` over the document's n windows, so pieces
     in every window count 0): the lexically most confusable region of the same document, a hard
     negative window (BM25-style hard negatives, as DPR mines them). ``doc_ids``: the document's
-    content-token ids. None when no other window shares a weighted piece."""
+    content-token ids. None when no other window shares a weighted piece.
+
+    >>> lexical_window([7, 8], [7, 1, 2, 3, 8, 7, 8, 4], [(0, 2), (2, 4), (4, 6), (6, 8)], evidence=0)
+    2
+    """
     es, ee = windows[evidence]
     sets = [set(doc_ids[s:e]) for s, e in windows]
     df = Counter(t for ws in sets for t in ws)

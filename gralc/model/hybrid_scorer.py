@@ -27,6 +27,10 @@ def kg_proximity(
     each concept's IDF: ``model.kg_prox_idf``); the chunks' entity table: ``entity_vectors``
     (M, d'), ``entity_chunk`` (M,) the chunk row of each. Returns (Q, n_chunks), through one
     scatter-max over all chunk entities (memory Q * Eq * (M + n_chunks), never padded per chunk).
+
+    >>> q = torch.tensor([[[1.0, 0.0]]]); mask = torch.tensor([[True]])
+    >>> kg_proximity(q, mask, torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1]), 3)
+    tensor([[1., 0., 0.]])
     """
     n_q, width = q_mask.shape
     best = q_ent.new_full((n_q, width, n_chunks), float("-inf"))
@@ -58,6 +62,10 @@ class HybridScorer(nn.Module):
 
     ``forward(q (Q, d), c (K, d), q_ent (Q, Eq, d'), q_mask (Q, Eq), entity_vectors (M, d'),
     entity_chunk (M,)) -> (score, cos, kg_prox)``, each (Q, K) (see :func:`kg_proximity`).
+
+    >>> hs = HybridScorer(beta_init=0.7)
+    >>> round(float(hs.beta.detach()), 4)
+    0.7
     """
 
     def __init__(self, beta_init: float = 0.7, learn_beta: bool = True) -> None:
@@ -86,14 +94,25 @@ class HybridScorer(nn.Module):
 
 def normalise_lexical(lexical: torch.Tensor) -> torch.Tensor:
     """(Q, K) raw BM25 -> (Q, K) in [0, 1]: each row divided by its maximum (a query sharing
-    no term with any chunk: all 0). BM25 is >= 0, so the best chunk gets 1."""
+    no term with any chunk: all 0). BM25 is >= 0, so the best chunk gets 1.
+
+    >>> normalise_lexical(torch.tensor([[2.0, 1.0], [0.0, 0.0]]))
+    tensor([[1.0000, 0.5000],
+            [0.0000, 0.0000]])
+    """
     lexical = lexical.clamp(min=0)
     return lexical / lexical.amax(dim=1, keepdim=True).clamp(min=1e-12)
 
 
 class LexicalTerm(nn.Module):
     """``w_lex = sigmoid(logit)`` in (0, 1): ``forward(dense (Q, K), lexical (Q, K) raw BM25)
-    -> (score (Q, K), lex (Q, K) normalised)`` with ``score = (1 - w_lex) dense + w_lex lex``."""
+    -> (score (Q, K), lex (Q, K) normalised)`` with ``score = (1 - w_lex) dense + w_lex lex``.
+
+    >>> lex = LexicalTerm(weight_init=0.5)
+    >>> score, norm = lex(torch.tensor([[0.2, 0.4]]), torch.tensor([[3.0, 0.0]]))
+    >>> score.detach(), norm
+    (tensor([[0.6000, 0.2000]]), tensor([[1., 0.]]))
+    """
 
     def __init__(self, weight_init: float = 0.5, learn: bool = True) -> None:
         super().__init__()

@@ -35,7 +35,11 @@ class BM25Config:
     ``field``: what of a chunk is indexed: ``text``, or ``concepts``, its linked concept ids
     (``Chunk.entity_ids``, each once; :mod:`gralc.retrieval.trained.concept_match`), so BM25's IDF
     weighs a shared rare concept above a shared common one; queries are then concept-id
-    strings (:func:`concept_terms`)."""
+    strings (:func:`concept_terms`).
+
+    >>> BM25Config(ngram=2).stemmer
+    'english'
+    """
 
     k1: float = 1.5
     b: float = 0.75
@@ -67,7 +71,12 @@ def _stemmer(name: str | None):
 
 
 class BM25Scorer:
-    """BM25 of queries against the texts given to :meth:`_index_texts` (text i = row i)."""
+    """BM25 of queries against the texts given to :meth:`_index_texts` (text i = row i).
+
+    >>> bm25 = BM25Scorer.over(["metformin lowers glucose", "insulin dosing"])
+    >>> (bm25.scores("metformin") > 0).tolist()
+    [True, False]
+    """
 
     def __init__(self, config: BM25Config | None = None) -> None:
         self.config = config or BM25Config()
@@ -137,7 +146,12 @@ class TermStats:
     """Corpus term statistics for BM25 over texts that are not the corpus: document frequency
     of each (stemmed) term, the number of texts and their mean length in terms. Built once
     from a corpus's chunks (:meth:`from_texts`), they let :func:`bm25_matrix` score a
-    training batch's few chunks as an index of the whole corpus would."""
+    training batch's few chunks as an index of the whole corpus would.
+
+    >>> stats = TermStats.from_texts(["metformin lowers glucose", "insulin dosing"])
+    >>> stats.n_docs, stats.df["metformin"]
+    (2, 1)
+    """
 
     df: dict[str, int]
     n_docs: int
@@ -192,7 +206,11 @@ def bm25_matrix(
 ) -> np.ndarray:
     """(Q, K) BM25 of each query against ``texts``: the lexical term of a training batch,
     whose chunks change with the learned boundaries. Term statistics from these texts alone,
-    or with ``stats`` from a whole corpus (:class:`TermStats`), as its index would score them."""
+    or with ``stats`` from a whole corpus (:class:`TermStats`), as its index would score them.
+
+    >>> (bm25_matrix(["metformin", "insulin"], ["metformin lowers glucose", "insulin dosing"]) > 0).tolist()
+    [[True, False], [False, True]]
+    """
     if not texts:
         return np.zeros((len(queries), 0))
     if stats is not None:
@@ -208,7 +226,11 @@ def concept_terms(ids: Iterable[str]) -> str:
     """A concept-id set as one BM25 text (what a ``field="concepts"`` index holds per chunk and
     is asked with; :mod:`gralc.retrieval.trained.concept_match`): each id once (first occurrence
     order), every non-word character made ``_`` so the tokenizer keeps an id (``D000086382``, ``C0011849``,
-    ``builtin:x``) as one term; lower case, which the tokenizer applies anyway."""
+    ``builtin:x``) as one term; lower case, which the tokenizer applies anyway.
+
+    >>> concept_terms(["D008687", "builtin:x", "D008687"])
+    'cid_d008687 cid_builtin_x'
+    """
     out = []
     for i in dict.fromkeys(ids):
         term = _NON_WORD.sub("_", str(i)).strip("_").lower()
@@ -222,14 +244,22 @@ def idf_scale(n_chunks: int) -> float:
     (the largest IDF there is), so a shared concept adds at most about its share of it. Not the
     question's best chunk, as the lexical terms are normalised: a question with one generic
     concept ("Infections") would then give every chunk holding it the full weight, and the IDF
-    would count for nothing."""
+    would count for nothing.
+
+    >>> round(idf_scale(2), 4)
+    0.6931
+    """
     return float(np.log(1 + (max(n_chunks, 1) - 0.5) / 1.5))
 
 
 def concept_matrix(questions: Sequence[Sequence[str]], chunks: Sequence[Sequence[str]]) -> np.ndarray:
     """(Q, K) concept match of each question's ids against each chunk's ids, term statistics
     from these chunks (a training batch, whose chunks change with the learned boundaries), in
-    the unit of :func:`gralc.retrieval.trained.concept_match.concept_scores`."""
+    the unit of :func:`gralc.retrieval.trained.concept_match.concept_scores`.
+
+    >>> (concept_matrix([["D008687"]], [["D008687", "D006442"], ["D007328"]]) > 0).tolist()
+    [[True, False]]
+    """
     return bm25_matrix([concept_terms(q) for q in questions], [concept_terms(c) for c in chunks],
                        CONCEPT_BM25) / idf_scale(len(chunks))
 

@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 
 def link_questions(linker: EntityLinker, texts: Sequence[str]) -> list[list[EntityMention]]:
     """Each question's entity mentions (a pipeline's ``linker``: longest match, offsets into
-    the question). E.g. ``link_questions(pipeline.linker, ["Is ACE2 a receptor?"])``."""
+    the question). E.g. ``link_questions(pipeline.linker, ["Is ACE2 a receptor?"])``.
+
+    >>> from gralc.knowledge.builtin import builtin_vocabulary_path
+    >>> from gralc.knowledge.linker import EntityLinker
+    >>> from gralc.knowledge.vocabulary import load_vocabulary
+    >>> linker = EntityLinker(load_vocabulary(builtin_vocabulary_path()))
+    >>> [m.surface for m in link_questions(linker, ["Does metformin lower HbA1c?"])[0]]
+    ['metformin', 'HbA1c']
+    """
     return [linker.link(t) for t in texts]
 
 
@@ -32,12 +40,23 @@ def question_concepts(linker: EntityLinker, texts: Sequence[str]) -> list[list[s
     """Each question's linked concept ids (descriptor ids), in order of first mention, each
     once: the nodes of its concept graph (:func:`~gralc.knowledge.concept_graph.build_concept_graph`
     orders them so). E.g. ``question_concepts(pipeline.linker, ["Where did 2019-nCoV come
-    from?"])``: one id, the descriptor that SARS-CoV-2 also links to."""
+    from?"])``: one id, the descriptor that SARS-CoV-2 also links to.
+
+    >>> from gralc.knowledge.builtin import builtin_vocabulary_path
+    >>> from gralc.knowledge.linker import EntityLinker
+    >>> from gralc.knowledge.vocabulary import load_vocabulary
+    >>> question_concepts(EntityLinker(load_vocabulary(builtin_vocabulary_path())), ["Does metformin lower HbA1c?"])
+    [['D008687', 'D006442']]
+    """
     return [list(dict.fromkeys(m.concept_id for m in ms)) for ms in link_questions(linker, texts)]
 
 
 class QueryEncoder:
-    """Frozen encodings of question-side texts with the pipeline's encoder and linker."""
+    """Frozen encodings of question-side texts with the pipeline's encoder and linker.
+
+    Example: ``QueryEncoder(pipeline, embedder).encode(["What limits adherence?"])`` -> the
+    questions' frozen vectors (1, 384) with MiniLM.
+    """
 
     def __init__(self, pipeline: Pipeline, concept_embedder: ConceptEmbedder) -> None:
         self.pipeline, self.embedder = pipeline, concept_embedder

@@ -25,7 +25,13 @@ Spans = list[tuple[int, int]]
 def sentence_unit_spans(doc: Document, offsets: torch.Tensor, k: int) -> Spans:
     """Token spans ``[start, end)`` of every group of ``k`` consecutive sentences inside a
     paragraph of ``doc`` (a paragraph without sentences is one unit), given the tokens' char
-    ``offsets`` (N, 2); groups with no token are left out."""
+    ``offsets`` (N, 2); groups with no token are left out.
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nIt took 8 weeks. It helped.", "d1")
+    >>> sentence_unit_spans(doc, torch.tensor([[0, 1], [3, 5], [6, 10], [11, 19], [20, 22], [23, 30]]), k=1)
+    [(1, 4), (4, 6)]
+    """
     if k < 1:
         raise ValueError(f"sentences per unit must be >= 1, got {k}")
     spans: Spans = []
@@ -41,7 +47,11 @@ def sentence_unit_spans(doc: Document, offsets: torch.Tensor, k: int) -> Spans:
 
 def overlap_pairs(chunk_spans: Spans, unit_spans: Spans) -> torch.Tensor:
     """(2, P) int64 rows ``(chunk index, unit index)`` of every chunk and unit sharing a token
-    (one document's spans, both sorted by start)."""
+    (one document's spans, both sorted by start).
+
+    >>> overlap_pairs([(0, 5), (5, 9)], [(0, 3), (3, 7), (7, 9)]).tolist()
+    [[0, 0, 1, 1], [0, 1, 1, 2]]
+    """
     pairs: list[tuple[int, int]] = []
     j0 = 0
     for i, (cs, ce) in enumerate(chunk_spans):
@@ -60,7 +70,11 @@ def overlap_pairs(chunk_spans: Spans, unit_spans: Spans) -> torch.Tensor:
 def best_unit_scores(unit_scores: torch.Tensor, pairs: torch.Tensor,
                      chunk_scores: torch.Tensor) -> torch.Tensor:
     """(Q, K): per chunk the best score (Q, U) of the units overlapping it (``pairs`` (2, P)
-    rows chunk, unit); a chunk without units gets its own score from ``chunk_scores`` (Q, K)."""
+    rows chunk, unit); a chunk without units gets its own score from ``chunk_scores`` (Q, K).
+
+    >>> best_unit_scores(torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 0], [0, 1]]), torch.tensor([[0.5, 0.3]]))
+    tensor([[0.9000, 0.3000]])
+    """
     q, k = chunk_scores.shape
     out = torch.full((q, k), float("-inf"), dtype=unit_scores.dtype, device=unit_scores.device)
     if pairs.shape[1]:
@@ -71,7 +85,11 @@ def best_unit_scores(unit_scores: torch.Tensor, pairs: torch.Tensor,
 
 def with_sentence_evidence(chunk_scores: torch.Tensor, unit_scores: torch.Tensor,
                            pairs: torch.Tensor, weight: float) -> torch.Tensor:
-    """``(1 - weight) * chunk_scores + weight * best_unit_scores(...)``, (Q, K)."""
+    """``(1 - weight) * chunk_scores + weight * best_unit_scores(...)``, (Q, K).
+
+    >>> with_sentence_evidence(torch.tensor([[0.4]]), torch.tensor([[0.8]]), torch.tensor([[0], [0]]), 0.5)
+    tensor([[0.6000]])
+    """
     best = best_unit_scores(unit_scores, pairs, chunk_scores)
     return (1.0 - weight) * chunk_scores + weight * best
 

@@ -20,6 +20,10 @@ def soft_chunk_pool(
     ``L = cumsum(log(1 - p))``. The vector is the w-weighted mean. With hard 0/1
     probabilities this is exactly mean pooling over [s, e); gradients reach whatever
     produced ``cut_prob`` (alpha, gamma, tau).
+
+    >>> soft_chunk_pool(torch.tensor([[1.0], [3.0], [5.0]]), torch.tensor([0.0, 0.0, 1.0]), [(0, 2), (2, 3)])
+    tensor([[2.0000],
+            [5.0000]])
     """
     n = h.shape[0]
     log_keep = torch.log1p(-cut_prob.clamp(max=1.0 - 1e-6))

@@ -14,6 +14,10 @@ class TokenFusion(nn.Module):
     covers that token. A token covered by several mentions gets their mean. Tokens outside
     every mention are returned unchanged. ``lambda`` is a scalar (init 0.1) or, with
     ``per_dimension=True``, a (d,) vector.
+
+    >>> fusion = TokenFusion(concept_dim=4, token_dim=8)
+    >>> fusion(torch.zeros(3, 8), torch.ones(2, 4), torch.tensor([[1], [0]])).shape
+    torch.Size([3, 8])
     """
 
     def __init__(

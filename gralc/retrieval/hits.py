@@ -27,6 +27,11 @@ class Hit:
     ``path``: the graph path that brought it in (graph search: concept ids, seed first, or a
     community id; ``("dense",)`` for the cosine fill), empty for other searchers.
     Components never mutate the :class:`Chunk`.
+
+    >>> hit = Hit(Chunk("d1", "d1_c0", "Metformin was titrated.", 0, 23), 0.82, {"cos": 0.82})
+    >>> chunk, score = hit
+    >>> chunk.chunk_id, score, hit.components
+    ('d1_c0', 0.82, {'cos': 0.82})
     """
 
     chunk: Chunk
@@ -49,6 +54,9 @@ def as_hits(ranked: Iterable[Candidate]) -> list[Hit]:
 
     Raises TypeError / ValueError naming the offending position for anything else, or for a
     non-finite score.
+
+    >>> as_hits([(Chunk("d1", "c0", "x", 0, 1), 0.5)])[0].components
+    {}
     """
     hits: list[Hit] = []
     for i, item in enumerate(ranked):
@@ -70,13 +78,22 @@ def as_hits(ranked: Iterable[Candidate]) -> list[Hit]:
 
 
 def as_pairs(hits: Iterable[Candidate]) -> list[tuple[Chunk, float]]:
-    """``(chunk, score)`` pairs, e.g. to feed a Hit list back to pair-based code."""
+    """``(chunk, score)`` pairs, e.g. to feed a Hit list back to pair-based code.
+
+    >>> [(c.chunk_id, s) for c, s in as_pairs([Hit(Chunk("d1", "c0", "x", 0, 1), 0.5)])]
+    [('c0', 0.5)]
+    """
     return [(h.chunk, h.score) for h in as_hits(hits)]
 
 
 def score_order(hits: list[Hit]) -> list[Hit]:
     """``hits`` in the one ranking order (:mod:`gralc.retrieval.ranking`): score desc, then
-    doc_id desc, chunk_id desc."""
+    doc_id desc, chunk_id desc.
+
+    >>> hits = [Hit(Chunk("d1", "c0", "x", 0, 1), 0.5), Hit(Chunk("d2", "c0", "x", 0, 1), 0.5)]
+    >>> [h.chunk.doc_id for h in score_order(hits)]
+    ['d2', 'd1']
+    """
     from gralc.retrieval.ranking import rank_chunks
 
     return rank_chunks(hits)

@@ -19,7 +19,11 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 def gold_set(gold: Hashable | Iterable[Hashable] | Mapping[Hashable, float]) -> set:
     """Gold ids as a set; a single string is ONE id (never iterated character by character);
-    a mapping id -> relevance gives its ids (every relevance must be > 0)."""
+    a mapping id -> relevance gives its ids (every relevance must be > 0).
+
+    >>> sorted(gold_set("d1")), sorted(gold_set({"d1": 2, "d2": 1}))
+    (['d1'], ['d1', 'd2'])
+    """
     return set(gold_gains(gold))
 
 
@@ -45,14 +49,24 @@ def gold_gains(gold: Hashable | Iterable[Hashable] | Mapping[Hashable, float]) -
 
 
 def check_k(k: int) -> None:
-    """A cut-off ``k`` is a positive number of positions (``ValueError`` otherwise)."""
+    """A cut-off ``k`` is a positive number of positions (``ValueError`` otherwise).
+
+    >>> check_k(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
 
 
 def reciprocal_rank(ranked_doc_ids: Iterable[Hashable], gold_doc_ids: Hashable | Iterable[Hashable]) -> float:
     """1 / (1-based position of the first retrieved chunk whose doc is gold); 0 if none is.
-    ``ranked_doc_ids`` may be any iterable (read only up to the first gold id)."""
+    ``ranked_doc_ids`` may be any iterable (read only up to the first gold id).
+
+    >>> reciprocal_rank(["d2", "d1"], "d1")
+    0.5
+    """
     golds = gold_set(gold_doc_ids)
     for pos, d in enumerate(ranked_doc_ids, start=1):
         if d in golds:
@@ -66,6 +80,9 @@ def mrr(runs: Sequence[Iterable[Hashable]], golds: Sequence[Hashable | Iterable[
     ``runs[i]`` is query i's ranked doc-id list (one entry per retrieved chunk), ``golds[i]``
     its gold doc id(s). Averaging over every query, not only those the run answered, follows
     trec_eval / ranx (beir-cellar/beir#102).
+
+    >>> mrr([["d2", "d1"], []], ["d1", "d3"])
+    0.25
     """
     if len(runs) != len(golds):
         raise ValueError(f"{len(runs)} runs but {len(golds)} gold entries: one per query")
@@ -80,6 +97,9 @@ def recall_at_k(ranked_doc_ids: Sequence[str], gold_doc_ids: str | Iterable[str]
     Each gold document counts once, however many of its chunks are in the top-k. With one
     gold document (PubMedQA*) this is hit@k: 1.0 if any top-k chunk comes from it, else 0.0.
     Same definition as ranx / trec_eval ``recall@k`` (found / all relevant, not hit-rate).
+
+    >>> recall_at_k(["d2", "d1", "d1"], {"d1", "d4"}, k=2)
+    0.5
     """
     check_k(k)
     golds = gold_set(gold_doc_ids)

@@ -88,7 +88,12 @@ def trec_scores(scores: Iterable[float]) -> list[np.float32]:
 
 
 def trec_run_lines(rows: Rows, run_name: str = "gralc", level: str = "chunk") -> Iterator[str]:
-    """The lines of :func:`write_trec_run` (without line breaks), query by query."""
+    """The lines of :func:`write_trec_run` (without line breaks), query by query.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> list(trec_run_lines([("q1", [(Chunk("d1", "d1::c0", "x", 0, 1), 0.9)])]))
+    ['q1 Q0 d1::c0 1 0.9 gralc']
+    """
     if level not in LEVELS:
         raise ValueError(f"level={level!r}: use one of {', '.join(LEVELS)}")
     _check_token(run_name, "run name")
@@ -226,7 +231,13 @@ def _read_table(path: Path, shape: str, value_col: int, parse, what: str, again:
 def read_trec_run(path: str | Path) -> Run:
     """A TREC run file as ``{qid: {docno: score}}`` (the scores as written); a line without
     six columns, a score that is not a number or a docno listed twice for one query is a
-    ``ValueError`` naming ``FILE:LINE``."""
+    ``ValueError`` naming ``FILE:LINE``.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "run.txt"; _ = f.write_text("q1 Q0 d1 1 0.9 gralc\\n")
+    >>> read_trec_run(f)
+    {'q1': {'d1': 0.9}}
+    """
     return _read_table(Path(path), "qid Q0 docno rank score run_name", 4, float,
                        "a number (the score)", "listed again")
 
@@ -234,7 +245,13 @@ def read_trec_run(path: str | Path) -> Run:
 def read_trec_qrels(path: str | Path) -> Qrels:
     """A TREC qrels file as ``{qid: {docno: relevance}}``; a line without four columns, a
     relevance that is not an integer or a pair judged twice is a ``ValueError`` naming
-    ``FILE:LINE``."""
+    ``FILE:LINE``.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "qrels.txt"; _ = f.write_text("q1 0 d1 2\\nq1 0 d2 1\\n")
+    >>> read_trec_qrels(f)
+    {'q1': {'d1': 2, 'd2': 1}}
+    """
     return _read_table(Path(path), "qid 0 docno relevance", 3, int, "an integer (the relevance)",
                        "judged again")
 

@@ -24,7 +24,11 @@ _PNG_META = {"Software": None}  # no version string: same inputs give the same b
 
 class EpochTimer(Callback):
     """Wall seconds of each training epoch (train batches only, validation excluded), in
-    ``seconds``: the "seconds per epoch" the training benchmarks report."""
+    ``seconds``: the "seconds per epoch" the training benchmarks report.
+
+    Example: ``timer = EpochTimer(); pl.Trainer(callbacks=[timer], ...).fit(lit, dm)`` ->
+    ``timer.seconds``: the wall seconds of each training epoch.
+    """
 
     def __init__(self) -> None:
         self.seconds: list[float] = []
@@ -54,7 +58,11 @@ class EpochReport(Callback):
     train loss and the validation metrics per epoch (epoch 0: the untrained model's
     validation, when the run has one), drawn at the end of fit and at an epoch's end at
     most every ``redraw_s`` seconds. The per-epoch values travel in the checkpoints, so a
-    resumed run's line and curve go on from the epochs before. Rank 0 only."""
+    resumed run's line and curve go on from the epochs before. Rank 0 only.
+
+    Example: ``build_trainer(cfg)`` adds ``EpochReport(out_dir)``; each epoch then logs
+    ``epoch 3/10: train/loss 0.412, val/mrr 0.853 (4.1 s; 12.6 s in all)`` and redraws the curve.
+    """
 
     def __init__(self, out_dir: str | Path, redraw_s: float = 60.0) -> None:
         self.out_dir = Path(out_dir)

@@ -29,11 +29,22 @@ GRALC_KEYS = ("model_config", "train_config", "token_dim", "concept_dim")
 
 
 class MalformedCheckpointError(ValueError):
-    """A checkpoint that loads but is not a complete GraLC training checkpoint."""
+    """A checkpoint that loads but is not a complete GraLC training checkpoint.
+
+    >>> check_checkpoint("a.ckpt", {"state_dict": {}})
+    Traceback (most recent call last):
+    ...
+    gralc.training.checkpoints.MalformedCheckpointError: ...
+    """
 
 
 def read_checkpoint(path: str | Path, keys: Sequence[str] = ("state_dict",), fix: str = "") -> dict[str, Any]:
-    """The checkpoint at ``path`` (weights only, never code) after :func:`check_checkpoint`."""
+    """The checkpoint at ``path`` (weights only, never code) after :func:`check_checkpoint`.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.ckpt"; torch.save({"state_dict": {"w": torch.ones(1)}}, f)
+    >>> read_checkpoint(f)["state_dict"]["w"]
+    tensor([1.])
+    """
     ckpt = load_torch(path, what=WHAT)
     check_checkpoint(path, ckpt, keys, fix)
     return ckpt
@@ -47,7 +58,11 @@ def check_checkpoint(path: str | Path, ckpt: Any, keys: Sequence[str] = ("state_
                      fix: str = "") -> None:
     """Raise :class:`MalformedCheckpointError` naming ``path`` unless ``ckpt`` is a dict with
     every entry of ``keys``, a non-empty ``state_dict`` of named tensors and, when ``keys``
-    holds ``gralc``, a ``gralc`` dict with :data:`GRALC_KEYS`."""
+    holds ``gralc``, a ``gralc`` dict with :data:`GRALC_KEYS`.
+
+    >>> check_checkpoint("a.ckpt", {"state_dict": {"w": torch.zeros(2)}}) is None
+    True
+    """
     _require_dict(ckpt, f"{path}: not a training checkpoint: it holds", "the dict of weights "
                   "and settings", fix)
     missing = [k for k in keys if k not in ckpt]
@@ -91,7 +106,13 @@ def _require_dict(value: Any, said: str, expected: str, fix: str) -> None:
 
 def check_finite(path: str | Path, state: Mapping[str, torch.Tensor], fix: str = "") -> None:
     """Raise :class:`MalformedCheckpointError` naming ``path`` and the first floating tensor
-    of ``state`` holding NaN or infinity."""
+    of ``state`` holding NaN or infinity.
+
+    >>> check_finite("a.ckpt", {"w": torch.tensor([1.0, float("nan")])})
+    Traceback (most recent call last):
+    ...
+    gralc.training.checkpoints.MalformedCheckpointError: ...
+    """
     for k, v in state.items():
         if v.is_floating_point() and not bool(torch.isfinite(v).all()):
             raise MalformedCheckpointError(f"{path}: weight {k} holds NaN or infinite values{_fix(fix)}")
@@ -100,7 +121,11 @@ def check_finite(path: str | Path, state: Mapping[str, torch.Tensor], fix: str =
 def check_fits(path: str | Path, state: Mapping[str, torch.Tensor],
                expected: Mapping[str, torch.Tensor], fix: str = "") -> None:
     """Raise :class:`MalformedCheckpointError` naming ``path`` unless ``state`` holds exactly
-    the weights of ``expected`` (a model's state dict), each of the same shape."""
+    the weights of ``expected`` (a model's state dict), each of the same shape.
+
+    >>> check_fits("a.ckpt", {"w": torch.zeros(2)}, {"w": torch.ones(2)}) is None
+    True
+    """
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
     shapes = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]

@@ -48,7 +48,11 @@ CACHE_VERSION = 4  # 2: TrainingExample.text; 3: DocFeatures moved; 4: JSON + sa
 @dataclass
 class TrainBatch:
     """``docs[:len(examples)]`` are the examples' gold documents (in order, all distinct);
-    the rest are extra negative documents."""
+    the rest are extra negative documents.
+
+    Example: ``batch = next(iter(dm.train_dataloader()))`` -> ``batch.docs[:len(batch.examples)]``
+    are the questions' gold documents, the rest extra negatives.
+    """
 
     examples: list[TrainingExample]
     docs: list[DocFeatures]
@@ -57,7 +61,11 @@ class TrainBatch:
 @dataclass
 class ValBatch:
     """The validation set as one batch: the dev questions (``examples``) and the features of every
-    corpus document (``docs``), each question ranked against all of them."""
+    corpus document (``docs``), each question ranked against all of them.
+
+    Example: ``dm.val_batch().examples`` -> the dev questions, each ranked against every document
+    of ``dm.val_batch().docs``.
+    """
     examples: list[TrainingExample]
     docs: list[DocFeatures]
 
@@ -65,7 +73,12 @@ class ValBatch:
 def epoch_draw(n: int, k: int, rng: random.Random) -> list[int]:
     """``k`` indices of ``range(n)`` for one epoch: distinct while ``k <= n``; beyond, every
     index ``k // n`` times plus ``k % n`` distinct ones (whole shuffled passes, the last one
-    cut), so no question repeats before every other has been drawn."""
+    cut), so no question repeats before every other has been drawn.
+
+    >>> import random
+    >>> sorted(epoch_draw(3, 5, random.Random(0)))
+    [0, 1, 1, 2, 2]
+    """
     if n <= 0 or k <= 0:
         return []
     out: list[int] = []
@@ -88,6 +101,10 @@ class NoDuplicateDocBatchSampler(Sampler[list[int]]):
     Mixed sources: ``n_fixed`` (default: all) leading examples are in every epoch; each
     ``(start, stop, k)`` of ``draws`` adds ``k`` examples of ``[start, stop)`` drawn by
     :func:`epoch_draw` with ``random.Random(seed + epoch)`` (the draws in order).
+
+    >>> sampler = NoDuplicateDocBatchSampler(["d1", "d1", "d2", "d3"], batch_size=2, shuffle=False)
+    >>> sampler.batches()
+    [[0, 2], [1, 3]]
     """
 
     def __init__(
@@ -236,7 +253,11 @@ def _cache_key(cfg: TrainConfig, bench: Benchmark) -> str:
 
 
 def build_training_data(cfg: TrainConfig, bench: Benchmark) -> TrainingData:
-    """Encode, link and featurise the non-test corpus and the train/dev questions."""
+    """Encode, link and featurise the non-test corpus and the train/dev questions.
+
+    Example: ``build_training_data(cfg, load_benchmarks(cfg.data)[0]).train[0].question_id`` ->
+    the first training question's id (its features and positives built).
+    """
     from gralc.knowledge.concept_embeddings import ConceptEmbedder
     from gralc.pipeline import Pipeline
 
@@ -277,7 +298,11 @@ def build_training_data(cfg: TrainConfig, bench: Benchmark) -> TrainingData:
 
 def load_training_data(cfg: TrainConfig) -> TrainingData:
     """:func:`build_training_data`, from the folder ``paths.cache_dir/train_features/KEY/``
-    (``records.json`` + ``tensors.safetensors``) when there."""
+    (``records.json`` + ``tensors.safetensors``) when there.
+
+    Example: ``load_training_data(cfg)`` -> the :class:`TrainingData` of ``cfg.data``, built once
+    and then read from ``paths.cache_dir/train_features/``.
+    """
     linker = None
     if cfg.data.name == "pmc" and not cfg.data.questions:
         from gralc.knowledge.linker import EntityLinker
@@ -304,7 +329,11 @@ def load_training_data(cfg: TrainConfig) -> TrainingData:
 @dataclass
 class MixPool:
     """One mix source's training questions (ids namespaced with ``prefix``), their documents
-    and the number of its questions each epoch draws (``round(weight * n_primary_train)``)."""
+    and the number of its questions each epoch draws (``round(weight * n_primary_train)``).
+
+    Example: ``load_mix_sources(cfg, data)[0].prefix`` -> ``'pubmedqa:'`` for
+    ``mix=[{name: pubmedqa, path: ..., weight: 0.5}]``.
+    """
 
     name: str
     prefix: str
@@ -315,7 +344,11 @@ class MixPool:
 
 
 def mix_prefixes(cfg: TrainConfig) -> list[str]:
-    """The id prefix of each ``mix`` entry: ``NAME:``, or ``NAME[i]:`` when names repeat."""
+    """The id prefix of each ``mix`` entry: ``NAME:``, or ``NAME[i]:`` when names repeat.
+
+    Example: ``mix_prefixes(cfg)`` -> ``['pubmedqa[0]:', 'pubmedqa[1]:', 'squad:']`` for
+    ``mix=[{name: pubmedqa, ...}, {name: pubmedqa, ...}, {name: squad, ...}]``.
+    """
     names = [m.name for m in cfg.mix]
     return [f"{n}:" if names.count(n) == 1 else f"{n}[{i}]:" for i, n in enumerate(names)]
 
@@ -338,7 +371,11 @@ def load_mix_sources(cfg: TrainConfig, primary: TrainingData) -> list[MixPool]:
     (:func:`mix_prefixes`); its documents' features are added to ``primary.features``. A mix
     document whose text equals an already loaded document's (any of the primary's, or an
     earlier source's) is dropped with its questions (logged); an id that still collides is a
-    ``ValueError``. ``per_epoch`` is filled in by :meth:`GraLCDataModule.setup`."""
+    ``ValueError``. ``per_epoch`` is filled in by :meth:`GraLCDataModule.setup`.
+
+    Example: ``[p.per_epoch for p in load_mix_sources(cfg, data)]`` -> ``[0]`` before
+    :meth:`GraLCDataModule.setup` fills in each source's draw per epoch.
+    """
     seen_text = {hashlib.sha1(f.doc.text.encode()).hexdigest(): d
                  for d, f in primary.features.items()}
     pools = []
@@ -374,7 +411,11 @@ def holdout_train_documents(data: TrainingData, fraction: float, seed: int = 0) 
     """``data`` with ``round(fraction * n)`` of its n training documents (shuffled by ``seed``
     from their sorted ids) and all their questions moved to the dev set, appended after the
     original dev questions. Held-out documents leave ``train_doc_ids`` too (the pool of extra
-    negatives), so no part of training sees them; they stay in the validation corpus."""
+    negatives), so no part of training sees them; they stay in the validation corpus.
+
+    Example: ``holdout_train_documents(data, 0.1)`` -> ``data`` with 10% of its training documents
+    and their questions moved to ``dev``.
+    """
     docs = sorted({e.doc_id for e in data.train})
     random.Random(seed).shuffle(docs)
     held = set(docs[: round(fraction * len(docs))])
@@ -389,7 +430,11 @@ def holdout_train_documents(data: TrainingData, fraction: float, seed: int = 0) 
 class GraLCDataModule(pl.LightningDataModule):
     """Lightning data module of a :class:`~gralc.training.config.TrainConfig`: the training and
     dev questions with their documents' features (:func:`load_training_data`), the mix
-    sources, batches without duplicate documents, and the dev set as one validation batch."""
+    sources, batches without duplicate documents, and the dev set as one validation batch.
+
+    Example: ``dm = GraLCDataModule(load_config(TrainConfig, CONFIG_DIR / "train.yaml")); dm.setup("fit")``
+    -> ``len(dm.data.train)`` training questions, batched by ``dm.train_dataloader()``.
+    """
     def __init__(self, cfg: TrainConfig) -> None:
         super().__init__()
         self.cfg = cfg

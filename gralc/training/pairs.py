@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class Positives:
-    """Which chunks of the gold document answer the question (see module docstring)."""
+    """Which chunks of the gold document answer the question (see module docstring).
+
+    >>> Positives(char_ranges=[(120, 480)]).answer_vec is None
+    True
+    """
 
     char_ranges: list[tuple[int, int]] = field(default_factory=list)
     answer_vec: torch.Tensor | None = None
@@ -60,7 +64,11 @@ class Positives:
 class TrainingExample:
     """One question: ``q_vec`` (d,) frozen query embedding; ``q_concepts`` its linked concept
     ids with embeddings ``q_u`` (Cq, d_k) and query graph ``q_edge_index`` (2, Eq); ``text``
-    the question itself (re-encoded at every step when the encoder has LoRA adapters)."""
+    the question itself (re-encoded at every step when the encoder has LoRA adapters).
+
+    Example: ``section_pairs(questions, docs, encoder)[0].positives.char_ranges`` -> the
+    evidence spans of the first question in its gold document.
+    """
 
     question_id: str
     q_vec: torch.Tensor
@@ -85,7 +93,11 @@ def make_examples(
 
 
 class PairSource(Protocol):
-    """``(questions, documents by id, query encoder) -> examples`` for one benchmark kind."""
+    """``(questions, documents by id, query encoder) -> examples`` for one benchmark kind.
+
+    Example: ``PAIR_SOURCES["pubmedqa"]`` is :func:`answer_evidence_pairs`; any
+    ``(questions, docs, encoder) -> list[TrainingExample]`` callable serves.
+    """
 
     def __call__(
         self, questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
@@ -95,7 +107,11 @@ class PairSource(Protocol):
 def answer_evidence_pairs(
     questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
 ) -> list[TrainingExample]:
-    """PubMedQA: the gold abstract's chunk closest to the LONG_ANSWER (all chunks without one)."""
+    """PubMedQA: the gold abstract's chunk closest to the LONG_ANSWER (all chunks without one).
+
+    Example: ``answer_evidence_pairs(questions, docs, encoder)[0].positives.answer_vec`` -> the
+    long answer's vector (the chunk closest to it is the positive).
+    """
     answers = enc.encode([q.long_answer for q in questions if q.long_answer])
     it = iter(answers)
     positives = [Positives(answer_vec=next(it) if q.long_answer else None) for q in questions]
@@ -106,7 +122,11 @@ def section_pairs(
     questions: list[Question], docs: dict[str, DocFeatures], enc: QueryEncoder
 ) -> list[TrainingExample]:
     """PMC / demo / SQuAD: chunks overlapping the evidence spans, else the gold paragraphs, else
-    the top-level sections of the gold IMRaD types; the long answer when none is given."""
+    the top-level sections of the gold IMRaD types; the long answer when none is given.
+
+    Example: ``section_pairs(bench.questions, docs, encoder)`` -> one
+    :class:`TrainingExample` per question whose evidence, paragraphs or sections resolve.
+    """
     positives = []
     answers = enc.encode([q.long_answer for q in questions])
     for q, ans in zip(questions, answers):
@@ -134,7 +154,13 @@ def split_questions(
     questions: list[Question], source: str, dev_fraction: float = 0.2, seed: int = 0
 ) -> tuple[list[Question], list[Question]]:
     """``(train, dev)``. PubMedQA: the official ``Question.split``; others: by gold document
-    (``dev_fraction`` of the documents, at least one; 0: no dev split, every question trains)."""
+    (``dev_fraction`` of the documents, at least one; 0: no dev split, every question trains).
+
+    >>> from gralc.documents.question import Question
+    >>> qs = [Question(f"q{i}", "Q?", f"d{i}") for i in range(5)]
+    >>> [len(part) for part in split_questions(qs, "demo", dev_fraction=0.2)]
+    [4, 1]
+    """
     if source == "pubmedqa":
         train = [q for q in questions if q.split == "train"]
         dev = [q for q in questions if q.split == "dev"]

@@ -60,6 +60,9 @@ def train(
     """Fit (or resume) and return learned values, best val/mrr and checkpoint paths.
 
     ``model``: a prebuilt model (tests inject one); ``callbacks``: extra Lightning callbacks.
+
+    Example: ``train(load_config(TrainConfig, CONFIG_DIR / "train.yaml", ["trainer.max_epochs=1"]))``
+    -> ``{'learned_values': {...}, 'best_val_mrr': ..., 'best_checkpoint': ..., ...}``.
     """
     validate(cfg)
     cfg.paths.output_dir = expand_run_dir(cfg.paths.output_dir)
@@ -158,7 +161,10 @@ def _fit(cfg: TrainConfig, model: GraLCModel | None, callbacks: Sequence[Callbac
 def data_summary(dm: GraLCDataModule) -> dict[str, Any]:
     """How many questions a run trains and validates on, and its mixed-in sources (their
     training questions and how many each epoch draws); plain JSON types (stored in every
-    checkpoint and in ``result.json``)."""
+    checkpoint and in ``result.json``).
+
+    Example: ``data_summary(dm)`` -> ``{'n_train_questions': ..., 'n_dev_questions': ..., 'mix': [...]}``.
+    """
     return {
         "n_train_questions": len(dm.data.train),
         "n_dev_questions": len(dm.data.dev),

@@ -44,7 +44,11 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
 
     ``"last"``: ``checkpoints/last.ckpt``, which must exist (Lightning's ``ckpt_path="last"``
     silently starts fresh, Lightning#14466); ``"auto"`` (SLURM jobs, which may be requeued):
-    the newest of ``last.ckpt`` and ``hpc_ckpt_*.ckpt``, or None; any other string: a path."""
+    the newest of ``last.ckpt`` and ``hpc_ckpt_*.ckpt``, or None; any other string: a path.
+
+    Example: ``resolve_resume(cfg)`` with ``resume=last`` -> ``'runs/a/checkpoints/last.ckpt'``;
+    ``None`` for a fresh run.
+    """
     if cfg.resume is None:
         return None
     if cfg.resume == "auto":
@@ -95,7 +99,11 @@ def copy_run(src: str | Path, dst: str | Path) -> Path:
     ``last.ckpt`` and initial.json's path are rewritten to ``dst``, so the epochs already
     trained still compete for the best checkpoint (Lightning restores a callback's best score
     only when its directory is unchanged). Refuses an existing ``dst``; nothing is written to
-    ``src``."""
+    ``src``.
+
+    Example: ``copy_run("runs/a", "runs/a_more")`` -> ``Path('runs/a_more')``; then
+    ``paths.output_dir=runs/a_more resume=last trainer.max_epochs=20`` trains on.
+    """
     src, dst = Path(src).resolve(), Path(dst).resolve()
     last = src / "checkpoints" / "last.ckpt"
     if not last.is_file():
@@ -140,7 +148,12 @@ def _train_keys(text: str) -> str:
 
 def run_outputs(out: Path) -> list[str]:
     """What a training run left in ``out`` that a new run there would overwrite: its
-    checkpoints and ``result.json`` (paths relative to ``out``)."""
+    checkpoints and ``result.json`` (paths relative to ``out``).
+
+    >>> import tempfile
+    >>> run_outputs(Path(tempfile.mkdtemp()))
+    []
+    """
     if not out.is_dir():
         return []
     found = [n for n in ("result.json", "initial.ckpt") if (out / n).is_file()]
@@ -170,7 +183,11 @@ def check_run_dir(cfg: TrainConfig) -> list[str]:
     the other ranks of a DDP job write into the folder rank 0 checked). Returns what
     :func:`claim_run_dir` will move aside (``paths.force``), else ``[]``. Raises
     :class:`~gralc.artefacts.OutputDirError` (a ValueError: exit code 2) naming the folder
-    and the fix when the folder holds another run or files GraLC did not write."""
+    and the fix when the folder holds another run or files GraLC did not write.
+
+    Example: ``check_run_dir(cfg)`` -> ``[]`` for a new or empty ``paths.output_dir``;
+    ``OutputDirError`` when it holds another run (``paths.force=true``: what will move aside).
+    """
     if rank_zero_only.rank != 0:
         return []
     out = Path(cfg.paths.output_dir).expanduser().resolve()
@@ -209,7 +226,11 @@ def claim_run_dir(cfg: TrainConfig, found: Sequence[str]) -> None:
     """Just before the run writes into ``paths.output_dir`` (rank 0): with ``found`` (another
     run, ``paths.force``) move the folder aside, never deleting it; create a new folder marked
     as a training run (:func:`gralc.artefacts.claim_dir`, which also moves a folder of other
-    files aside under ``paths.force``)."""
+    files aside under ``paths.force``).
+
+    Example: ``claim_run_dir(cfg, check_run_dir(cfg))`` -> ``paths.output_dir`` created and marked
+    as a training run.
+    """
     if rank_zero_only.rank != 0:
         return
     out = Path(cfg.paths.output_dir).expanduser().resolve()
@@ -229,7 +250,11 @@ def check_resume_fits(path: str, lit: GraLCLitModule, cfg: TrainConfig, threads:
     """Before Lightning restores ``path``: its weights fit ``lit`` (the model this configuration
     builds) and its optimiser state holds the parameters ``lit`` trains, else a
     :class:`~gralc.training.checkpoints.MalformedCheckpointError` naming it; with
-    ``deterministic``, a resume at another thread count than the checkpoint's is logged."""
+    ``deterministic``, a resume at another thread count than the checkpoint's is logged.
+
+    Example: ``check_resume_fits("runs/a/checkpoints/last.ckpt", lit, cfg, 2)`` -> None, or
+    ``MalformedCheckpointError`` when its weights were trained with other model settings.
+    """
     fix = ("resume with the configuration the run was trained with (its config.yaml), or drop "
            "resume= to start a fresh run")
     try:
@@ -260,7 +285,11 @@ def check_resume_fits(path: str, lit: GraLCLitModule, cfg: TrainConfig, threads:
 
 def run_selected_checkpoint(run: Path) -> Path:
     """The checkpoint a finished run folder's ``result.json`` selected
-    (:func:`gralc.model.persistence.resolve_model`). Raises ValueError naming what is missing."""
+    (:func:`gralc.model.persistence.resolve_model`). Raises ValueError naming what is missing.
+
+    Example: ``run_selected_checkpoint(Path("runs/a"))`` -> ``Path('runs/a/checkpoints/epoch=3.ckpt')``
+    (or ``initial.ckpt``), as ``result.json`` records it.
+    """
     from gralc.model.persistence import resolve_model
 
     if not (run / "result.json").is_file():

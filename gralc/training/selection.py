@@ -24,7 +24,11 @@ def validate_initial(trainer: pl.Trainer, lit: GraLCLitModule, dm: GraLCDataModu
     (the metrics and the path) in ``out``.
 
     Lightning's sanity check neither logs nor checkpoints, so this is a plain
-    ``trainer.validate`` before ``trainer.fit`` (checkpoint callbacks skip outside fitting)."""
+    ``trainer.validate`` before ``trainer.fit`` (checkpoint callbacks skip outside fitting).
+
+    Example: ``validate_initial(trainer, lit, dm, out)`` -> ``{'val/mrr': ..., ...}``, with
+    ``initial.ckpt`` and ``initial.json`` written to ``out``.
+    """
     metrics = {k: float(v) for k, v in trainer.validate(lit, datamodule=dm, verbose=False)[0].items()}
     path = out / "initial.ckpt"
     # the untrained weights only: no optimiser exists before fit (and Lightning then says so)
@@ -46,7 +50,13 @@ def select_checkpoint(
     """``(path, score, "trained" | "initial")``: the initial model when no epoch was validated
     or, with ``min_improvement`` None, when it is strictly better (``mode``: higher or lower)
     than every trained epoch; with ``min_improvement`` m >= 0, unless the best trained epoch
-    beats it by more than m (ties keep the initial model)."""
+    beats it by more than m (ties keep the initial model).
+
+    >>> select_checkpoint("e3.ckpt", 0.81, "initial.ckpt", 0.80)
+    ('e3.ckpt', 0.81, 'trained')
+    >>> select_checkpoint("e3.ckpt", 0.81, "initial.ckpt", 0.80, min_improvement=0.02)
+    ('initial.ckpt', 0.8, 'initial')
+    """
     if initial_path is None or initial_score is None:
         return best_path, best_score, "trained"
     if best_score is None or not best_path:
@@ -61,7 +71,12 @@ def select_checkpoint(
 
 def initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
     """``(path, score of monitor)`` of the untrained model :func:`validate_initial` saved in
-    ``out``; ``(None, None)`` when there is none."""
+    ``out``; ``(None, None)`` when there is none.
+
+    >>> import tempfile
+    >>> initial_record(Path(tempfile.mkdtemp()), "val/mrr")
+    (None, None)
+    """
     path = out / "initial.json"
     if not path.is_file():
         return None, None
@@ -70,6 +85,10 @@ def initial_record(out: Path, monitor: str) -> tuple[str | None, float | None]:
 
 
 def learned_values(checkpoint: str) -> dict[str, float]:
-    """The learned scalars stored in a checkpoint (see GraLCLitModule.on_save_checkpoint)."""
+    """The learned scalars stored in a checkpoint (see GraLCLitModule.on_save_checkpoint).
+
+    Example: ``learned_values("runs/a/checkpoints/last.ckpt")`` -> ``{'alpha_struct': ...,
+    'gamma': ..., 'tau': ..., ...}``.
+    """
     ckpt = load_torch(checkpoint, what="training checkpoint (.ckpt)")  # weights only
     return dict(ckpt["gralc"]["learned_values"])

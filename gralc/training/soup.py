@@ -53,7 +53,11 @@ def check_one_initialisation(paths: Sequence[str | Path], ckpts: Sequence[dict[s
     """Raise ValueError naming the first of ``ckpts`` (loaded from ``paths``) that started from
     other initial weights than the first (seed, LoRA settings) or holds other weights: averaging
     models of two seeds averages unrelated LoRA factors and GAT heads (measured on COVID-QA: a
-    uniform soup of three seeds' soups fell from 0.80 to 0.77 evidence recall)."""
+    uniform soup of three seeds' soups fell from 0.80 to 0.77 evidence recall).
+
+    Example: ``check_one_initialisation(paths, [read_checkpoint(p) for p in paths])`` -> None for
+    checkpoints of one seed; ValueError naming the first of another.
+    """
     first = ckpts[0]
     for p, c in zip(paths[1:], ckpts[1:]):
         if _init_settings(c) != _init_settings(first):
@@ -71,7 +75,11 @@ def check_one_initialisation(paths: Sequence[str | Path], ckpts: Sequence[dict[s
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]],
                         weights: Sequence[float]) -> dict[str, torch.Tensor]:
     """``sum_i weights[i] * states[i][k]`` for every floating tensor ``k`` (accumulated in
-    float64, stored in the tensor's dtype); other tensors (counters) as in the last state."""
+    float64, stored in the tensor's dtype); other tensors (counters) as in the last state.
+
+    >>> average_state_dicts([{"w": torch.tensor([0.0])}, {"w": torch.tensor([1.0])}], [0.25, 0.75])
+    {'w': tensor([0.7500])}
+    """
     out = {}
     for k, v in states[-1].items():
         if v.is_floating_point():
@@ -87,7 +95,11 @@ def soup(checkpoints: Sequence[str | Path], out: str | Path,
          weights: Sequence[float] | None = None) -> Path:
     """Write ``out``: the ``weights``-weighted mean (default uniform; normalised to sum 1) of
     the ``checkpoints``' floating weights, the rest (and the configuration) as in the last
-    one. Raises ValueError naming the checkpoint that does not fit before anything is written."""
+    one. Raises ValueError naming the checkpoint that does not fit before anything is written.
+
+    Example: ``soup(["runs/a/last.ckpt", "runs/b/last.ckpt"], "soup.ckpt")`` -> ``Path('soup.ckpt')``,
+    the uniform mean of the two models' weights.
+    """
     paths = [run_selected_checkpoint(Path(p)) if Path(p).is_dir() else Path(p) for p in checkpoints]
     if len(paths) < 2:
         raise ValueError(f"a soup needs at least two checkpoints, got {len(paths)}")
@@ -121,7 +133,11 @@ def check_model_fits(path: Path, ckpt: dict[str, Any], fix: str) -> None:
     """Raise MalformedCheckpointError naming ``path`` when the model weights of ``ckpt`` do
     not fit the model its settings (``gralc.model_config``, ``train_config.pipeline``, token
     and concept dims) build, as :func:`gralc.model.persistence.load_model` builds it; settings
-    that build no model are left to the load of the soup (:func:`_soup_model`)."""
+    that build no model are left to the load of the soup (:func:`_soup_model`).
+
+    Example: ``check_model_fits(Path("a.ckpt"), read_checkpoint("a.ckpt"), "retrain it")`` -> None
+    when its weights fit the model its settings build.
+    """
     from omegaconf import OmegaConf
 
     from gralc.model.gralc_model import GraLCModel, ModelConfig

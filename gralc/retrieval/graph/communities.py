@@ -32,7 +32,11 @@ MODES = ("extractive", "generative")
 @dataclass
 class ReportConfig:
     """``words``: word budget of a report's sentences; ``top_concepts``: concepts listed;
-    ``min_nodes``: smaller communities get no report; ``mode``: extractive | generative."""
+    ``min_nodes``: smaller communities get no report; ``mode``: extractive | generative.
+
+    >>> ReportConfig(words=80).mode
+    'extractive'
+    """
 
     words: int = 150
     top_concepts: int = 8
@@ -51,7 +55,11 @@ class CommunityReport:
     """The report of one community (:func:`build_reports`): its ``community_id`` and ``level``,
     a ``title`` (its three most central concept names), the report ``text``, its most central
     concept ids (``concepts``), the ids of every chunk its concepts occur in, its
-    ``centrality`` (0..1 at its level) and the extractive sentences it quotes."""
+    ``centrality`` (0..1 at its level) and the extractive sentences it quotes.
+
+    >>> CommunityReport("L1-0", 1, "Metformin, HbA1c", "Metformin lowers HbA1c.", ["D008687"], ["d1::c0"]).centrality
+    0.0
+    """
     community_id: str
     level: int
     title: str
@@ -79,7 +87,11 @@ def build_reports(
     config: ReportConfig | None = None,
     summarize: Callable[[str], str] | None = None,
 ) -> list[CommunityReport]:
-    """One report per community of at least ``min_nodes`` concepts, every level."""
+    """One report per community of at least ``min_nodes`` concepts, every level.
+
+    Example: ``build_reports(graph, detect_communities(graph), [(p.doc, p.mentions) for p in prepared])[0].title``
+    -> the first community's three most central concept names joined by ``", "``.
+    """
     cfg = config or ReportConfig()
     if cfg.mode == "generative" and summarize is None:
         raise ValueError("graph.reports.mode=generative needs an endpoint (generation.base_url / "
@@ -154,14 +166,25 @@ _NO_EDGE = _NoEdge()
 
 
 def save_reports(reports: Sequence[CommunityReport], path: str | Path) -> Path:
-    """``reports`` as JSON at ``path``; returns the path."""
+    """``reports`` as JSON at ``path``; returns the path.
+
+    >>> import tempfile
+    >>> save_reports([CommunityReport("L0-0", 0, "Metformin", "Text.", ["D008687"], ["c0"])], tempfile.mkdtemp() + "/r.json").name
+    'r.json'
+    """
     write_json_atomic(path, {"format": FORMAT, "reports": [asdict(r) for r in reports]})
     return Path(path)
 
 
 def load_reports(path: str | Path) -> list[CommunityReport]:
     """The reports :func:`save_reports` wrote to ``path``; FileNotFoundError / ValueError
-    otherwise."""
+    otherwise.
+
+    >>> import tempfile
+    >>> path = save_reports([CommunityReport("L0-0", 0, "Metformin", "Text.", ["D008687"], ["c0"])], tempfile.mkdtemp() + "/r.json")
+    >>> load_reports(path)[0].title
+    'Metformin'
+    """
     d = read_format(path, FORMAT, "community reports")
     try:
         return [CommunityReport(**r) for r in d["reports"]]

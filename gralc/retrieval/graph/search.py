@@ -75,7 +75,11 @@ class GraphSearchConfig:
     """Local search: ``tau_e``, ``tau_d``, ``top_entities``, ``neighbours``, ``hop_decay``,
     ``entity_weight``, ``budget`` (L, word-pieces; 0: no cap). Global search:
     ``top_communities`` (K), ``level``, ``centrality_weight``. ``fill``: rank the rest of the
-    corpus by cosine after the graph's chunks."""
+    corpus by cosine after the graph's chunks.
+
+    >>> GraphSearchConfig(budget=0).top_communities
+    3
+    """
 
     tau_e: float = 0.5
     tau_d: float = 0.2
@@ -104,7 +108,11 @@ class GraphSearchConfig:
 class GraphConfig:
     """Everything of SemRAG's graph: how it is built and how it is searched.
     ``concept_synonyms``: synonyms encoded with each concept's name for its vector (0: the
-    name alone; each synonym adds one encoder call per concept to the build)."""
+    name alone; each synonym adds one encoder call per concept to the build).
+
+    >>> GraphConfig(concept_synonyms=2).search.budget
+    1024
+    """
 
     corpus: CorpusGraphConfig = field(default_factory=CorpusGraphConfig)
     communities: CommunityConfig = field(default_factory=CommunityConfig)
@@ -125,7 +133,11 @@ def _unit(x: np.ndarray) -> np.ndarray:
 @dataclass
 class GraphIndex:
     """A corpus graph with communities, reports, and unit vectors of its concepts
-    (``node_vecs``, rows in ``node_ids`` order) and reports (``report_vecs``, (r, d))."""
+    (``node_vecs``, rows in ``node_ids`` order) and reports (``report_vecs``, (r, d)).
+
+    Example: ``GraphIndex.load("index/graph").stats()`` -> the graph's ``graph_*`` counts plus its
+    communities and reports (``GraphIndex.save(folder)`` wrote them).
+    """
 
     graph: CorpusGraph
     communities: list[Community]
@@ -199,7 +211,11 @@ def build_graph_index(
     """Graph, communities, reports and vectors for ``chunks`` of ``documents`` (see the module
     docstring). ``encode_texts``: texts -> (n, d) vectors (the reports);
     ``concept_vectors``: concepts -> (n, d) (default: ``encode_texts`` of their names;
-    pass a cached :class:`~gralc.knowledge.concept_embeddings.ConceptEmbedder`'s ``embed``)."""
+    pass a cached :class:`~gralc.knowledge.concept_embeddings.ConceptEmbedder`'s ``embed``).
+
+    Example: ``build_graph_index([(p.doc, p.mentions) for p in prepared], chunks, encode).stats()["graph_nodes"]``
+    -> the number of concepts linked in the chunks (``encode``: texts -> (n, d) unit vectors).
+    """
     cfg = config or GraphConfig()
     t0 = time.perf_counter()
     graph = build_corpus_graph(documents, chunks, knowledge_base, cfg.corpus)
@@ -219,7 +235,11 @@ def finish_graph_index(
     timings: dict[str, float] | None = None,
 ) -> GraphIndex:
     """Communities, reports and vectors of a built ``graph`` (e.g. one grown batch by batch
-    while indexing) of ``documents``."""
+    while indexing) of ``documents``.
+
+    Example: ``finish_graph_index(corpus_graph, linked, encode, GraphConfig()).communities`` -> the
+    communities detected on a graph grown while indexing (:meth:`Retriever.build` with ``graph=True``).
+    """
     cfg = config or GraphConfig()
     t = dict(timings or {})
     t0 = time.perf_counter()
@@ -246,7 +266,11 @@ class GraphSearcher:
     ``vectors`` (n, d) (default: the chunks' ``embedding``). ``search`` / ``within`` rank the
     queries given by ``q_vecs`` (q, d) and the concept ids linked in each (``q_concepts``);
     :meth:`query` ranks one new question. ``pieces`` counts the budget's word-pieces
-    (:func:`~gralc.encoding.budget.budget_counter`; None: the bundled MiniLM's)."""
+    (:func:`~gralc.encoding.budget.budget_counter`; None: the bundled MiniLM's).
+
+    Example: ``GraphSearcher("graph_local", index.chunks, graph_index, vectors=index.vectors).query(q_vec, ["D008687"], 5)``
+    -> up to 5 :class:`~gralc.retrieval.hits.Hit` with ``path`` the concepts that reached them.
+    """
 
     def __init__(
         self,

@@ -44,7 +44,13 @@ VOCAB_FILE = "vocab.tokenizer.json"
 
 
 class BM25Index(BM25Scorer):
-    """BM25 over chunk texts; document i is ``chunks[i]``."""
+    """BM25 over chunk texts; document i is ``chunks[i]``.
+
+    >>> bm25 = BM25Index(); bm25.index([Chunk("d1", "c0", "metformin lowers glucose", 0, 24),
+    ...                                 Chunk("d2", "c0", "insulin dosing", 0, 14)])
+    >>> [(c.doc_id, round(s, 3)) for c, s in bm25.search(["metformin"], k=1)[0]]
+    [('d1', 0.254)]
+    """
 
     def __init__(self, config: BM25Config | None = None) -> None:
         super().__init__(config)
@@ -124,7 +130,13 @@ class BM25Index(BM25Scorer):
 
 
 def count_lines(path: Path) -> int:
-    """Lines of a text file, read in blocks."""
+    """Lines of a text file, read in blocks.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.jsonl"; _ = f.write_text("{}\\n{}\\n")
+    >>> count_lines(f)
+    2
+    """
     require(path)
     n = 0
     with open(path, "rb") as f:

@@ -51,7 +51,11 @@ KINDS = ("flat", "hnsw", "ivf")
 
 @dataclass
 class IndexConfig:
-    """``kind``: flat (exact, default) | hnsw | ivf. ``ivf_nlist`` None = about 4 sqrt(n)."""
+    """``kind``: flat (exact, default) | hnsw | ivf. ``ivf_nlist`` None = about 4 sqrt(n).
+
+    >>> IndexConfig(kind="hnsw").hnsw_m
+    32
+    """
 
     kind: str = "flat"
     #: HNSW: links per node
@@ -65,7 +69,14 @@ class IndexConfig:
 
 # ----- the index ---------------------------------------------------------------------------
 class ChunkIndex:
-    """FAISS index over chunk embeddings; FAISS row i is ``chunks[i]``."""
+    """FAISS index over chunk embeddings; FAISS row i is ``chunks[i]``.
+
+    >>> index = ChunkIndex(2)
+    >>> index.add([Chunk("d1", "c0", "x", 0, 1, embedding=np.array([1, 0], "float32")),
+    ...            Chunk("d2", "c0", "y", 0, 1, embedding=np.array([0, 1], "float32"))])
+    >>> [(c.doc_id, s) for c, s in index.search(np.array([[1, 0]], "float32"), k=1)[0]]
+    [('d1', 1.0)]
+    """
 
     def __init__(self, dim: int, config: IndexConfig | None = None) -> None:
         self.config = config or IndexConfig()

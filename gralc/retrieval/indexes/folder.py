@@ -15,14 +15,26 @@ from gralc.safe_load import parse_json, read_json_untrusted
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
-    """Chunk metadata as JSONL (no embeddings), written atomically."""
+    """Chunk metadata as JSONL (no embeddings), written atomically.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "chunks.jsonl"; write_chunks(f, [Chunk("d1", "c0", "x", 0, 1)])
+    >>> f.read_text().count("\\n")
+    1
+    """
     with atomic_write(path) as f:
         for c in chunks:
             f.write(json.dumps(c.to_dict(with_embedding=False), ensure_ascii=False) + "\n")
 
 
 def read_chunks(path: Path) -> list[Chunk]:
-    """Inverse of :func:`write_chunks`; errors name the file and line."""
+    """Inverse of :func:`write_chunks`; errors name the file and line.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "chunks.jsonl"; write_chunks(f, [Chunk("d1", "c0", "x", 0, 1)])
+    >>> read_chunks(f)[0].chunk_id
+    'c0'
+    """
     require(path)
     chunks = []
     with open(path, encoding="utf-8") as f:
@@ -37,12 +49,25 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object of an index folder (:func:`gralc.safe_load.read_json_untrusted`), the
-    message of :func:`require` when it is missing."""
+    message of :func:`require` when it is missing.
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "config.json"; _ = f.write_text('{"dim": 384}')
+    >>> read_json(f)
+    {'dim': 384}
+    """
     require(path)
     return read_json_untrusted(path, expect=dict)
 
 
 def require(path: Path) -> None:
-    """FileNotFoundError (rebuild the index) unless ``path`` is a file."""
+    """FileNotFoundError (rebuild the index) unless ``path`` is a file.
+
+    >>> import tempfile
+    >>> require(Path(tempfile.mkdtemp()) / "index.faiss")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: ...
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the index directory is incomplete, rebuild it")

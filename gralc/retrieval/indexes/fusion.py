@@ -29,7 +29,11 @@ METHODS = ("rrf", "weighted")
 class FusionConfig:
     """``method``: rrf | weighted; ``rrf_k``: RRF's rank constant; ``lexical_weight``: weight of
     the normalised lexical score in ``weighted`` (0.8: chosen in every fold of a 5-fold
-    cross-validation by article on COVID-QA dev, ``python -m gralc.experiments.hybrid_weight``); ``candidates``: depth searched in each list before fusing."""
+    cross-validation by article on COVID-QA dev, ``python -m gralc.experiments.hybrid_weight``); ``candidates``: depth searched in each list before fusing.
+
+    >>> FusionConfig(method="rrf").rrf_k
+    60
+    """
 
     method: str = "weighted"
     rrf_k: int = 60
@@ -63,7 +67,13 @@ def _reciprocal(hits: list[Hit], k: int) -> dict[tuple[str, str], float]:
 
 def fuse(dense: Sequence[Candidate], lexical: Sequence[Candidate], config: FusionConfig,
          k: int | None = None) -> list[Hit]:
-    """One query's fused ranking (module docstring), cut to ``k`` when given."""
+    """One query's fused ranking (module docstring), cut to ``k`` when given.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> a, b = Chunk("d1", "c0", "x", 0, 1), Chunk("d2", "c0", "y", 0, 1)
+    >>> [h.chunk.doc_id for h in fuse([(a, 0.9), (b, 0.8)], [(b, 7.0)], FusionConfig(method="rrf"))]
+    ['d2', 'd1']
+    """
     d_hits, l_hits = as_hits(dense), as_hits(lexical)
     chunks = {(h.chunk.doc_id, h.chunk.chunk_id): h.chunk for h in [*d_hits, *l_hits]}
     raw_d = {(h.chunk.doc_id, h.chunk.chunk_id): h.score for h in d_hits}

@@ -51,7 +51,11 @@ _ITEMS_COLON = re.compile(r":\s")
 
 @dataclass(frozen=True)
 class Enumeration:
-    """A preamble (where the announcement is) and the span holding its items."""
+    """A preamble (where the announcement is) and the span holding its items.
+
+    >>> Enumeration(preamble=(0, 40), items=(41, 120)).items
+    (41, 120)
+    """
 
     preamble: Span
     items: Span
@@ -63,7 +67,13 @@ def _sentence_spans(p: Paragraph) -> list[Span]:
 
 
 def detect_preambles(doc: Document) -> list[Span]:
-    """Sorted, distinct character spans of enumeration preambles in ``doc`` (rules above)."""
+    """Sorted, distinct character spans of enumeration preambles in ``doc`` (rules above).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nPatients had the following symptoms:\\n\\n- fever\\n- cough", "d1")
+    >>> [doc.text[s:e] for s, e in detect_preambles(doc)]
+    ['Patients had the following symptoms:']
+    """
     spans: set[Span] = set()
     for p in doc.paragraphs:
         for s, e in _sentence_spans(p):
@@ -80,7 +90,13 @@ def detect_preambles(doc: Document) -> list[Span]:
 
 
 def enumeration_for(doc: Document, span: Span) -> Enumeration | None:
-    """Where the items announced by the preamble ``span`` are (None if nowhere)."""
+    """Where the items announced by the preamble ``span`` are (None if nowhere).
+
+    >>> from gralc.documents.plaintext import document_from_text
+    >>> doc = document_from_text("# T\\n\\nPatients had the following symptoms:\\n\\n- fever\\n- cough", "d1")
+    >>> e = enumeration_for(doc, detect_preambles(doc)[0]); doc.text[e.items[0]:e.items[1]]
+    '\\n\\n- fever\\n- cough'
+    """
     s, e = span
     for lst in doc.lists:
         if (lst.start, lst.end) == span:
@@ -132,6 +148,9 @@ def build_links(
     char order (start, end, chunk_id). Every chunk overlapping a preamble is linked to those
     of its next ``window`` chunks that overlap the preamble's items. Chunks with no link are
     left out.
+
+    Example: ``build_links(doc, chunks_of_doc)`` -> ``{'d1::structure_aware::chunk::3':
+    ['d1::structure_aware::chunk::4']}`` when chunk 3 announces a list that chunk 4 holds.
     """
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
@@ -165,7 +184,11 @@ def build_links(
 
 
 class ChunkLinker:
-    """Enumeration links of a corpus and the expansion of retrieved lists with them."""
+    """Enumeration links of a corpus and the expansion of retrieved lists with them.
+
+    Example: ``ChunkLinker(window=5).fit(docs, chunks).expand(hits, {c.chunk_id: c for c in chunks}, k=10)``
+    -> the top 10 with the item chunks of each retrieved preamble pulled in (``Hit.via`` names it).
+    """
 
     def __init__(
         self, window: int = 5, detector: Detector | None = None, epsilon: float = 1e-6

@@ -28,7 +28,12 @@ SectionKey = tuple[str, "str | None"]
 
 
 def section_key(chunk: Chunk) -> SectionKey:
-    """``(doc_id, top-level section id or None)``."""
+    """``(doc_id, top-level section id or None)``.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> section_key(Chunk("d1", "c0", "x", 0, 1, section_ids=["s2", "s2.1"]))
+    ('d1', 's2')
+    """
     return chunk.doc_id, (chunk.section_ids[0] if chunk.section_ids else None)
 
 
@@ -139,6 +144,12 @@ def section_diverse_rerank(
     ``per_section_quota`` and ``top_docs`` (None = all documents); ``complete`` uses
     ``per_section_quota``, ``top_docs`` and ``complete_slots`` (0 <= slots <= k). Returns
     ``min(k, len(ranked))`` hits (see the module doc for scores and components).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> a = Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]); b = Chunk("d1", "c1", "y", 2, 3, section_ids=["s1"])
+    >>> c = Chunk("d1", "c2", "z", 4, 5, section_ids=["s2"])
+    >>> [h.chunk.chunk_id for h in section_diverse_rerank([(a, 0.9), (b, 0.85), (c, 0.5)], k=2, method="quota")]
+    ['c0', 'c2']
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")

@@ -28,7 +28,11 @@ LEVELS = ("document", "section", "paragraph", "sentences")
 
 
 def softmax_probabilities(scores: Iterable[float], temperature: float = 1.0) -> np.ndarray:
-    """``softmax(scores / temperature)`` as a float64 array of shape (n,)."""
+    """``softmax(scores / temperature)`` as a float64 array of shape (n,).
+
+    >>> softmax_probabilities([0.0, 0.0]).tolist()
+    [0.5, 0.5]
+    """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     s = np.asarray(list(scores), dtype=np.float64) / temperature
@@ -82,6 +86,11 @@ def select_by_probability(
 
     Returns kept hits in order with the input score and components plus ``probability`` and
     ``cumulative`` (mass up to and including the hit).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> ranked = [(Chunk("d1", f"c{i}", "x", 0, 1), s) for i, s in enumerate([3.0, 1.0, 0.0])]
+    >>> [(h.chunk.chunk_id, round(h.components["cumulative"], 2)) for h in select_by_probability(ranked, tau=0.9)]
+    [('c0', 0.84), ('c1', 0.96)]
     """
     if not 0 < tau:
         raise ValueError(f"tau must be > 0 (a cumulative probability), got {tau}")

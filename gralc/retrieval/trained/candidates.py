@@ -24,7 +24,11 @@ import torch
 @dataclass
 class CandidateConfig:
     """Candidates per source (see the module docstring), chosen by measurement
-    (``gralc.experiments.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search)."""
+    (``gralc.experiments.two_stage_cv``, ``bench.scale_search``; docs/scaling.md#two-stage-search).
+
+    >>> CandidateConfig(exhaustive=True).dense
+    100
+    """
 
     #: nearest chunk vectors (FAISS) among the candidates
     dense: int = 100
@@ -56,7 +60,11 @@ class CandidateConfig:
 
 def top_rows(scores: np.ndarray | torch.Tensor, n: int, positive: bool = False) -> np.ndarray:
     """Rows of the ``n`` highest ``scores`` (K,) (``positive``: only those above 0, e.g. BM25
-    rows sharing a term with the question), unordered."""
+    rows sharing a term with the question), unordered.
+
+    >>> sorted(top_rows(np.array([0.1, 0.0, 0.7, 0.3]), 2).tolist())
+    [2, 3]
+    """
     s = scores.detach().cpu().numpy() if isinstance(scores, torch.Tensor) else np.asarray(scores)
     if n <= 0 or not len(s):
         return np.zeros(0, np.int64)
@@ -65,14 +73,22 @@ def top_rows(scores: np.ndarray | torch.Tensor, n: int, positive: bool = False) 
 
 
 def union_rows(*lists: np.ndarray) -> np.ndarray:
-    """Sorted unique rows of the lists."""
+    """Sorted unique rows of the lists.
+
+    >>> union_rows(np.array([3, 1]), np.array([1, 5]))
+    array([1, 3, 5])
+    """
     parts = [np.asarray(x, dtype=np.int64) for x in lists if x is not None and len(x)]
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
 def unit_chunk_rows(unit_scores: np.ndarray | torch.Tensor, n: int, chunks_of_unit) -> np.ndarray:
     """Chunk rows holding the ``n`` best units by ``unit_scores`` (U,) (> 0);
-    ``chunks_of_unit(unit rows) -> chunk rows``."""
+    ``chunks_of_unit(unit rows) -> chunk rows``.
+
+    >>> unit_chunk_rows(np.array([0.0, 0.8, 0.2]), 1, lambda units: units * 10)
+    array([10])
+    """
     best = top_rows(unit_scores, n, positive=True)
     return chunks_of_unit(best) if len(best) else np.zeros(0, np.int64)
 

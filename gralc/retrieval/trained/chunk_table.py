@@ -50,7 +50,11 @@ MIN_CODEC_TOKENS = 256 * 39
 @dataclass
 class UnitTable:
     """Sentence units: ``vectors`` (U, d), ``entities`` (by unit), ``pairs`` (unit rows by
-    chunk), ``chunks`` (chunk rows by unit), ``bm25`` their lexical index."""
+    chunk), ``chunks`` (chunk rows by unit), ``bm25`` their lexical index.
+
+    Example: ``table.units.vectors.shape`` -> ``(U, d)``: one vector per sentence unit of the
+    indexed chunks (``table``: a :class:`ChunkTable` of a model that scores sentence evidence).
+    """
 
     vectors: np.ndarray
     entities: Ragged
@@ -60,7 +64,11 @@ class UnitTable:
 
 
 class ChunkTable:
-    """Per-chunk score inputs of K chunks (see the module docstring)."""
+    """Per-chunk score inputs of K chunks (see the module docstring).
+
+    Example: ``ChunkTable.load(Path("index/"), n_chunks).gather(index.vectors, rows)`` -> ``(the
+    ChunkSet of the candidate chunk rows, their sentence-unit rows)``, what the exact score reads.
+    """
 
     def __init__(self, codec: TokenCodecConfig | TokenCodec | None = None) -> None:
         """``codec``: how token vectors are stored (a config, trained on the corpus's first
@@ -315,7 +323,12 @@ class ChunkTable:
 
 
 def unit_links(pairs: np.ndarray, n_chunks: int, n_units: int) -> tuple[Ragged, Ragged]:
-    """``(units by chunk, chunks by unit)`` of (2, P) overlap pairs (chunk row, unit row)."""
+    """``(units by chunk, chunks by unit)`` of (2, P) overlap pairs (chunk row, unit row).
+
+    >>> by_chunk, by_unit = unit_links(np.array([[0, 0, 1], [0, 1, 1]]), n_chunks=2, n_units=2)
+    >>> by_chunk.row(0).tolist(), by_unit.row(1).tolist()
+    ([0, 1], [0, 1])
+    """
     by_chunk = np.lexsort((pairs[1], pairs[0]))
     by_unit = np.lexsort((pairs[0], pairs[1]))
     return (Ragged.from_groups(pairs[1][by_chunk].astype(np.int64), pairs[0][by_chunk], n_chunks),

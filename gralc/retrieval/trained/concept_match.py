@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 
 
 def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
-    """The concept match's index over ``chunks`` (their ``entity_ids``)."""
+    """The concept match's index over ``chunks`` (their ``entity_ids``).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> len(concept_index([Chunk("d1", "c0", "x", 0, 1, entity_ids=["D008687"])]))
+    1
+    """
     index = BM25Index(CONCEPT_BM25)
     index.index(chunks)
     return index
@@ -42,14 +47,26 @@ def concept_index(chunks: Sequence[Chunk]) -> BM25Index:
 
 def concept_scores(index: BM25Index, ids: Sequence[str]) -> np.ndarray:
     """(K,) concept match of one question (its concept ``ids``) against ``index``'s chunks:
-    BM25 over concept ids divided by :func:`idf_scale` of the index's chunk count."""
+    BM25 over concept ids divided by :func:`idf_scale` of the index's chunk count.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> index = concept_index([Chunk("d1", "c0", "x", 0, 1, entity_ids=["D008687"]), Chunk("d2", "c0", "y", 0, 1)])
+    >>> (concept_scores(index, ["D008687"]) > 0).tolist()
+    [True, False]
+    """
     query = concept_terms(ids)
     return index.scores(query) / idf_scale(len(index)) if query else np.zeros(len(index))
 
 
 def concept_idf(index: BM25Index, ids: Sequence[str]) -> np.ndarray:
     """(len(ids),) IDF of each concept over ``index``'s chunks, BM25's (Lucene)
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))``; a concept no chunk holds has df = 0."""
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``; a concept no chunk holds has df = 0.
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> index = concept_index([Chunk("d1", "c0", "x", 0, 1, entity_ids=["D008687"]), Chunk("d2", "c0", "y", 0, 1)])
+    >>> concept_idf(index, ["D008687", "D000001"]).round(3).tolist()
+    [0.693, 1.792]
+    """
     n = len(index)
     vocab, indptr = index.retriever.vocab_dict, np.asarray(index.retriever.scores["indptr"])
     out = np.zeros(len(ids))

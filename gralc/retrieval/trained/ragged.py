@@ -17,7 +17,12 @@ from gralc.atomic import atomic_write
 
 class Ragged:
     """``values`` (N, ...) with ``offsets`` (K + 1,) int64: row ``i`` is
-    ``values[offsets[i]:offsets[i + 1]]``."""
+    ``values[offsets[i]:offsets[i + 1]]``.
+
+    >>> r = Ragged.from_rows([np.array([1, 2]), np.array([3])], dtype=np.int64)
+    >>> r.row(0).tolist(), r.counts.tolist()
+    ([1, 2], [2, 1])
+    """
 
     def __init__(self, values: np.ndarray, offsets: np.ndarray) -> None:
         offsets = np.asarray(offsets, dtype=np.int64)
