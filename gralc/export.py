@@ -28,7 +28,7 @@ def settings() -> list[Settings]:
     from dataclasses import fields
 
     from gralc.chunking.boundaries import BoundaryConfig
-    from gralc.model.gralc_model import ModelConfig
+    from gralc.model.model_config import ModelConfig
     from gralc.model.scoring_config import ScoringConfig, export_keys
 
     def others(schema: type) -> tuple[str, ...]:

@@ -115,7 +115,7 @@ _MOVED_TO_BOUNDARY = {
 }
 
 
-#: ModelConfig keys of models saved by GraLC 0.2.0 that are the ScoringConfig's since
+#: ModelConfig keys of models saved by GraLC 0.2.0 that are ScoringConfig fields now
 MOVED_TO_SCORING = ("late_interaction", "kg_prox_idf")
 
 
@@ -288,7 +288,7 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
-           settings: dict[str, Any] | None = None) -> Path:
+           settings: dict[str, Any] | ScoringConfig | None = None) -> Path:
     """Write ``inference.yaml``, ``weights.safetensors`` and ``MODEL_CARD.md``
     (:mod:`gralc.model.model_card`) for ``checkpoint`` into ``out_dir`` (with LoRA also
     ``adapter/`` and the merged ``encoder/``), all at once (:mod:`gralc.artefacts`: a folder
@@ -297,8 +297,8 @@ def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
     scoring (:class:`~gralc.model.scoring_config.ScoringConfig`: the inference-only settings
     and the trained score terms it overrides) is the experiment's own ``scoring`` section
     recorded in the checkpoint's train config, each key of ``settings`` (flat
-    ``{key: value}``, :func:`~gralc.model.scoring_config.scoring_keys`, validated first)
-    replacing it; a key neither sets stays as trained. ``checkpoint``: a ``.ckpt`` or a
+    ``{key: value}``, :func:`~gralc.model.scoring_config.scoring_keys`, validated first;
+    a ScoringConfig: every key it holds) replacing it; a key neither sets stays as trained. ``checkpoint``: a ``.ckpt`` or a
     finished run folder (the checkpoint its run selected, :func:`resolve_model`).
 
     >>> export("outputs/demo_train", "exports/demo", settings={"late_interaction": 0.8})  # doctest: +SKIP

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gralc.chunking.boundaries import BoundaryConfig
+from gralc.model.model_config import ModelConfig
+
 #: ScoringConfig override keys stored in the BoundaryConfig (``pipeline.chunking.boundary``)
 BOUNDARY_KEYS = ("cut_unit",)
 
@@ -26,8 +29,6 @@ def export_keys() -> tuple[str, ...]:
     >>> export_keys()
     ('sentence_evidence', 'evidence_sentences', 'phrase_weight', 'concept_weight', 'cut_unit')
     """
-    from gralc.model.gralc_model import ModelConfig
-
     return (*(f.name for f in fields(ModelConfig) if f.metadata.get("export")), *BOUNDARY_KEYS)
 
 
@@ -120,9 +121,6 @@ class ScoringConfig:
         validated by its dataclass (a bad one is a ValueError naming its key)."""
         from omegaconf import OmegaConf
         from omegaconf.errors import OmegaConfBaseException
-
-        from gralc.chunking.boundaries import BoundaryConfig
-        from gralc.model.gralc_model import ModelConfig
 
         model_part = {k: v for k, v in self.overrides.items() if k not in BOUNDARY_KEYS}
         boundary_part = {k: v for k, v in self.overrides.items() if k in BOUNDARY_KEYS}
