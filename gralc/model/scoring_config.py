@@ -70,6 +70,10 @@ class ScoringConfig:
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.late_interaction, bool) or not isinstance(self.late_interaction, int | float):
+            raise ValueError(f"scoring.late_interaction must be a number in [0, 1), got "
+                             f"{self.late_interaction!r}")
+        object.__setattr__(self, "late_interaction", float(self.late_interaction))
         if not 0.0 <= self.late_interaction < 1.0:
             raise ValueError(
                 f"scoring.late_interaction must lie in [0, 1) (0: no token-level MaxSim), got "
@@ -84,6 +88,9 @@ class ScoringConfig:
         object.__setattr__(self, "overrides", {k: self.overrides[k] for k in allowed
                                                if k in self.overrides})
         self.apply({}, {})  # a bad value fails here, with its key's name
+
+    def __hash__(self) -> int:
+        return hash((self.late_interaction, self.kg_prox_idf, tuple(sorted(self.overrides.items()))))
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any] | None) -> ScoringConfig:
