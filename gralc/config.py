@@ -85,6 +85,9 @@ RENAMED = {
     "model.temperature": "model.cut_temperature",
     # "hybrid" means BM25 + dense fusion only since GraLC 0.2: the cos / kg_prox mix is kg_prox
     "model.use_hybrid": "model.use_kg_prox",
+    # inference-only settings are the model's ScoringConfig since GraLC 0.3 (set at export)
+    "model.late_interaction": "scoring.late_interaction",
+    "model.kg_prox_idf": "scoring.kg_prox_idf",
     # train.py's W&B settings are spelled as eval.py's since GraLC 0.2
     **{f"logger.wandb.{k}": f"wandb.{k}" for k in ("enabled", "project", "entity", "offline", "name")},
 }

@@ -16,17 +16,30 @@ import sys
 
 from gralc.cli import CommandParser, Settings, command_main
 
+#: the flags of GraLC 0.1 (one per key gralc export took then), and their spelling now
 RENAMED = {f"--{k.replace('_', '-')}": f"scoring.{k}=VALUE" for k in (
     "sentence_evidence", "evidence_sentences", "late_interaction", "phrase_weight",
     "concept_weight", "cut_unit")}
 
 
 def settings() -> list[Settings]:
-    """The ``key=value`` settings ``gralc export`` takes (for ``--help``)."""
-    from gralc.model.scoring_config import ScoringConfig
+    """The ``key=value`` settings ``gralc export`` takes (for ``--help``): the
+    inference-only scoring, then the trained score terms an export may replace."""
+    from dataclasses import fields
 
-    return [Settings("export-time scoring (null: as recorded in the checkpoint, else as trained)",
-                     ScoringConfig, "scoring.")]
+    from gralc.chunking.boundaries import BoundaryConfig
+    from gralc.model.model_config import ModelConfig
+    from gralc.model.scoring_config import ScoringConfig, export_keys
+
+    def others(schema: type) -> tuple[str, ...]:
+        return tuple(f"scoring.{f.name}" for f in fields(schema) if f.name not in export_keys())
+
+    return [Settings("inference-only scoring (unset: as recorded in the checkpoint, else off)",
+                     ScoringConfig, "scoring.", skip=("scoring.overrides",)),
+            Settings("trained score terms an export may replace (unset: as recorded, else as trained)",
+                     ModelConfig, "scoring.", skip=others(ModelConfig)),
+            Settings("where the hard cuts may fall (unset: as recorded, else as trained)",
+                     BoundaryConfig, "scoring.", skip=others(BoundaryConfig))]
 
 
 def parser() -> CommandParser:
@@ -46,9 +59,8 @@ def _main(argv: list[str]) -> int:
 
     from gralc.model.model_card import MODEL_CARD
     from gralc.model.persistence import ADAPTER_DIR, ENCODER_DIR, INFERENCE_YAML, export
-    from gralc.model.scoring_config import ScoringConfig
 
-    settings = ScoringConfig.from_dict(scoring_settings(args.settings))
+    settings = scoring_settings(args.settings)
     # a user's mistake (OutputDirError included) propagates to gralc.cli.run: one message and
     # exit 2 (--debug: its traceback)
     out = export(args.model, args.out, force=args.force, settings=settings)
@@ -57,7 +69,7 @@ def _main(argv: list[str]) -> int:
     m = exported.model_config
     print(f"sentence evidence: {m.get('sentence_evidence', 0.0)} "
           f"({m.get('evidence_sentences', 1)} sentence(s) per group); "
-          f"late interaction: {m.get('late_interaction', 0.0)}; term-pair BM25: "
+          f"late interaction: {exported.scoring.late_interaction}; term-pair BM25: "
           f"{m.get('phrase_weight', 0.0)}; concept match: {m.get('concept_weight', 0.0)}; cuts at: "
           f"{exported.pipeline_config.chunking.boundary.get('cut_unit', 'word')} starts")
     if "lora" in exported:
@@ -73,18 +85,16 @@ main = command_main(_main)
 def scoring_settings(items: list[str]) -> dict:
     """The export-time settings of the command line (``scoring.KEY=value``); one key given
     twice with two values is refused."""
-    from dataclasses import fields
-
     import yaml
 
-    from gralc.model.scoring_config import ScoringConfig
+    from gralc.model.scoring_config import scoring_keys
 
     out: dict = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.startswith("scoring."):
             raise ValueError(f"{item!r}: gralc export takes scoring.KEY=value "
-                             f"(KEY one of {', '.join(f.name for f in fields(ScoringConfig))})")
+                             f"(KEY one of {', '.join(scoring_keys())})")
         key = key.removeprefix("scoring.")
         value = yaml.safe_load(raw) if raw else None
         if key in out and out[key] != value:

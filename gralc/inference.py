@@ -495,7 +495,7 @@ def train_token_codec(corpus: str | Path, model: str | Path, config: TokenCodecC
     """
     scorer, pipeline_config = trained_model(model, None, overrides)
     if not scorer.uses_tokens:
-        raise ValueError(f"{model} does not score with late interaction (model.late_interaction=0): "
+        raise ValueError(f"{model} does not score with late interaction (scoring.late_interaction=0): "
                          "its indexes store no token vectors and need no codec")
     scorer.token_codec = config or TokenCodecConfig()
     docs = load_documents(corpus)

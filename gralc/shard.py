@@ -81,7 +81,7 @@ def _main(argv: list[str]) -> int:
         from gralc.retrieval.trained.scorer import TrainedScorer
 
         if not TrainedScorer.load(args.model).uses_tokens:  # nothing to write, nothing to share
-            print(f"{args.model} stores no token vectors (model.late_interaction=0): no codec needed")
+            print(f"{args.model} stores no token vectors (scoring.late_interaction=0): no codec needed")
             return 0
         codec = lib.build_codec(args.corpus, args.model, args.out, force=args.force)
         print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "

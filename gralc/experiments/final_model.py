@@ -16,7 +16,7 @@ with the best evidence MRR on the model's own dev split (the 20% of articles tra
 for epoch selection), as ``gralc.experiments.crossval`` chooses per fold. With ``--reuse`` the model
 trained earlier is exported again; with ``--checkpoint CKPT`` that checkpoint (e.g. another
 run's model of record) is exported instead of training. ``--late-interaction M``: export with
-``model.late_interaction=M`` (the index then stores the chunks' token vectors);
+``scoring.late_interaction=M`` (the index then stores the chunks' token vectors);
 ``--phrase-weight G`` with ``model.phrase_weight=G`` (the term-pair BM25; the index then holds
 its ``phrase/`` BM25); ``--concept-weight C`` with ``model.concept_weight=C`` (the concept
 match, its index in ``concepts/``); ``--cut-unit sentence`` with hard cuts at sentence starts only.
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="export with model.sentence_evidence=W (several: chosen on the dev "
                          "split; default: as trained)")
     ap.add_argument("--late-interaction", type=float, default=None, metavar="M",
-                    help="export with model.late_interaction=M (chosen by gralc.experiments.inference_cv; "
+                    help="export with scoring.late_interaction=M (chosen by gralc.experiments.inference_cv; "
                          "default: as trained, off)")
     ap.add_argument("--phrase-weight", type=float, default=None, metavar="G",
                     help="export with model.phrase_weight=G (default: as trained, off)")

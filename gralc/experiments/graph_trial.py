@@ -13,7 +13,7 @@ two stages, token codes). Rows:
   and ``(c on dev)``: the X with the best evidence MRR on the fold's dev split (its training
   articles' dev questions, searched among the dev articles only);
 * ``kg_prox idf``: kg_prox with each question concept weighed by its IDF
-  (``model.kg_prox_idf``), alone and with the concept match chosen on dev;
+  (``scoring.kg_prox_idf``), alone and with the concept match chosen on dev;
 * ablations of the full-graph model with the concept match chosen on dev, one part off at
   inference: ``- kg_prox`` (beta = 1), ``- GAT fusion`` (lambda = 0: documents chunked
   again), ``- entity boundaries`` (alpha_entity = 0: chunked again), and ``- every graph part``.
@@ -75,15 +75,15 @@ def switched(scorer: TrainedScorer, concept_weight: float = 0.0, kg_idf: bool = 
              kg_prox: bool = True):
     """The scorer's model with these inference settings for the block (restored after)."""
     model = scorer.model
-    config, beta = model.config, None
-    model.config = replace(config, concept_weight=concept_weight, kg_prox_idf=kg_idf)
+    config, scoring, beta = model.config, model.scoring, None
+    model.set_scoring({"concept_weight": concept_weight, "kg_prox_idf": kg_idf})
     if not kg_prox and model.hybrid is not None:
         beta = model.hybrid.beta_logit.data.clone()
         model.hybrid.beta_logit.data.fill_(50.0)  # beta = 1: the dense part is cos alone
     try:
         yield scorer
     finally:
-        model.config = config
+        model.config, model.scoring = config, scoring
         if beta is not None:
             model.hybrid.beta_logit.data.copy_(beta)
 
@@ -311,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     for k in args.train_folds:
         scorer = TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}"))
         require_real_graph(scorer.pipeline_config, f"fold {k} of {args.run}")
-        scorer.model.config = replace(scorer.model.config, sentence_evidence=args.sentence_evidence,
-                                      late_interaction=args.late_interaction, phrase_weight=args.phrase_weight)
-        scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=args.cut_unit)
+        scorer.model.set_scoring({"sentence_evidence": args.sentence_evidence, "late_interaction":
+                                  args.late_interaction, "phrase_weight": args.phrase_weight,
+                                  "cut_unit": args.cut_unit})
         side = cv_side(bench, args.folds, k, args.seed, "train")
         dev_q = dev_side(side, side.documents, args.variant, [])
         own = {q.gold_doc_id for q in dev_q.questions}

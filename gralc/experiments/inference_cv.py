@@ -1,4 +1,4 @@
-"""Late interaction (``model.late_interaction``) on COVID-QA, by cross-validation by article.
+"""Late interaction (``scoring.late_interaction``) on COVID-QA, by cross-validation by article.
 
 For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``, e.g.
 ``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
@@ -90,8 +90,8 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
     if cut_unit is not None:
         scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=cut_unit)
     # chunked with the late interaction and term pairs on: the chunks' tokens, the term-pair BM25
-    scorer.model.config = replace(scorer.model.config, sentence_evidence=weight, late_interaction=0.5,
-                                  phrase_weight=phrase_weight)
+    scorer.model.set_scoring({"sentence_evidence": weight, "late_interaction": 0.5,
+                              "phrase_weight": phrase_weight})
     scorer.token_codec = TokenCodecConfig(kind="float16")  # the exact token vectors
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     chunks = scorer.chunk(pipe, pipe.prepare(bench.documents, progress=False))
@@ -99,7 +99,7 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
     texts = [q.text for q in bench.questions]
     mixed_q = search.encode(texts)
     mixed = search.scores(mixed_q)
-    scorer.model.config = replace(scorer.model.config, late_interaction=0.0, phrase_weight=0.0)
+    scorer.model.set_scoring({"late_interaction": 0.0, "phrase_weight": 0.0})
     graph = search.scores(search.encode(texts)).score
     phrase = torch.zeros_like(graph)
     if phrase_weight:

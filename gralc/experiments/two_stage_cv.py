@@ -53,9 +53,9 @@ REFERENCE = "exhaustive, float16"
 
 def with_export_settings(scorer: TrainedScorer, args) -> TrainedScorer:
     """The export of record's inference settings on a fold model (as ``gralc.export`` sets them)."""
-    scorer.model.config = replace(scorer.model.config, sentence_evidence=args.sentence_evidence,
-                                  late_interaction=args.late_interaction, phrase_weight=args.phrase_weight)
-    scorer.model.boundary_config = replace(scorer.model.boundary_config, cut_unit=args.cut_unit)
+    scorer.model.set_scoring({"sentence_evidence": args.sentence_evidence, "late_interaction":
+                              args.late_interaction, "phrase_weight": args.phrase_weight,
+                              "cut_unit": args.cut_unit})
     return scorer
 
 

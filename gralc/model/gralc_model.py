@@ -12,8 +12,9 @@ raw concept embeddings u.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +27,8 @@ from gralc.model.chunk_set import ChunkSet, Spans
 from gralc.model.gat_infusion import GATInfusion
 from gralc.model.hybrid_scorer import HybridScorer, LexicalTerm, normalise_lexical
 from gralc.model.late_interaction import chunk_tokens, maxsim, with_late_interaction
+from gralc.model.model_config import ModelConfig
+from gralc.model.scoring_config import BOUNDARY_KEYS, ScoringConfig
 from gralc.model.sentence_evidence import overlap_pairs, sentence_unit_spans, with_sentence_evidence
 from gralc.model.soft_pooling import soft_chunk_pool
 from gralc.model.token_fusion import TokenFusion
@@ -34,141 +37,25 @@ if TYPE_CHECKING:
     from gralc.model.doc_features import DocFeatures
 
 
-
-@dataclass
-class ModelConfig:
-    """Learnable parts and their initial values (the paper's hand-set values by default). The
-    boundary weights' initial values (alpha, gamma, tau) and the hard decoder's settings are
-    NOT here: they are the one :class:`~gralc.chunking.boundaries.BoundaryConfig`
-    (``pipeline.chunking.boundary``) the baselines use too.
-
-    ``use_kg=False`` is "structure-aware without KG" (no GAT, no fusion); ``use_kg_prox=False``
-    scores by cosine alone (no beta: the score ``beta cos + (1 - beta) kg_prox`` of Eq. 9, the
-    paper's "hybrid" score; GraLC keeps "hybrid" for BM25 + dense fusion, and the key was
-    ``use_hybrid`` in 0.1). ``use_lexical=True`` adds the learned lexical term
-    (BM25 over the same chunks, weight ``lexical_init``, learned unless ``learn_lexical=False``;
-    see :mod:`gralc.model.hybrid_scorer`): every caller of :meth:`GraLCModel.score` must then
-    pass the (Q, K) BM25 scores. ``learn_*=False`` keeps that part at its initial value
-    (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
-    score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
-    ``sigmoid((b - tau) / T)`` in training; ``soft_extend`` how far (tokens) a soft chunk may
-    reach past its hard span.
-
-    ``sentence_evidence`` (w in [0, 1), 0 = off) and ``evidence_sentences`` (k >= 1): a
-    chunk's score mixes in the score of its best group of k sentences
-    (:mod:`gralc.model.sentence_evidence`) wherever chunks are made with their units
-    (``model(docs, soft, units=True)``: training, validation, the trained scorer, an index and
-    eval.py alike). The weight is not learned but chosen by cross-validation; an export may
-    change it (``gralc export scoring.sentence_evidence=...``).
-
-    ``late_interaction`` (m in [0, 1), 0 = off): the score then mixes in the MaxSim of the
-    question's word-piece vectors with the chunk's token vectors
-    (:mod:`gralc.model.late_interaction`), at inference only (chunks made with
-    ``model(docs, soft=False, tokens=True)``); chosen by cross-validation, set at export
-    (``gralc export scoring.late_interaction=...``).
-
-    ``phrase_weight`` (g >= 0, 0 = off): the final score adds ``g * phrase``, ``phrase`` the
-    BM25 over pairs of consecutive terms (``BM25Config(ngram=2)``) of the question against
-    each chunk, normalised like the lexical term (:func:`normalise_lexical`); a phrase-match
-    feature beside the unigram BM25, at inference only, chosen by cross-validation and set at
-    export (``gralc export scoring.phrase_weight=...``).
-
-    ``kg_prox_idf``: kg_prox weighs each question concept by its IDF over the chunks searched
-    (the concept match's statistics) instead of averaging them equally; at inference only (a
-    search passes the weights as the question's entity mask).
-
-    ``concept_weight`` (c >= 0, 0 = off): the final score adds ``c * concepts``, ``concepts``
-    the concept match, BM25 over linked concept ids of the question against each chunk
-    (:mod:`gralc.retrieval.trained.concept_match`), in a fixed unit (the IDF of a concept held by one
-    chunk) so that the IDF counts; unlike kg_prox, a common concept adds almost nothing. Chosen by cross-validation and set at export (``gralc export
-    scoring.concept_weight=...``), or trained with it in the score.
-    """
-
-    #: KG infusion: a GAT over the concept graph, its output fused into the tokens of mentions
-    use_kg: bool = True
-    #: score beta cos + (1 - beta) kg_prox (false: cosine alone)
-    use_kg_prox: bool = True
-    #: attention heads of the GAT
-    gat_heads: int = 4
-    #: width of the GAT's output (all heads)
-    gat_out_dim: int = 256
-    #: dropout on the GAT's attention
-    gat_dropout: float = 0.1
-    #: gat (GATConv) or gatv2 (GATv2Conv)
-    gat_version: str = "gat"
-    #: hidden width of the MLP mapping concepts into token space
-    mlp_hidden: int = 384
-    #: dropout of that MLP
-    mlp_dropout: float = 0.1
-    #: initial lambda of h' = h + lambda MLP(u')
-    lambda_init: float = 0.1
-    #: one lambda per token dimension instead of one scalar
-    lambda_per_dimension: bool = False
-    #: learn lambda (false: keep lambda_init)
-    learn_lambda: bool = True
-    #: learn the boundary weights alpha
-    learn_alpha: bool = True
-    #: learn gamma
-    learn_gamma: bool = True
-    #: learn the peak threshold tau
-    learn_tau: bool = True
-    #: initial beta of beta cos + (1 - beta) kg_prox
-    beta_init: float = 0.7
-    #: learn beta
-    learn_beta: bool = True
-    #: add a learned BM25 term over the same chunks to the score
-    use_lexical: bool = False
-    lexical_init: float = 0.5
-    #: learn the lexical term's weight (false: keep lexical_init)
-    learn_lexical: bool = True
-    cut_temperature: float = 0.05
-    soft_extend: int = 64
-    sentence_evidence: float = 0.0
-    evidence_sentences: int = 1
-    late_interaction: float = 0.0
-    phrase_weight: float = 0.0
-    concept_weight: float = 0.0
-    kg_prox_idf: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.concept_weight <= 1.0:
-            raise ValueError(
-                f"model.concept_weight must lie in [0, 1] (0: no concept match), got {self.concept_weight}")
-        if not 0.0 <= self.phrase_weight <= 1.0:
-            raise ValueError(
-                f"model.phrase_weight must lie in [0, 1] (0: no term-pair BM25), got {self.phrase_weight}")
-        if not 0.0 <= self.late_interaction < 1.0:
-            raise ValueError(
-                f"model.late_interaction must lie in [0, 1) (0: no token-level MaxSim), got "
-                f"{self.late_interaction}")
-        if not 0.0 <= self.sentence_evidence < 1.0:
-            raise ValueError(
-                f"model.sentence_evidence must lie in [0, 1) (0: chunks scored alone), got "
-                f"{self.sentence_evidence}")
-        if self.evidence_sentences < 1:
-            raise ValueError(f"model.evidence_sentences must be >= 1, got {self.evidence_sentences}")
-        if self.cut_temperature <= 0:
-            raise ValueError(f"model.cut_temperature must be > 0, got {self.cut_temperature}")
-        if not 0.0 < self.lexical_init < 1.0:
-            raise ValueError(f"model.lexical_init must lie in (0, 1), got {self.lexical_init}")
-
-    @property
-    def concept_out_dim(self) -> int | None:
-        """Width d' of u' (the GAT output) with the KG; None without (u itself)."""
-        return self.gat_out_dim if self.use_kg else None
-
-
 class GraLCModel(nn.Module):
-    """``GraLCModel(config, boundary, token_dim d, concept_dim d_k)``: ``boundary`` gives the
-    initial alpha / gamma / tau and the hard decoder's settings; ``model(docs, soft)`` turns
+    """``GraLCModel(config, boundary, token_dim d, concept_dim d_k, scoring)``: ``boundary``
+    gives the initial alpha / gamma / tau and the hard decoder's settings, ``scoring`` the
+    inference-only settings (:class:`~gralc.model.scoring_config.ScoringConfig`, default: off;
+    ``model.scoring``); ``model(docs, soft)`` turns
     :class:`~gralc.model.doc_features.DocFeatures` into a :class:`ChunkSet`, :meth:`score`
     scores queries against it: the same code in training, validation and inference."""
 
     def __init__(
-        self, config: ModelConfig, boundary: BoundaryConfig, token_dim: int, concept_dim: int
+        self, config: ModelConfig, boundary: BoundaryConfig, token_dim: int, concept_dim: int,
+        scoring: ScoringConfig | None = None,
     ) -> None:
         super().__init__()
         self.config, self.boundary_config = config, boundary
+        #: the inference-only scoring (late interaction, IDF-weighted kg_prox); never trained
+        self.scoring = scoring or ScoringConfig()
+        if self.scoring.overrides:
+            raise ValueError(f"scoring overrides {dict(self.scoring.overrides)} belong in the "
+                             "ModelConfig / BoundaryConfig (ScoringConfig.apply), not the model's scoring")
         self.token_dim, self.concept_dim = token_dim, concept_dim
         c, bc = config, boundary
         self.gat: GATInfusion | None = None
@@ -388,8 +275,9 @@ class GraLCModel(nn.Module):
         unit (scored the same way, ``unit_lexical`` (Q, U) their BM25); cos and kg_prox
         stay the chunks' own. With ``late_interaction`` > 0 and ``chunks.token_vectors``,
         the score then mixes in the MaxSim of ``q_tokens`` (``(Q, L, d)`` word-piece vectors,
-        ``(Q, L)`` bool mask; required then) with each chunk's tokens (``late_interaction``
-        overrides that weight: training passes ``optim.late_interaction``); ``late`` (Q, K):
+        ``(Q, L)`` bool mask; required then) with each chunk's tokens (weight
+        ``self.scoring.late_interaction``, or ``late_interaction`` when given: training passes
+        ``optim.late_interaction``); ``late`` (Q, K):
         the MaxSim already computed (e.g. from compressed token codes,
         :mod:`gralc.retrieval.trained.token_store`), used instead of ``q_tokens`` and the chunks'
         token vectors. With
@@ -404,7 +292,7 @@ class GraLCModel(nn.Module):
             unit_score = self._score_parts(q, q_ent, q_mask, chunks.units, unit_lexical,
                                            "unit_lexical=(Q, U): the units")[0]
             score = with_sentence_evidence(score, unit_score, chunks.unit_pairs, w)
-        m = self.config.late_interaction if late_interaction is None else late_interaction
+        m = self.scoring.late_interaction if late_interaction is None else late_interaction
         if m > 0 and late is not None:
             if late.shape != score.shape:
                 raise ValueError(f"late=(Q, K) MaxSim of shape {tuple(late.shape)}, the scores "
@@ -413,7 +301,7 @@ class GraLCModel(nn.Module):
         elif m > 0 and chunks.token_vectors is not None:
             if q_tokens is None:
                 raise ValueError(
-                    f"this model scores with late interaction (model.late_interaction={m}): pass "
+                    f"this model scores with late interaction (scoring.late_interaction={m}): pass "
                     "the questions' word-piece vectors (q_tokens=(Q, L, d), (Q, L) mask)")
             late = maxsim(*q_tokens, chunks.token_vectors, chunks.token_chunk, chunks.n_chunks)
             score = with_late_interaction(score, late.to(score.dtype), m)
@@ -464,6 +352,22 @@ class GraLCModel(nn.Module):
     ) -> torch.Tensor:
         """(Q, K): the first of :meth:`score_parts`."""
         return self.score_parts(q, q_ent, q_mask, chunks, lexical, unit_lexical)[0]
+
+    def set_scoring(self, settings: Mapping[str, Any]) -> None:
+        """Apply flat export settings (keys of :func:`~gralc.model.scoring_config.scoring_keys`,
+        validated; None: kept) in place, as ``gralc export`` writes them: the inference-only
+        ones to :attr:`scoring`, the trained score terms to :attr:`config` /
+        :attr:`boundary_config`. Research drivers use it to score one model several ways.
+
+        >>> model.set_scoring({"late_interaction": 0.8, "sentence_evidence": 0.3})  # doctest: +SKIP
+        """
+        scoring = self.scoring.updated(settings)
+        over = scoring.overrides
+        self.config = replace(self.config, **{k: v for k, v in over.items() if k not in BOUNDARY_KEYS})
+        boundary = {k: v for k, v in over.items() if k in BOUNDARY_KEYS}
+        if boundary:
+            self.boundary_config = replace(self.boundary_config, **boundary)
+        self.scoring = scoring.own()
 
     def learned_values(self) -> dict[str, float]:
         """Current alpha (3 entries), gamma, tau, beta, the lexical weight and lambda (mean

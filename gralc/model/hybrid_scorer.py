@@ -24,7 +24,7 @@ def kg_proximity(
     query or the chunk has none): the one kg_prox of training, validation and inference.
 
     q_ent (Q, Eq, d') with q_mask (Q, Eq) bool, or float weights >= 0 (a weighted mean, e.g.
-    each concept's IDF: ``model.kg_prox_idf``); the chunks' entity table: ``entity_vectors``
+    each concept's IDF: ``scoring.kg_prox_idf``); the chunks' entity table: ``entity_vectors``
     (M, d'), ``entity_chunk`` (M,) the chunk row of each. Returns (Q, n_chunks), through one
     scatter-max over all chunk entities (memory Q * Eq * (M + n_chunks), never padded per chunk).
 

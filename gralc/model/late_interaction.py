@@ -5,7 +5,7 @@ a question can also be matched word-piece by word-piece. ``maxsim(q, chunk)`` = 
 the question's word-pieces of their best cosine with a token vector of the chunk (the
 enriched H' the chunk was pooled from), and a chunk's score becomes
 ``(1 - m) * score(chunk) + m * maxsim`` (after sentence evidence). ``m``
-(``model.late_interaction``) is chosen by cross-validation, not learned, and is applied at
+(``scoring.late_interaction``) is chosen by cross-validation, not learned, and is applied at
 inference only (an export may set it: ``gralc export scoring.late_interaction=...``); token vectors are
 kept in float16 precision, so an index stores them at half size and every path scores alike.
 Training may put the same mix in its loss (``optim.late_interaction``): token vectors then

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
-from gralc.model.scoring_config import BOUNDARY_KEYS, ScoringConfig
+from gralc.model.scoring_config import BOUNDARY_KEYS, scoring_keys
 
 MODEL_CARD = "MODEL_CARD.md"
 NOT_RECORDED = "not recorded"
@@ -38,6 +37,16 @@ def dev_scores(ckpt: Mapping[str, Any]) -> list[tuple[str, float | None, float |
         if isinstance(monitor, str) and (current is not None or best is not None):
             out.append((monitor, current, best))
     return out
+
+
+def _scoring_source(name: str, export: Mapping[str, Any], model_cfg: Mapping[str, Any],
+                    boundary: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Where an export holds scoring key ``name``: its ``scoring`` section, the boundary or the
+    model config."""
+    if name in BOUNDARY_KEYS:
+        return boundary
+    scoring = _get(export, "scoring") or {}
+    return scoring if name in scoring else model_cfg
 
 
 def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
@@ -134,8 +143,8 @@ def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
         "Chosen at export (`gralc.export ... scoring.KEY=value`), never learned.",
         "",
         *_table(("setting", "value"), [
-            (name, _value((boundary if name in BOUNDARY_KEYS else model_cfg).get(name, NOT_RECORDED)))
-            for name in (f.name for f in fields(ScoringConfig))]),
+            (name, _value(_scoring_source(name, export, model_cfg, boundary).get(name, NOT_RECORDED)))
+            for name in scoring_keys()]),
         "",
         "## Dev metrics",
         "",

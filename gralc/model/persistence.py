@@ -116,14 +116,26 @@ _MOVED_TO_BOUNDARY = {
 }
 
 
+#: ModelConfig keys of models saved by GraLC 0.2.0 that are ScoringConfig fields now
+MOVED_TO_SCORING = ("late_interaction", "kg_prox_idf")
+
+
 def upgrade_settings(
     model_config: dict[str, Any], pipeline_config: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Saved ``(model_config, pipeline_config)`` in today's layout: the boundary settings an
     older model kept in its ModelConfig (alpha_init, gamma_init, tau_init, decoder, chunk
     bounds, DP terms) move to ``pipeline_config.chunking.boundary``, ``temperature`` becomes
-    ``cut_temperature``, no ``use_lexical`` means none; a current one comes back unchanged (copies)."""
+    ``cut_temperature``, no ``use_lexical`` means none, the inference-only settings of 0.2.0
+    (:data:`MOVED_TO_SCORING`) leave it (:func:`saved_scoring` reads them); a current one
+    comes back unchanged (copies).
+
+    >>> upgrade_settings({"temperature": 0.1, "late_interaction": 0.8}, {})
+    ({'cut_temperature': 0.1, 'use_lexical': False}, {'chunking': {'boundary': {}}})
+    """
     m, p = copy.deepcopy(dict(model_config)), copy.deepcopy(dict(pipeline_config))
+    for key in MOVED_TO_SCORING:
+        m.pop(key, None)
     boundary = p.setdefault("chunking", {}).setdefault("boundary", {})
     if "alpha_init" in m:
         boundary.update(zip(("alpha_struct", "alpha_sem", "alpha_entity"), m.pop("alpha_init")))
@@ -138,6 +150,18 @@ def upgrade_settings(
     return m, p
 
 
+def saved_scoring(info: dict[str, Any]) -> ScoringConfig:
+    """The inference-only scoring a checkpoint's ``gralc`` entry or an export's
+    ``inference.yaml`` saved: its ``scoring`` section, else (GraLC 0.2.0) the
+    :data:`MOVED_TO_SCORING` keys of its ``model_config``; neither: off.
+
+    >>> saved_scoring({"model_config": {"late_interaction": 0.8, "kg_prox_idf": False}})
+    ScoringConfig(late_interaction=0.8, kg_prox_idf=False, overrides={})
+    """
+    old = {k: v for k, v in (info.get("model_config") or {}).items() if k in MOVED_TO_SCORING}
+    return ScoringConfig.from_dict({**old, **dict(info.get("scoring") or {})})
+
+
 def _build(
     info: dict[str, Any], state: dict[str, torch.Tensor]
 ) -> tuple[GraLCModel, PipelineConfig]:
@@ -148,6 +172,7 @@ def _build(
         pipeline.chunking.boundary,
         int(info["token_dim"]),
         int(info["concept_dim"]),
+        saved_scoring(info),
     )
     model.load_state_dict(state, strict=True)
     return model.eval(), pipeline
@@ -263,46 +288,53 @@ def load_model(path: str | Path) -> tuple[GraLCModel, PipelineConfig]:
 
 
 def export(checkpoint: str | Path, out_dir: str | Path, force: bool = False,
-           settings: ScoringConfig | dict[str, Any] | None = None) -> Path:
+           settings: dict[str, Any] | ScoringConfig | None = None) -> Path:
     """Write ``inference.yaml``, ``weights.safetensors`` and ``MODEL_CARD.md``
     (:mod:`gralc.model.model_card`) for ``checkpoint`` into ``out_dir`` (with LoRA also
     ``adapter/`` and the merged ``encoder/``), all at once (:mod:`gralc.artefacts`: a folder
     holding other files, or a file of the user's named like one of these, needs ``force``,
     which moves it aside). The export-time
-    scoring (:class:`~gralc.model.scoring_config.ScoringConfig`) is the experiment's own
-    ``scoring`` section recorded in the checkpoint's train config, each field of ``settings``
-    (a ScoringConfig or its fields as a dict, validated first) replacing it; a field neither
-    sets stays as trained. ``checkpoint``: a ``.ckpt`` or a finished run folder (the
-    checkpoint its run selected, :func:`resolve_model`)."""
+    scoring (:class:`~gralc.model.scoring_config.ScoringConfig`: the inference-only settings
+    and the trained score terms it overrides) is the experiment's own ``scoring`` section
+    recorded in the checkpoint's train config, each key of ``settings`` (flat
+    ``{key: value}``, :func:`~gralc.model.scoring_config.scoring_keys`, validated first;
+    a ScoringConfig: every key it holds) replacing it; a key neither sets stays as trained. ``checkpoint``: a ``.ckpt`` or a
+    finished run folder (the checkpoint its run selected, :func:`resolve_model`).
+
+    >>> export("outputs/demo_train", "exports/demo", settings={"late_interaction": 0.8})  # doctest: +SKIP
+    PosixPath('exports/demo')
+    """
     checkpoint = resolve_model(checkpoint)
     if checkpoint.is_dir():
         raise ValueError(f"{checkpoint} is already an export; pass the .ckpt or run folder it "
                          "came from to export it again with other settings")
-    scoring = settings if isinstance(settings, ScoringConfig) else ScoringConfig.from_dict(settings)
+    if isinstance(settings, ScoringConfig):
+        settings = settings.settings()
+    settings = dict(settings or {})
+    ScoringConfig.from_dict(settings)  # a bad key or value fails here, before any file
     check_output_dir(out_dir, "export", force, [checkpoint])
     from omegaconf.errors import OmegaConfBaseException
 
     with write_artefact(out_dir, "export", force, [checkpoint]) as tmp:
         try:
-            _write_export(checkpoint, tmp, scoring)
+            _write_export(checkpoint, tmp, settings)
         except (*_MALFORMED, OmegaConfBaseException) as exc:
             raise _malformed(checkpoint, exc, "pass a .ckpt written by train.py") from None
     return Path(out_dir)
 
 
-def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
+def _write_export(checkpoint: Path, out: Path, explicit: dict[str, Any]) -> None:
     from safetensors.torch import save_file
 
     ckpt = _load_checkpoint(checkpoint)
     info, state, adapters = _read_checkpoint(checkpoint, ckpt)
-    recorded = ScoringConfig.from_dict(info["train_config"].get("scoring"))  # the experiment's
-    scoring = ScoringConfig.from_dict({**recorded.settings(), **explicit.settings()})
-    settings, boundary = scoring.model_settings(), scoring.boundary_settings()
-    info = {**info, "model_config": {**info["model_config"], **settings}}
-    if boundary:
-        pipe = copy.deepcopy(info["train_config"]["pipeline"])
-        pipe.setdefault("chunking", {}).setdefault("boundary", {}).update(boundary)
-        info = {**info, "train_config": {**info["train_config"], "pipeline": pipe}}
+    recorded = info["train_config"].get("scoring")  # the experiment's
+    scoring = saved_scoring(info).updated(recorded).updated(explicit)
+    pipe = copy.deepcopy(info["train_config"]["pipeline"])
+    boundary = pipe.setdefault("chunking", {}).setdefault("boundary", {})
+    model_config, pipe["chunking"]["boundary"] = scoring.apply(info["model_config"], boundary)
+    info = {**info, "model_config": model_config, "scoring": scoring.own().settings(),
+            "train_config": {**info["train_config"], "pipeline": pipe}}
     model, pipeline_cfg = _build(
         {**info, "pipeline_config": info["train_config"]["pipeline"]}, state
     )
@@ -321,6 +353,7 @@ def _write_export(checkpoint: Path, out: Path, explicit: ScoringConfig) -> None:
         "token_dim": model.token_dim,
         "concept_dim": model.concept_dim,
         "model_config": model_config,
+        "scoring": model.scoring.settings(),
         "pipeline_config": pipeline_config,
     }
     lora = _lora(info)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from gralc.model.chunk_set import ChunkSet, Spans
     from gralc.model.doc_features import DocFeatures
     from gralc.model.gralc_model import ModelConfig
+    from gralc.model.scoring_config import ScoringConfig
 
 
 class Scorer(Protocol):
@@ -58,14 +59,19 @@ class ScoreTerms:
     concepts: bool = False
 
     @classmethod
-    def of(cls, config: ModelConfig) -> ScoreTerms:
-        """The inputs a model with ``config`` reads: the units' BM25 with sentence evidence and
-        the lexical term; the concept match for ``concept_weight`` > 0 (its scores) or
-        ``kg_prox_idf`` (its index's IDF, and its best chunks as a search's candidates)."""
+    def of(cls, config: ModelConfig, scoring: ScoringConfig | None = None) -> ScoreTerms:
+        """The inputs a model with ``config`` and inference ``scoring`` (None: off, as in
+        training) reads: the units' BM25 with sentence evidence and the lexical term; the
+        concept match for ``concept_weight`` > 0 (its scores) or ``scoring.kg_prox_idf`` (its
+        index's IDF, and its best chunks as a search's candidates).
+
+        >>> ScoreTerms.of(ModelConfig(phrase_weight=0.05))
+        ScoreTerms(lexical=False, units=False, phrase=True, concepts=False)
+        """
         return cls(lexical=config.use_lexical,
                    units=config.use_lexical and config.sentence_evidence > 0,
                    phrase=config.phrase_weight > 0,
-                   concepts=config.concept_weight > 0 or config.kg_prox_idf)
+                   concepts=config.concept_weight > 0 or bool(scoring and scoring.kg_prox_idf))
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from gralc.chunking.boundaries import BoundaryConfig
 from gralc.config import ConfigError, PathsConfig, WandbConfig
@@ -87,8 +88,10 @@ class OptimConfig:
     training score, ``(1 - m) * score + m * MaxSim`` (ColBERT-style: the questions' word-piece
     vectors, re-encoded through the adapters, against the chunks' enriched token vectors,
     with gradient through both; 0: off; LoRA only); validation (``val/*`` metrics, the
-    checkpoint and initial-vs-trained choice) scores with the same mix. Inference mixes it
-    in only where the export sets ``model.late_interaction``. ``schedule``: the learning rate
+    checkpoint and initial-vs-trained choice) scores with the same mix. This is the training
+    loss's weight only: inference mixes MaxSim in with the model's own
+    ``scoring.late_interaction`` (:class:`~gralc.model.scoring_config.ScoringConfig`, set at
+    export), never with this one. ``schedule``: the learning rate
     over the run's optimiser steps, ``constant`` or ``linear`` (a linear warm-up over the first
     ``warmup_fraction`` of the steps, then a linear decay to 0 at the last step, the schedule
     sentence-transformers fine-tunes with); every parameter group follows it."""
@@ -104,6 +107,7 @@ class OptimConfig:
     evidence_cut_weight: float = 0.0
     lexical_stats: str = "batch"
     dense_weight: float = 0.0
+    #: weight of MaxSim in the training loss's score (inference's: scoring.late_interaction)
     late_interaction: float = 0.0
     schedule: str = "constant"
     warmup_fraction: float = 0.1
@@ -420,9 +424,10 @@ class TrainConfig:
     lora: LoraConfig = field(default_factory=LoraConfig)
     #: validation ranks each dev question's candidates, as a two-stage search does
     search: CandidateConfig = field(default_factory=CandidateConfig)
-    #: export-time scoring of the experiment (training ignores it): recorded in every
-    #: checkpoint, applied by ``gralc.export`` unless its ``scoring.KEY=value`` replace it
-    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    #: export-time scoring of the experiment, ``{key: value}`` of
+    #: :func:`~gralc.model.scoring_config.scoring_keys` (training ignores it): recorded in
+    #: every checkpoint, applied by ``gralc.export`` unless its ``scoring.KEY=value`` replace it
+    scoring: dict[str, Any] = field(default_factory=dict)
     resume: str | None = None  # None | "last" | "auto" | a checkpoint path (see run.resolve_resume)
 
     def __post_init__(self) -> None:
@@ -437,12 +442,10 @@ class TrainConfig:
                 raise ConfigError(f"paths.{key} is empty: a training run needs a folder "
                                   f"(default {getattr(training_paths(), key)})")
         validate_mix(self)
-        if self.model.late_interaction > 0:
-            raise ConfigError(
-                f"model.late_interaction={self.model.late_interaction}: late interaction is applied "
-                "at inference only (training would ignore it); train with 0 (optim.late_interaction=M "
-                "puts it in the training loss) and set it on the trained model: "
-                "`gralc export RUN --out DIR scoring.late_interaction=M`")
+        try:
+            ScoringConfig.from_dict(self.scoring)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if not has_dev_split(self) and self.callbacks.early_stopping.enabled:
             raise ConfigError(
                 "loader.dev_fraction=0 trains on every document with no dev split, so there is "

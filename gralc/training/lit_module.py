@@ -91,9 +91,6 @@ class GraLCLitModule(pl.LightningModule):
     ):
         super().__init__()
         self.model, self.optim = model, optim
-        if model.config.kg_prox_idf:
-            raise ValueError("model.kg_prox_idf weighs kg_prox by a searched corpus's IDF, an inference "
-                             "setting: train without it and set it at export")
         #: validation ranks as a search does: the model's score over each question's candidates
         self.search = search or CandidateConfig()
         self.extra_checkpoint = extra_checkpoint or {}
@@ -504,6 +501,7 @@ class GraLCLitModule(pl.LightningModule):
         checkpoint["gralc"] = {
             **self.extra_checkpoint,
             "model_config": _asdict(self.model.config),
+            "scoring": self.model.scoring.settings(),
             "token_dim": self.model.token_dim,
             "concept_dim": self.model.concept_dim,
             "learned_values": self.model.learned_values(),

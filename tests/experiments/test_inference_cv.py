@@ -111,7 +111,6 @@ def test_rows_are_scored_by_the_one_trained_search(make_cfg, datamodule, tmp_pat
     """scored(): every question's score of every chunk comes from the trained search with every
     chunk a candidate (its late-interaction mix is checked inside), so the m=0 ranking is the
     ranking ``search.exhaustive=true`` gives."""
-    from dataclasses import replace
 
     import numpy as np
     import torch
@@ -134,9 +133,9 @@ def test_rows_are_scored_by_the_one_trained_search(make_cfg, datamodule, tmp_pat
     chunks, graph, late, phrase = scored(scorer, bench, Pipeline(cfg.pipeline), 0.3, 0.05)
     assert graph.shape == late.shape == phrase.shape == (4, len(chunks))
     assert phrase.max() > 0 and np.abs(late).max() <= 1 + 1e-6
-    assert scorer.model.config.late_interaction == 0 and scorer.model.config.sentence_evidence == 0.3
+    assert scorer.model.scoring.late_interaction == 0 and scorer.model.config.sentence_evidence == 0.3
     alone = TrainedScorer(model, cfg.pipeline)  # the same model, searched as the product does
-    alone.model.config = replace(model.config, late_interaction=0.0, phrase_weight=0.0)
+    alone.model.set_scoring({"late_interaction": 0.0, "phrase_weight": 0.0})
     pipe = Pipeline(cfg.pipeline)
     search = searchable(alone, pipe, alone.chunk(pipe, pipe.prepare(bench.documents, progress=False)),
                         CandidateConfig(exhaustive=True))

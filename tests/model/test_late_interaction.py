@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from gralc.model.gralc_model import ModelConfig
 from gralc.model.late_interaction import chunk_tokens, maxsim, with_late_interaction
+from gralc.model.scoring_config import ScoringConfig
 
 
 def test_maxsim_is_the_mean_over_question_pieces_of_their_best_token_in_the_chunk():
@@ -36,6 +36,6 @@ def test_chunk_tokens_are_unit_rows_in_float16_precision_numbered_from_the_first
 
 def test_late_interaction_weight_is_validated():
     with pytest.raises(ValueError, match="late_interaction"):
-        ModelConfig(late_interaction=1.0)
+        ScoringConfig(late_interaction=1.0)
     with pytest.raises(ValueError, match="late_interaction"):
-        ModelConfig(late_interaction=-0.1)
+        ScoringConfig(late_interaction=-0.1)

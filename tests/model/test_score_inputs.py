@@ -41,7 +41,8 @@ def test_terms_follow_the_model_config():
         ScoreTerms(lexical=True, units=True, phrase=True)
     # the units' BM25 feeds the lexical term of the units: none without it
     assert not ScoreTerms.of(ModelConfig(sentence_evidence=0.3)).units
-    assert ScoreTerms.of(ModelConfig(kg_prox_idf=True)).concepts
+    assert ScoreTerms.of(ModelConfig(), ScoringConfig(kg_prox_idf=True)).concepts
+    assert ScoreTerms.of(ModelConfig(), ScoringConfig(late_interaction=0.8)) == ScoreTerms()
     assert ScoreTerms.of(ModelConfig(concept_weight=0.1)) == ScoreTerms(concepts=True)
 
 
@@ -101,16 +102,46 @@ def test_select_and_tensors_keep_the_values():
     assert ScoreInputs().tensors() == dict.fromkeys(t)
 
 
-def test_scoring_config_sets_inference_settings_only_and_validates_them():
-    s = ScoringConfig(sentence_evidence=0.3, late_interaction=0.8, phrase_weight=0.05, cut_unit="sentence")
-    assert s.model_settings() == {"sentence_evidence": 0.3, "late_interaction": 0.8, "phrase_weight": 0.05}
-    assert s.boundary_settings() == {"cut_unit": "sentence"}
-    assert ScoringConfig.from_dict({"phrase_weight": 0.05}) == ScoringConfig(phrase_weight=0.05)
-    assert ScoringConfig().settings() == {}
+def test_scoring_config_holds_the_inference_settings_and_validated_overrides():
+    """The inference-only settings are the ScoringConfig's own fields (real defaults: off); the
+    trained score terms an export may replace are the ModelConfig fields marked ``export`` and
+    cut_unit, each stated once, as ``overrides`` applied to the saved configs."""
+    from dataclasses import fields
+
+    from gralc.model.scoring_config import export_keys, scoring_keys
+
+    s = ScoringConfig.from_dict({"sentence_evidence": 0.3, "late_interaction": 0.8,
+                                 "phrase_weight": 0.05, "cut_unit": "sentence", "kg_prox_idf": None})
+    assert (s.late_interaction, s.kg_prox_idf) == (0.8, False)
+    assert s.overrides == {"sentence_evidence": 0.3, "phrase_weight": 0.05, "cut_unit": "sentence"}
+    assert s.settings() == {"late_interaction": 0.8, "kg_prox_idf": False, "sentence_evidence": 0.3,
+                            "phrase_weight": 0.05, "cut_unit": "sentence"}
+    assert s.own() == ScoringConfig(late_interaction=0.8)
+    model, boundary = s.apply({"use_lexical": True}, {"window": 8})
+    assert model == {"use_lexical": True, "sentence_evidence": 0.3, "phrase_weight": 0.05}
+    assert boundary == {"window": 8, "cut_unit": "sentence"}
+    assert BoundaryConfig(**boundary).cut_unit == "sentence"
+    assert ScoringConfig.from_dict({"overrides": {"phrase_weight": 0.05}}) == \
+        ScoringConfig(overrides={"phrase_weight": 0.05})
+    assert ScoringConfig().settings() == {"late_interaction": 0.0, "kg_prox_idf": False}
+    assert s.updated({"late_interaction": 0.5, "phrase_weight": None}).settings() == \
+        {**s.settings(), "late_interaction": 0.5}
+    # each setting has one home: the inference-only ones are no ModelConfig field
+    own = {f.name for f in fields(ScoringConfig)} - {"overrides"}
+    assert own == {"late_interaction", "kg_prox_idf"}
+    assert not own & {f.name for f in fields(ModelConfig)}
+    assert export_keys() == ("sentence_evidence", "evidence_sentences", "phrase_weight",
+                             "concept_weight", "cut_unit")
+    assert set(scoring_keys()) == own | set(export_keys())
     with pytest.raises(ValueError, match="only"):
         ScoringConfig.from_dict({"beta_init": 0.1})
     with pytest.raises(ValueError, match="sentence_evidence"):
-        ScoringConfig(sentence_evidence=1.5)
-    with pytest.raises(ValueError):
-        ScoringConfig(cut_unit="paragraph")
-    assert BoundaryConfig(**s.boundary_settings()).cut_unit == "sentence"
+        ScoringConfig.from_dict({"sentence_evidence": 1.5})
+    with pytest.raises(ValueError, match="evidence_sentences"):
+        ScoringConfig.from_dict({"evidence_sentences": "two"})
+    with pytest.raises(ValueError, match="late_interaction"):
+        ScoringConfig(late_interaction=1.0)
+    with pytest.raises(ValueError, match="kg_prox_idf"):
+        ScoringConfig(kg_prox_idf="yes")
+    with pytest.raises(ValueError, match="cut_unit"):
+        ScoringConfig.from_dict({"cut_unit": "paragraph"})

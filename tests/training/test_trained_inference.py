@@ -187,12 +187,11 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
 
 
 def replace_model(model, **settings):
-    """A copy of ``model`` with other ModelConfig inference settings (same weights)."""
+    """A copy of ``model`` with other export-time scoring settings (same weights)."""
     import copy
-    from dataclasses import replace
 
     m = copy.deepcopy(model)
-    m.config = replace(m.config, **settings)
+    m.set_scoring(settings)
     return m
 
 

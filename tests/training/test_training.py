@@ -544,10 +544,11 @@ def test_export_sets_only_inference_settings_and_validates_them_first(short_run,
         export(ckpt, tmp_path / "bad_late", settings={"late_interaction": 1.0})
     assert not any((tmp_path / d).exists() for d in ("bad_key", "bad_value", "bad_late"))
     late = export(ckpt, tmp_path / "late", settings={"late_interaction": 0.4})
-    assert load_trained(late).model.config.late_interaction == 0.4
-    # training never applies it: refused at load, with the command that sets it
-    with pytest.raises(ConfigError, match="gralc.export"):
-        validate(make_cfg(tmp_path, "model.late_interaction=0.4"))
+    assert load_trained(late).model.scoring.late_interaction == 0.4
+    # training never applies it: GraLC 0.2's model.late_interaction= is the experiment's scoring
+    assert validate(make_cfg(tmp_path, "model.late_interaction=0.4")).scoring == {"late_interaction": 0.4}
+    with pytest.raises(ConfigError, match="scoring.late_interaction"):
+        validate(make_cfg(tmp_path, "scoring.late_interaction=1.0"))
 
 
 def test_training_scores_chunks_with_sentence_evidence_when_set(datamodule, make_cfg, tmp_path):

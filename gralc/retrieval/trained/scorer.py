@@ -77,8 +77,8 @@ class TrainedScorer:
 
     @property
     def uses_tokens(self) -> bool:
-        """The model mixes late interaction into chunk scores (``model.late_interaction``)."""
-        return self.model.config.late_interaction > 0
+        """The model mixes late interaction into chunk scores (``scoring.late_interaction``)."""
+        return self.model.scoring.late_interaction > 0
 
     @classmethod
     def load(cls, path: str | Path, concept_embedder: ConceptEmbedder | None = None) -> TrainedScorer:
@@ -178,7 +178,7 @@ class TrainedScorer:
     @property
     def terms(self) -> ScoreTerms:
         """The lexical inputs the model's score reads (:class:`ScoreTerms`)."""
-        return ScoreTerms.of(self.model.config)
+        return ScoreTerms.of(self.model.config, self.model.scoring)
 
     @property
     def lexical(self) -> bool:
@@ -193,7 +193,7 @@ class TrainedScorer:
     @property
     def concept(self) -> bool:
         """The model reads the concept match's index (``model.concept_weight`` > 0: its scores;
-        ``model.kg_prox_idf``: its IDF)."""
+        ``scoring.kg_prox_idf``: its IDF)."""
         return self.terms.concepts
 
     def indexes(self, chunks: list[Chunk], lexical: bool = False) -> ScoreIndexes:

@@ -115,9 +115,9 @@ class TrainedSearch:
             ents, emask, ids = s.query_entities_batch(self.pipeline, texts, with_ids=True)
         if s.concept and ids is None:
             ids = question_concepts(self.pipeline.linker, texts)
-        if s.model.config.kg_prox_idf and emask is not None:  # each concept weighed by its IDF
+        if s.model.scoring.kg_prox_idf and emask is not None:  # each concept weighed by its IDF
             if self.concepts is None:
-                raise ValueError("model.kg_prox_idf needs the concept match's index of the same chunks")
+                raise ValueError("scoring.kg_prox_idf needs the concept match's index of the same chunks")
             weights = torch.zeros(emask.shape)
             for i, q_ids in enumerate(ids):
                 weights[i, : len(q_ids)] = torch.as_tensor(concept_idf(self.concepts, q_ids))

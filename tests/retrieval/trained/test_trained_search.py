@@ -37,8 +37,9 @@ def _searchable(cfg, datamodule, codec: TokenCodecConfig):
     """(scorer of an untrained model using every score term, pipeline, chunks, index, BM25,
     term-pair BM25, concept match) over the datamodule's corpus."""
     torch.manual_seed(0)
-    model = GraLCModel(replace(cfg.model, **FULL), cfg.pipeline.chunking.boundary,
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary,
                        datamodule.token_dim, datamodule.concept_dim).eval()
+    model.set_scoring(FULL)
     scorer = TrainedScorer(model, cfg.pipeline)
     scorer.token_codec = codec
     pipeline = Pipeline(cfg.pipeline)
@@ -273,17 +274,17 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
 
 
 def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
-    """model.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
+    """scoring.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
     chunks (the concept index's), and the kg_prox it scores is that weighted mean, in two stages
     as with every chunk a candidate."""
     from gralc.retrieval.trained.concept_match import concept_idf
 
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
     model = scorer.model
-    base = model.config
+    base = model.scoring
     search = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(exhaustive=True), concepts)
     plain = search.encode(QUESTIONS)
-    model.config = replace(base, kg_prox_idf=True)
+    model.scoring = replace(base, kg_prox_idf=True)
     try:
         weighted = search.encode(QUESTIONS)
         ids = question_concepts(pipeline.linker, QUESTIONS)
@@ -304,7 +305,7 @@ def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
             assert 0 < len(got) < len(chunks)
             assert [h.score for h in got] == pytest.approx([by_id[h.chunk.chunk_id] for h in got], abs=1e-6)
     finally:
-        model.config = base
+        model.scoring = base
 
 
 def test_training_scores_the_concepts_an_index_gives_the_chunks(make_cfg, datamodule, tmp_path):
@@ -332,6 +333,3 @@ def test_training_scores_the_concepts_an_index_gives_the_chunks(make_cfg, datamo
     expected = np.stack([concept_scores(index, e.q_concepts) for e in examples])
     assert expected.max() > 0
     assert np.allclose(got.numpy(), expected, atol=1e-5)
-    with pytest.raises(ValueError, match="inference setting"):
-        GraLCLitModule(GraLCModel(replace(cfg.model, kg_prox_idf=True), cfg.pipeline.chunking.boundary,
-                                  datamodule.token_dim, datamodule.concept_dim), cfg.optim)
