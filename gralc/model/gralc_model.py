@@ -42,7 +42,7 @@ class GraLCModel(nn.Module):
     gives the initial alpha / gamma / tau and the hard decoder's settings, ``scoring`` the
     inference-only settings (:class:`~gralc.model.scoring_config.ScoringConfig`, default: off;
     ``model.scoring``); ``model(docs, soft)`` turns
-    :class:`~gralc.model.doc_features.DocFeatures` into a :class:`ChunkSet`, :meth:`score`
+    :class:`~gralc.model.doc_features.DocFeatures` into a :class:`ChunkSet`, :meth:`score_parts`
     scores queries against it: the same code in training, validation and inference."""
 
     def __init__(
@@ -340,18 +340,6 @@ class GraLCModel(nn.Module):
                 f"the BM25 scores of the questions against {what.split(': ')[1]} ({what.split(': ')[0]})"
             )
         return self.lexical(dense, lexical.to(dense.device))[0], cos, prox
-
-    def score(
-        self,
-        q: torch.Tensor,
-        q_ent: torch.Tensor | None,
-        q_mask: torch.Tensor | None,
-        chunks: ChunkSet,
-        lexical: torch.Tensor | None = None,
-        unit_lexical: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """(Q, K): the first of :meth:`score_parts`."""
-        return self.score_parts(q, q_ent, q_mask, chunks, lexical, unit_lexical)[0]
 
     def set_scoring(self, settings: Mapping[str, Any]) -> None:
         """Apply flat export settings (keys of :func:`~gralc.model.scoring_config.scoring_keys`,

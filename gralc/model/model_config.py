@@ -24,7 +24,7 @@ class ModelConfig:
     paper's "hybrid" score; GraLC keeps "hybrid" for BM25 + dense fusion, and the key was
     ``use_hybrid`` in 0.1). ``use_lexical=True`` adds the learned lexical term
     (BM25 over the same chunks, weight ``lexical_init``, learned unless ``learn_lexical=False``;
-    see :mod:`gralc.model.hybrid_scorer`): every caller of :meth:`GraLCModel.score` must then
+    see :mod:`gralc.model.hybrid_scorer`): every caller of :meth:`GraLCModel.score_parts` must then
     pass the (Q, K) BM25 scores. ``learn_*=False`` keeps that part at its initial value
     (``lambda_init=0`` with ``learn_lambda=False``: no token fusion, the GAT then serves the
     score's kg_prox alone). ``cut_temperature`` is T of the soft cuts
@@ -37,6 +37,9 @@ class ModelConfig:
     (``model(docs, soft, units=True)``: training, validation, the trained scorer, an index and
     eval.py alike). The weight is not learned but chosen by cross-validation; an export may
     change it (``gralc export scoring.sentence_evidence=...``).
+
+    Example: ``ModelConfig(use_kg=False, use_lexical=True)`` is the structure-aware model
+    without the graph, scoring with the learned lexical term.
 
     ``phrase_weight`` (g >= 0, 0 = off): the final score adds ``g * phrase``, ``phrase`` the
     BM25 over pairs of consecutive terms (``BM25Config(ngram=2)``) of the question against

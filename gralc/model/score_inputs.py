@@ -65,6 +65,7 @@ class ScoreTerms:
         concept match for ``concept_weight`` > 0 (its scores) or ``scoring.kg_prox_idf`` (its
         index's IDF, and its best chunks as a search's candidates).
 
+        >>> from gralc.model.model_config import ModelConfig
         >>> ScoreTerms.of(ModelConfig(phrase_weight=0.05))
         ScoreTerms(lexical=False, units=False, phrase=True, concepts=False)
         """

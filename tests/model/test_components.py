@@ -159,8 +159,8 @@ def test_a_lexical_model_refuses_to_score_without_bm25():
     chunks = ChunkSet(torch.randn(3, 8), torch.zeros(0, 8), torch.zeros(0, dtype=torch.long))
     q, q_ent, q_mask = torch.randn(2, 8), torch.zeros(2, 1, 8), torch.zeros(2, 1, dtype=torch.bool)
     with pytest.raises(ValueError, match="use_lexical"):
-        model.score(q, q_ent, q_mask, chunks)
+        model.score_parts(q, q_ent, q_mask, chunks)[0]
     lexical = torch.tensor([[0.0, 3.0, 0.0], [1.0, 0.0, 0.0]])
-    with_lex = model.score(q, q_ent, q_mask, chunks, lexical)
-    dense = GraLCModel(ModelConfig(use_kg=False), BoundaryConfig(), 8, 8).score(q, q_ent, q_mask, chunks)
+    with_lex = model.score_parts(q, q_ent, q_mask, chunks, lexical)[0]
+    dense = GraLCModel(ModelConfig(use_kg=False), BoundaryConfig(), 8, 8).score_parts(q, q_ent, q_mask, chunks)[0]
     assert torch.allclose(with_lex, 0.5 * dense + 0.5 * normalise_lexical(lexical), atol=1e-6)

@@ -32,20 +32,17 @@ LIBRARY_MODULES = ("pipeline", "inference", "atomic", "safe_load", "runinfo", "c
 #: how many module-level public functions and classes of the library layers still have no
 #: example (of 622, issue 56): all in files another part of issue 56 was rewriting. The number
 #: only goes down; ``python tests/project/test_docstring_examples.py`` prints today's list
-LEFT_COUNT = 49
+LEFT_COUNT = 45
 #: their names: the list only shrinks (a name that gains an example, or goes, must leave it)
 LEFT = {
     "gralc/model/gralc_model.py:GraLCModel",
-    "gralc/model/gralc_model.py:ModelConfig",
     "gralc/model/gralc_model.py:pad_stack",
     "gralc/model/gralc_model.py:span_concepts",
     "gralc/model/model_card.py:dev_scores",
     "gralc/model/model_card.py:model_card",
     "gralc/model/persistence.py:TrainedModel",
-    "gralc/model/persistence.py:export",
     "gralc/model/persistence.py:load_model",
     "gralc/model/persistence.py:load_trained",
-    "gralc/model/persistence.py:upgrade_settings",
     "gralc/model/score_inputs.py:ScoreInputBuilder",
     "gralc/model/score_inputs.py:ScoreInputs",
     "gralc/model/score_inputs.py:ScoreTerms",
@@ -54,7 +51,6 @@ LEFT = {
     "gralc/model/score_inputs.py:batch_inputs",
     "gralc/model/score_inputs.py:chunk_concept_ids",
     "gralc/model/score_inputs.py:chunk_texts",
-    "gralc/model/scoring_config.py:ScoringConfig",
     "gralc/retrieval/trained/scorer.py:ScoreIndexes",
     "gralc/retrieval/trained/scorer.py:TrainedScorer",
     "gralc/retrieval/trained/search.py:Questions",
