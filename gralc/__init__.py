@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: public name -> the module that defines it (imported on first use: PEP 562)
 _EXPORTS = {
