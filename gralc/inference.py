@@ -9,16 +9,10 @@ and search it.
 
 A corpus is a path (an article, a folder, a BEIR folder, a JSON corpus), a
 :class:`~gralc.documents.model.Document`, or a list of them (:func:`gralc.pipeline.load_documents`).
-
-An index directory holds the FAISS index and chunk metadata (``gralc.retrieval.indexes.dense``)
-plus ``retriever.json`` (strategy, model, searcher, fusion, pipeline config) so ``load``
-rebuilds the same query encoder and scorer. A trained model's index names its model by
-content (the SHA-256 of the export) and by a path relative to the index folder, so an export
-and its index moved, copied or unpacked together anywhere still load; ``save(...,
-bundle_model=True)`` copies the export into the index (``model/``), which then travels alone;
-``load(..., model=PATH)`` points at a model that moved elsewhere (checked by its digest). ``searcher="hybrid"`` also keeps a BM25 index of
-the same chunks in ``lexical/`` and fuses the two rankings (:mod:`gralc.retrieval.indexes.fusion`),
-the ``<method>_hybrid`` rows of ``eval.py``.
+An index directory holds the FAISS index, the chunk metadata and ``retriever.json``, so
+``load`` rebuilds the same query encoder and scorer; a trained model's index names its model
+by digest and relative path (``save(..., bundle_model=True)`` copies it in), and
+``searcher="hybrid"`` adds a fused BM25 index. Details: docs/inference.md.
 """
 
 from __future__ import annotations

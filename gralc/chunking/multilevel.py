@@ -1,23 +1,15 @@
 """Multiple-abstraction-level chunks (MAL-RAG): document, section, paragraph, sentence groups.
 
-All four levels are returned together (``Chunk.level``), each level on its own covering the
-document's body, so single-level ablations stay possible:
+All four levels are returned together (``Chunk.level``), each on its own covering the
+document's body, so single-level ablations stay possible: ``document`` (one chunk),
+``section`` (every section of the tree, subsections included), ``paragraph`` (list items and
+captions too) and ``sentences`` (groups of ``sentences_per_chunk`` sentences of a paragraph).
 
-* ``document``: one chunk spanning the whole text;
-* ``section``: one per section of the tree, top-level AND subsections (MAL-RAG chunks at
-  every section header), each spanning its title and all content, subsections included;
-* ``paragraph``: one per paragraph (list items and captions are paragraphs);
-* ``sentences``: groups of ``sentences_per_chunk`` consecutive sentences inside a paragraph
-  (a paragraph of <= k sentences gives one group equal to the paragraph).
-
-Higher levels are embedded from a SUMMARY, lower levels from their own text (as in MAL-RAG),
-while every chunk's char span is its full extent. MAL-RAG summarises with an LLM (map-reduce);
-pass ``summariser`` to do that. The default is extractive and offline: the element's title
-followed by the ``summary_sentences`` sentences whose contextual vectors (late-pooled from the
-whole-document token embeddings) are closest in cosine to the element's centroid (mean of its
-token vectors), in document order (centroid-based extractive summarisation, as in MEAD).
-Summaries are encoded with ``encoder.encode_texts``; paragraph and sentence-group vectors are
-late-pooled from ``prepared.tokens``. Every vector is L2-normalised float32 (d,).
+Higher levels are embedded from a summary (``summariser``, e.g. an LLM; by default extractive
+and offline: the title and the ``summary_sentences`` sentences closest to the element's
+centroid), lower levels late-pooled from ``prepared.tokens``; every chunk's char span is its
+full extent and every vector L2-normalised float32 (d,). Details: docs/evaluation.md ("The
+chunkers in detail").
 """
 
 from __future__ import annotations

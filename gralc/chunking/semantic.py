@@ -1,44 +1,17 @@
 """Semantic chunking (SemRAG, Algorithm 1): cut where adjacent sentences stop being similar.
 
-Each sentence unit (see :mod:`gralc.chunking.sentence_spans`) is embedded together with its
-``buffer_size`` neighbours on each side (SemRAG's BufferMerge); a boundary is placed between
-units ``i`` and ``i+1`` when the cosine similarity of their buffered embeddings is below
-``threshold`` (the paper's 0.75), or, when ``percentile`` is set, below that percentile of the
-document's own similarities. Groups longer than ``max_tokens`` are split into sub-chunks that
-overlap by ``sub_overlap`` tokens (SplitWithOverlap).
+Each sentence unit (:mod:`gralc.chunking.sentence_spans`) is embedded with its ``buffer_size``
+neighbours on each side (BufferMerge); a boundary falls between units whose buffered
+similarity is below ``threshold`` (the paper's 0.75) or, with ``percentile``, below that
+percentile of the document's own; groups longer than ``max_tokens`` are split into sub-chunks
+overlapping by ``sub_overlap`` tokens (SplitWithOverlap).
 
-Two settings choose how vectors are made:
-
-* ``groups``: ``"pooled"`` (default) encodes every unit ONCE, on its own, and a buffered
-  group's vector is the mean over the word-pieces of its units (count-weighted mean of the
-  unit means; chonkie's similarity window works the same way); ``"encoded"`` encodes every
-  buffered group's text on its own (SemRAG to the letter: 2b + 1 encodings of each sentence).
-* ``chunk_vectors``: ``"encoded"`` (default) encodes every chunk's text on its own, like every
-  content-only baseline; ``"pooled"`` takes the count-weighted mean of its units' own means
-  (a sub-chunk weights a unit by the share of its pieces inside), so the whole strategy costs
-  one encoder pass over the sentences.
-
-Every text is encoded from at most ``encode_max_length`` word-pieces, special tokens included.
-The default is the model card's ``max_seq_length`` (256 for MiniLM): what a SemRAG /
-LangChain user gets from sentence-transformers' ``encode``, so a chunk of up to ``max_tokens``
-= 1,024 pieces is represented by its first 254 (the paper's published code also truncates
-at 256 word-pieces).
-
-Measured on PubMedQA* (all 1,000 questions, MRR; paper 0.9802) and on 530 cross-section
-questions over 106 PMC articles (``python eval.py`` as in the README):
-
-==========================================  ========  ========
-setting                                     PubMedQA  PMC full
-==========================================  ========  ========
-pooled groups + chunk texts (256, default)  0.9782    0.4150
-pooled groups + chunk texts (512)           0.9772    0.3979
-encoded groups + chunk texts (256)          0.9769
-pooled groups + pooled chunks (256)         0.9577
-==========================================  ========  ========
-
-Independently encoded sentences do not average into a good chunk vector; the buffered group
-similarity does not care how it is computed; a mean over a chunk's first 254 pieces ranks
-better than one over 510. Speed: ``python -m bench.index``.
+``groups`` (``"pooled"``: units encoded once, a group is the mean of its units' pieces;
+``"encoded"``: every buffered group encoded, SemRAG to the letter) and ``chunk_vectors``
+(``"encoded"`` or ``"pooled"``) choose how vectors are made; every text is encoded from at most
+``encode_max_length`` word-pieces (default: the model card's ``max_seq_length``). Details:
+docs/evaluation.md ("The chunkers in detail"); the measurements behind the defaults:
+docs/log.md. Speed: ``python -m bench.index``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """LoRA adapters on the document encoder (peft), trained with gradient, merged for inference.
 
 ``LoraEncoder(DocumentEncoder(...), r, alpha, dropout, target_modules)`` injects LoRA
-adapters (``peft.LoraConfig`` / ``get_peft_model``) into the encoder's transformer, IN PLACE:
-the wrapped :class:`~gralc.encoding.encoder.DocumentEncoder` then encodes with the adapters
-too. Only the adapter matrices A (r, d_in) and B (d_out, r) are trainable (B starts at zero,
-so an untrained LoraEncoder encodes exactly like its base model), and only they are in its
-``state_dict`` (the frozen base weights come from the base model again when loading): 0.3 MB
-for all-MiniLM-L6-v2 at r = 8 (a training checkpoint, with Adam's moments, grows by ~1 MB).
+adapters into the encoder's transformer, IN PLACE. Only the adapter matrices are trainable
+(B starts at zero, so an untrained LoraEncoder encodes exactly like its base model) and only
+they are in its ``state_dict``. ``encode_document`` and ``encode_questions`` compute what
+:class:`~gralc.encoding.encoder.DocumentEncoder` computes, differentiably w.r.t. the adapters
+and without the on-disk cache.
 
-``encode_document`` computes what ``DocumentEncoder.encode_document`` computes (same
-tokenisation, sliding windows and distance-weighted blending), and ``encode_questions`` reads
-questions through the encoder's one question path, but differentiably w.r.t. the adapters and
-without the on-disk cache.
-
-For inference, :meth:`LoraEncoder.save_merged` folds the adapters into the weights
-(``merge_and_unload``) and writes a plain Hugging Face folder (model, fast tokenizer,
-``sentence_bert_config.json``) plus :data:`~gralc.encoding.models.LORA_MARKER`, which names
-the base model and the adapter digest. ``DocumentEncoder`` loads that folder like any model;
-its ``model_id`` (and so every encoder-cache key) is ``<base id>+lora-<digest>``, never the
-base model's. :meth:`LoraEncoder.save_adapter` writes the small peft adapter folder.
+:meth:`LoraEncoder.save_merged` folds the adapters into the weights and writes a plain Hugging
+Face folder plus :data:`~gralc.encoding.models.LORA_MARKER`, which ``DocumentEncoder`` loads
+like any model under the id ``<base id>+lora-<digest>``; :meth:`LoraEncoder.save_adapter`
+writes the small peft adapter folder. Details: docs/training.md ("Under the hood").
 """
 
 from __future__ import annotations

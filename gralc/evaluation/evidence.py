@@ -7,28 +7,12 @@ the gold paragraphs (PMC template questions, the demo questions) or the whole go
 
 **Hit rule.** A retrieved chunk (or a retrieved piece of one) *hits* an evidence span when
 both are in the same document and their overlap covers at least ``min_coverage`` (default
-0.5) of the SHORTER of the two, in characters: a 40-character answer inside a 1,000-character
-chunk is hit; a 3,000-character gold paragraph is hit by a 256-piece chunk lying inside it.
+0.5) of the SHORTER of the two, in characters.
 
-Per-question metrics (``n`` = number of evidence spans, ranks are chunk positions):
-
-* ``ev_mrr``: 1 / rank of the first chunk that hits any evidence span (0 if none does).
-* ``ev_recall@k``: share of the ``n`` evidence spans hit by at least one of the top k chunks.
-* ``ev_ndcg@10``: binary gain 1 at a position whose chunk hits an evidence span that no
-  earlier chunk hit (each span counts once); ideal DCG = sum over i = 1..min(10, n) of
-  1 / log2(i + 1); always in [0, 1].
-* **Budgeted**, for B word-pieces: walk the ranking best first, taking each chunk's text
-  until B word-pieces of retrieved text (the encoder's tokenizer, no special tokens) are
-  taken; the last chunk is cut at the budget (at the end of its last word-piece that fits).
-  ``ev_recall@Bwp``: share of evidence spans hit by a taken piece; ``ev_precision@Bwp``:
-  evidence characters among the retrieved characters (|R ∩ E| / |R|); ``ev_iou@Bwp``:
-  |R ∩ E| / |R ∪ E|, with R the union of the taken character ranges (per document; overlapping
-  chunks count once) and E the union of the evidence spans, as Chroma's chunking evaluation
-  measures them.
-* ``wa_ndcg@10``: ``ev_ndcg@10`` of the **within-article** ranking, where only the gold
-  document's chunks are ranked (MTEB's CovidQA setting).
-
-Averages run over the questions that have evidence (``n_evidence_questions``).
+Per question: ``ev_mrr``, ``ev_recall@k``, ``ev_ndcg@10``, the budgeted ``ev_recall@Bwp`` /
+``ev_precision@Bwp`` / ``ev_iou@Bwp`` (the top chunks' text cut at B word-pieces) and the
+within-article ``wa_ndcg@10``; averages run over the questions that have evidence
+(``n_evidence_questions``). Definitions and formulas: docs/evaluation.md.
 """
 
 from __future__ import annotations

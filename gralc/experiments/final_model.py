@@ -1,28 +1,16 @@
 """The final COVID-QA model: trained on all 49 dev articles, exported, and run through the
-three entry points a user has, which must rank alike:
-
-1. ``python -m gralc.index covidqa_dev.json --model EXPORT`` then ``python -m gralc.search``
-   (the CLI for ``--cli-questions`` questions; ``Retriever.load(...).search``, the code it
-   runs, for every question);
-2. ``python eval.py data=squad models=[EXPORT]`` (its ``gralc`` row's top 20).
-
-Prints the learned values, the eval row's evidence metrics and how many questions rank
-identically (top 20 chunk ids) through the index and through eval.py.
+three entry points a user has, which must rank alike.
 
     python -m gralc.experiments.final_model --variant lora_lexical_small --epochs 2 --out results/covidqa_final
 
-``--sentence-evidence W``: export with ``model.sentence_evidence=W``; several weights: the one
-with the best evidence MRR on the model's own dev split (the 20% of articles training held out
-for epoch selection), as ``gralc.experiments.crossval`` chooses per fold. With ``--reuse`` the model
-trained earlier is exported again; with ``--checkpoint CKPT`` that checkpoint (e.g. another
-run's model of record) is exported instead of training. ``--late-interaction M``: export with
-``scoring.late_interaction=M`` (the index then stores the chunks' token vectors);
-``--phrase-weight G`` with ``model.phrase_weight=G`` (the term-pair BM25; the index then holds
-its ``phrase/`` BM25); ``--concept-weight C`` with ``model.concept_weight=C`` (the concept
-match, its index in ``concepts/``); ``--cut-unit sentence`` with hard cuts at sentence starts only.
-Knowledge: the full MeSH 2024 graph of the shared data folder, as ``gralc.experiments.crossval``
-(``--set pipeline.knowledge.vocabulary=...`` replaces it); a model or run on the built-in demo
-list is refused.
+The entry points: ``python -m gralc.index`` then ``python -m gralc.search`` (the CLI for
+``--cli-questions`` questions, ``Retriever.load(...).search`` for every question) and
+``python eval.py data=squad models=[EXPORT]`` (its ``gralc`` row's top 20). Prints the learned
+values, the eval row's evidence metrics and how many questions rank identically.
+``--sentence-evidence``, ``--late-interaction``, ``--phrase-weight``, ``--concept-weight`` and
+``--cut-unit`` set the export; ``--reuse`` / ``--checkpoint CKPT`` export an earlier model:
+docs/experiments.md. Knowledge: the full MeSH 2024 graph of the shared data folder, as
+``gralc.experiments.crossval``; a model or run on the built-in demo list is refused.
 """
 
 from __future__ import annotations

@@ -1,36 +1,17 @@
-"""The graph's trial on COVID-QA (issue 44): each graph part of a trained full-MeSH model, on
-and off, five folds by article, paired bootstrap over held-out articles.
-
-For each fold of a ``gralc.experiments.crossval`` run trained with the full MeSH 2024 graph (``--run``,
-e.g. ``results/cv_late_mesh/lora_lexical_small_late``), the fold's selected model with the
-export settings of record (W = 0.3, M = 0.8, g = 0.05, cuts at sentence starts) chunks the
-held-out articles and searches their questions with the product's search (``gralc``:
-two stages, token codes). Rows:
-
-* ``full graph``: the model as trained (GAT fusion, kg_prox with the learned beta, entity
-  boundaries), no concept match;
-* ``+ concept match (c=X)``: ``model.concept_weight`` X for each ``--concept-weights`` value,
-  and ``(c on dev)``: the X with the best evidence MRR on the fold's dev split (its training
-  articles' dev questions, searched among the dev articles only);
-* ``kg_prox idf``: kg_prox with each question concept weighed by its IDF
-  (``scoring.kg_prox_idf``), alone and with the concept match chosen on dev;
-* ablations of the full-graph model with the concept match chosen on dev, one part off at
-  inference: ``- kg_prox`` (beta = 1), ``- GAT fusion`` (lambda = 0: documents chunked
-  again), ``- entity boundaries`` (alpha_entity = 0: chunked again), and ``- every graph part``.
-
-The ablations switch a trained part off at inference; they do not retrain without it (five
-folds of training cost ~2.8 h on two cores per variant).
-
-``--pmc DIR --questions Q.jsonl --model EXPORT``: the same rows on the PMC template questions
-(generated cross-section questions over full-text IMRaD articles; ``--chosen C``: the concept
-weight COVID-QA's folds chose), one model, differences paired over articles.
+"""The graph's trial on COVID-QA: each graph part of a trained full-MeSH model, on and off,
+five folds by article, paired bootstrap over held-out articles.
 
     python -m gralc.experiments.graph_trial --run results/cv_late_mesh/lora_lexical_small_late \\
         --out results/graph_trial
     python -m gralc.experiments.graph_trial --report results/graph_trial/graph_trial.json \\
         --publish graph_trial
-    python -m gralc.experiments.graph_trial --pmc ../shared/data/pmc --questions q.jsonl \\
-        --model results/covidqa_final_mesh/export --chosen 0 --out results/graph_trial_pmc
+
+Each fold's selected model of a ``gralc.experiments.crossval`` run (``--run``), with the
+export settings of record, searches its held-out questions with the product's search. Rows:
+``full graph``, ``+ concept match`` (``--concept-weights``, and the weight chosen on dev),
+``kg_prox idf``, and ablations with one graph part switched off at inference (no retraining).
+``--pmc DIR --questions Q.jsonl --model EXPORT``: the same rows on the PMC template questions.
+Every row and flag: docs/experiments.md.
 """
 
 from __future__ import annotations

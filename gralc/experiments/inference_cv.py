@@ -1,47 +1,16 @@
 """Late interaction (``scoring.late_interaction``) on COVID-QA, by cross-validation by article.
 
-For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``, e.g.
-``results/cv_rec01/lora_lexical_small``), the fold's untrained (``initial.ckpt``) and selected
-(``best-*.ckpt``, or ``initial.ckpt`` where the run's selection kept it) models score every chunk as the ``gralc`` row does, with sentence
-evidence ``--sentence-evidence`` W, and then with late interaction at each ``--weights`` m:
-``(1 - m) * score + m * MaxSim`` (:mod:`gralc.model.late_interaction`; every score from the
-product's search with every chunk a candidate, ``TrainedSearch.scores``; a check asserts its
-mix gives the same scores). ``m`` is chosen per fold on the fold's dev split (its training
-articles only, searched among them), then scored on the held-out fold (searched among all 49
-articles): the ``m=cv`` rows.
-
-    python -m gralc.experiments.inference_cv --run results/cv_rec01/lora_lexical_small \
+    python -m gralc.experiments.inference_cv --run results/cv_rec01/lora_lexical_small \\
         --train-folds 0 1 --sentence-evidence 0.3
 
-``--phrase-weight G`` adds G x the term-pair BM25 (``model.phrase_weight``) to every row and
-``--cut-unit sentence`` decodes every model's cuts at sentence starts only (the export-time
-settings of the model of record, ``gralc.export --phrase-weight 0.05 --cut-unit sentence``):
-
-    python -m gralc.experiments.inference_cv --run results/cv_late/lora_lexical_small_late \
-        --weights 0 0.8 --phrase-weight 0.05 --cut-unit sentence --out results/li_sentence_phrase
-
-A refit run (``gralc.experiments.crossval --set loader.dev_fraction=0 ...``: every training article
-trained, no dev split, no ``initial.ckpt``) takes its untrained models from ``--untrained
-RUN`` (an earlier run of the same variant and seed: the untrained model depends on neither
-the data nor the split) and gets no ``trained m=cv`` row: its dev articles were trained on, so
-M must be fixed (``--weights 0 0.8``: the ``trained m=0.8`` row):
-
-    python -m gralc.experiments.inference_cv --run results/cv_late_refit/lora_lexical_small_late \
-        --untrained results/cv_late/lora_lexical_small_late --weights 0 0.8 \
-        --phrase-weight 0.05 --cut-unit sentence --out results/li_refit
-
-Under the table, each ``trained`` row's gain over the ``untrained`` row of the same m in
-ev R@512wp and ev MRR, with a 95 % interval from a paired bootstrap that resamples the held-out
-articles inside each fold (:mod:`gralc.evaluation.significance`); ``late_interaction.json``
-keeps every held-out question's values (``questions``, ``articles``) beside the means.
-
-``--seed-mean RUN ...``: no scoring; one recipe trained under several seeds
-(``gralc.experiments.seed_folds``), each RUN scored on the same folds: every row's mean and spread over
-the seeds, and the gains with each question's values averaged over the seeds first.
-
-``--pool RUN ...``: no scoring; one table (mean ± std over every fold) of the
-``late_interaction.json`` that earlier runs wrote in each RUN folder (folds trained in
-several sessions, e.g. folds 0-1, 2 and 3-4).
+For each fold of an earlier ``gralc.experiments.crossval`` run (``--run``), the fold's
+untrained and selected models score every chunk as the ``gralc`` row does, with sentence
+evidence W, then mixed with MaxSim at each ``--weights`` m (:mod:`gralc.model.late_interaction`);
+the ``m=cv`` rows choose m on each fold's dev split. Under the table, each trained row's gain
+over the untrained one with a paired bootstrap interval; ``late_interaction.json`` keeps every
+held-out question's values. ``--phrase-weight`` and ``--cut-unit`` set the export settings,
+``--untrained RUN`` serves refit runs, ``--seed-mean RUN ...`` and ``--pool RUN ...`` only
+tabulate earlier runs: docs/experiments.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """Two-stage search with token codes against the exhaustive exact score, on COVID-QA by
-cross-validation by article (issue 43's quality bar).
-
-For each fold of a ``gralc.experiments.crossval`` run (``--run``: a variant folder, e.g. the soup of
-record ``results/cv_soup_mesh/lora_lexical_small_late``), the fold's selected model with the
-export settings of record (``--sentence-evidence 0.3 --late-interaction 0.8 --phrase-weight
-0.05 --cut-unit sentence``) chunks all 49 articles once; its held-out questions are then
-searched four ways, the ``gralc`` row of eval.py each time:
-
-* ``exhaustive, float16``: every chunk scored, exact token vectors (the product before two
-  stages);
-* ``two-stage, float16``: the candidates of ``--search`` only (what the candidate stage costs);
-* ``exhaustive, codes``: every chunk, token vectors as IVF-PQ codes (what the codes cost);
-* ``two-stage, codes``: the product's search (``gralc.search``, ``eval.py``).
-
-Prints each row's five-fold means, the gain of every row over the first with a paired
-bootstrap over held-out articles, and writes everything (per-question values too) to
-``--out/two_stage.json``:
+cross-validation by article.
 
     python -m gralc.experiments.two_stage_cv --run results/cv_soup_mesh/lora_lexical_small_late \\
         --out results/two_stage_cv
+
+For each fold of a ``gralc.experiments.crossval`` run (``--run``: a variant folder), the
+fold's selected model with the export settings of record chunks all 49 articles once; its
+held-out questions are then searched four ways, the ``gralc`` row of eval.py each time:
+exhaustive or two-stage (the candidates of ``--search``), each with exact float16 token vectors
+or IVF-PQ codes (``two-stage, codes`` is the product's search). Prints each row's five-fold
+means and the gain of every row over the first with a paired bootstrap over held-out articles,
+and writes everything (per-question values too) to ``--out/two_stage.json``. Details:
+docs/experiments.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """A trained GraLC model on disk: export a training checkpoint for inference, load either back.
 
-:func:`export` (CLI: ``gralc export CKPT --out DIR``) writes ``DIR/inference.yaml`` (human-readable: learned alpha / gamma / tau / beta / lambda,
-decoder and chunk-size bounds, model and pipeline config, encoder id, git hash) and
-``DIR/weights.safetensors`` (every parameter: GAT, fusion MLP, scalars) and
-``DIR/MODEL_CARD.md`` (:mod:`gralc.model.model_card`: recipe, data, learned values, dev
-metrics, intended use and limits, generated from the checkpoint). :func:`load_model`
-accepts the ``.ckpt`` or the export directory and returns the same model (identical scores).
-
-A model trained with LoRA adapters on the encoder (``lora.enabled``) also gets
-``DIR/adapter/`` (peft's adapter folder, small) and ``DIR/encoder/`` (the encoder with the
-adapters merged in, a plain Hugging Face folder); ``inference.yaml`` then has a ``lora``
-section and its ``pipeline_config.encoder.model`` is ``encoder``, relative to ``DIR``. Loading
-a LoRA ``.ckpt`` merges its adapters once into ``<paths.cache_dir>/lora_encoders/<digest>``
-(content-addressed, reused). Either way the returned pipeline config points at the merged
-encoder, so documents and questions are encoded as in training, and both give the same
-encoder name (``<base>+lora-<digest>``, see ``gralc.encoding.models.model_name``).
+:func:`export` (CLI: ``gralc export CKPT --out DIR``) writes ``DIR/inference.yaml``
+(human-readable: learned values, decoder and chunk-size bounds, configs, encoder id, git hash),
+``DIR/weights.safetensors`` (every parameter) and ``DIR/MODEL_CARD.md``
+(:mod:`gralc.model.model_card`); a LoRA model also gets ``DIR/adapter/`` and ``DIR/encoder/``
+(the adapters merged in). :func:`load_model` accepts the ``.ckpt`` or the export directory
+and returns the same model (identical scores); a LoRA ``.ckpt``'s adapters are merged once
+into ``<paths.cache_dir>/lora_encoders/<digest>``, so either way documents and questions are
+encoded as in training under the encoder name ``<base>+lora-<digest>``. Details:
+docs/training.md ("Under the hood").
 """
 
 from __future__ import annotations

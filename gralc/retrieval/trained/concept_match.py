@@ -1,21 +1,17 @@
 """The concept match: BM25 over linked concept ids, the IDF-weighted concept term of the score.
 
-``kg_prox`` averages, over a question's concepts, their best cosine to a chunk's concepts with
-no weight for how common a concept is; with the full MeSH vocabulary the generic concepts
-(Infections, Viruses, Cells, linked in most COVID-QA articles) then dominate it. The concept
-match scores a chunk by BM25 over concept ids instead: every linked entry term is already its
-descriptor (``2019-nCoV``, ``SARS-CoV-2`` and ``COVID-19 virus`` are one id), a chunk is the
-set of its concepts (``Chunk.entity_ids``; each counted once), and IDF makes a shared rare
-concept count and a shared ubiquitous one count for almost nothing.
+``kg_prox`` weighs every question concept alike, so with the full MeSH vocabulary generic
+concepts (Infections, Viruses, Cells) dominate it; the concept match scores a chunk by BM25
+over the set of its concept ids instead (``Chunk.entity_ids``), so a shared rare concept
+counts and a shared ubiquitous one almost does not.
 
 One code path: an index or an evaluation builds ``BM25Index(CONCEPT_BM25)`` over its chunks
-(:func:`concept_index`); training scores a batch's chunks with the same BM25 core over the
-batch's concept texts (term statistics from the batch); both feed the model's score inputs
-(:mod:`gralc.model.score_inputs`) and the model adds ``model.concept_weight`` times the scores,
-in a fixed unit (:func:`idf_scale`), not divided by the question's best. The pure parts
-(:data:`CONCEPT_BM25`, :func:`concept_terms`, :func:`idf_scale`, :func:`concept_matrix`; a
-question's ids, :func:`question_concepts`) live in :mod:`gralc.model` and are re-exported here.
-The candidate stage of a search adds the concept match's best chunks (``search.concepts``).
+(:func:`concept_index`); training scores a batch's chunks with the same BM25 core; both feed
+:mod:`gralc.model.score_inputs` and the model adds ``model.concept_weight`` times the scores in
+a fixed unit (:func:`idf_scale`). The pure parts (:data:`CONCEPT_BM25`, :func:`concept_terms`,
+:func:`idf_scale`, :func:`concept_matrix`, :func:`question_concepts`) live in
+:mod:`gralc.model` and are re-exported here; the candidate stage of a search adds the concept
+match's best chunks (``search.concepts``). Details: docs/inference.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Compressed token vectors for late interaction: FAISS residual product quantisation.
 
-Late interaction (:mod:`gralc.model.late_interaction`) needs every chunk token's unit vector;
-as float16 that is 2 d bytes a token (768 for MiniLM, ~18 GB for 23 M word-pieces). An index
-stores each token instead as a FAISS IVF-PQ code, FAISS's standalone codec interface
-(``sa_encode`` / ``sa_decode``) of ``faiss.index_factory(d, "IVF{C},PQ{m}x{b}")``: the id of
-its nearest of C coarse centroids (k-means on a sample of the corpus's tokens) and ``m``
-sub-quantiser codes of ``b`` bits for the residual, ``ceil(log2(C) / 8) + ceil(m b / 8)`` bytes
-in all (PQ48x10 with 4,096 centroids: 62 bytes, against 768 as float16). This is PLAID's layout
-(Santhanam et al., CIKM 2022: centroid + compressed residual): the centroid id alone gives a
-question word-piece's cosine with the token's centroid, read from a (L, C) table with no
-decoding (*centroid interaction*), which ranks the candidates; only the best are decoded for
-their exact MaxSim (:mod:`gralc.retrieval.trained.token_store`).
-
-``kind="float16"`` keeps the vectors themselves (2 d bytes, the exact scores), for checking.
-
-Why FAISS: it is already the dense index's library, kept by Meta, with a k-means, product
-quantisers and a codec interface that read and write one file; fast-plaid (the PLAID engine
-under PyLate) ships binaries built against one torch release (``torch==2.11.0`` for its latest
-wheel) and cannot be installed beside the torch GraLC runs on.
+Late interaction (:mod:`gralc.model.late_interaction`) needs every chunk token's unit vector
+(768 bytes a token as float16 for MiniLM). An index stores each token instead as a FAISS
+IVF-PQ code (``sa_encode`` / ``sa_decode`` of ``faiss.index_factory(d, "IVF{C},PQ{m}x{b}")``):
+the id of its nearest coarse centroid and ``m`` sub-quantiser codes of ``b`` bits for the
+residual (PQ48x10 with 4,096 centroids: 62 bytes). As in PLAID, the centroid ids alone rank
+the candidates (*centroid interaction*); only the best are decoded for their exact MaxSim
+(:mod:`gralc.retrieval.trained.token_store`). ``kind="float16"`` keeps the vectors themselves,
+for checking. The layout in detail and why FAISS rather than fast-plaid: docs/inference.md
+("Under the hood: the serving stack").
 """
 
 from __future__ import annotations
