@@ -44,6 +44,7 @@ import torch
 from gralc.chunking.base import PreparedDocument
 from gralc.documents.corpus import load_corpus
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+from gralc.experiments.real_data import require_files
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig, build_chunker
 from gralc.runinfo import blas_kernel
 
@@ -152,10 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3,
                     help="interleaved repeats of the sentence pass and the semantic rows")
     args = ap.parse_args(argv)
-    for path in (args.pmc, args.mesh):
-        if not path.exists():
-            print(f"error: {path} not found (see ../shared/data/README.md)", file=sys.stderr)
-            return 2
+    require_files(args.pmc, args.mesh)
     logging.basicConfig(level=logging.ERROR)
     load_start = os.getloadavg()[0]
     docs = load_corpus(args.pmc).documents[: args.limit]

@@ -43,7 +43,7 @@ from gralc.chunking.base import PreparedDocument
 from gralc.documents.corpus import corpus_files
 from gralc.documents.jats import parse_jats
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
-from gralc.experiments.real_data import SHARED_DATA
+from gralc.experiments.real_data import SHARED_DATA, require_files
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.runinfo import blas_kernel, git_hash
 
@@ -365,10 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("outputs/bench_scale/results.json"))
     args = ap.parse_args(argv)
-    for path in (args.pmc, args.mesh):
-        if not path.exists():
-            print(f"error: {path} not found (see ../shared/data/README.md)", file=sys.stderr)
-            return 2
+    require_files(args.pmc, args.mesh)
     logging.basicConfig(level=logging.ERROR)
     r: dict[str, Any] = {
         "command": " ".join(["python -m bench.scale", *(argv or sys.argv[1:])]),

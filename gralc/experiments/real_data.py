@@ -49,6 +49,17 @@ class DemoVocabularyRefused(SystemExit):
         return self.message
 
 
+def require_files(*paths: Path) -> None:
+    """Exit 2 with one message naming the first of ``paths`` that is missing (a driver's or a
+    benchmark's input from the shared data folder).
+
+    Example: ``require_files(SHARED_DATA / "pmc", SHARED_DATA / "mesh")``."""
+    for path in paths:
+        if not Path(path).exists():
+            print(f"error: {path} not found (see ../shared/data/README.md)", file=sys.stderr)
+            raise SystemExit(2)
+
+
 def knowledge_overrides(shared: str | Path | None = None, prefix: str = "pipeline.", *,
                         mesh: str | Path | None = None, hsdn: str | Path | None = None) -> list[str]:
     """``key=value`` overrides that link with the full MeSH 2024 graph of the ``shared`` data
