@@ -92,6 +92,13 @@ RENAMED = {
     **{f"logger.wandb.{k}": f"wandb.{k}" for k in ("enabled", "project", "entity", "offline", "name")},
 }
 
+#: top-level sections some commands do not take -> where they are set instead
+MISPLACED = {
+    "scoring": ("; scoring.* (late_interaction, kg_prox_idf, ...) is part of a trained model: "
+                "set it at export (gralc export RUN --out DIR scoring.KEY=value) or in training "
+                "(gralc train scoring.KEY=value), then evaluate that export with models=[DIR]"),
+}
+
 
 def _renamed(key: str, value: str) -> list[str]:
     """``key=value`` in today's names (``model.alpha_init=[a,b,c]`` gives three keys)."""
@@ -144,9 +151,10 @@ def _merge(base: DictConfig, other: Any, source: str, schema_obj: Any) -> DictCo
         valid = (sorted(f.name for f in fields(node)) if isinstance(node, type) and is_dataclass(node)
                  else _valid_keys(schema_obj, str(key)))
         where = f" (a {node.__name__} entry)" if isinstance(node, type) and "." not in str(key) else ""
+        hint = MISPLACED.get(str(key).split(".")[0], "")
         raise ConfigError(
             f"unknown config key {key!r}{where} in {source}; "
-            + (f"valid keys here: {', '.join(valid)}" if valid else "check the spelling")
+            + (f"valid keys here: {', '.join(valid)}" if valid else "check the spelling") + hint
         ) from None
     except ValidationError as exc:
         key = getattr(exc, "full_key", "?")

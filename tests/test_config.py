@@ -2,7 +2,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gralc.config import ConfigError, load_config, save_config
+from gralc.config import CONFIG_DIR, ConfigError, load_config, save_config
 
 
 @dataclass
@@ -47,3 +47,13 @@ def test_save_roundtrip(tmp_path):
     cfg = load_config(Schema, None, ["inner.lr=0.25"])
     save_config(cfg, tmp_path / "out.yaml")
     assert load_config(Schema, tmp_path / "out.yaml").inner.lr == 0.25
+
+
+def test_a_scoring_key_given_to_eval_says_where_it_is_set():
+    """eval scores a trained model as exported: scoring.* (or its 0.2 spelling model.*) is
+    refused with where it belongs, not only as an unknown key."""
+    from gralc.evaluation.config import EvalConfig
+
+    for key in ("scoring.late_interaction=0.5", "model.late_interaction=0.5"):
+        with pytest.raises(ConfigError, match=r"set it at export \(gralc export RUN --out DIR scoring"):
+            load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [key])
