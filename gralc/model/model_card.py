@@ -108,7 +108,7 @@ def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
                                        "extra_negative_docs", "dev_fraction", "holdout_fraction")),
             ("positives (pairs.positives)", _value(_get(train, "pairs", "positives"))),
             ("LoRA (lora.*)", _keys(_get(train, "lora") or {}, "enabled", "r", "alpha", "dropout",
-                                    "target_modules")),
+                                    "target_modules", "layers")),
             ("checkpoint selection", _keys(_get(train, "callbacks", "checkpoint") or {},
                                            "monitor", "mode")),
             ("code", f"gralc {_value(run.get('gralc_version'))}, git {_value(run.get('git_hash'))}"),

@@ -90,7 +90,7 @@ def _lora_encoder(info: dict[str, Any], adapters: dict[str, torch.Tensor]):
     from gralc.encoding.lora import LoraEncoder
 
     lora, pipeline_cfg = _lora(info), _typed(PipelineConfig, info["train_config"]["pipeline"])
-    settings = [lora[k] for k in ("r", "alpha", "dropout", "target_modules")]
+    settings = [*(lora[k] for k in ("r", "alpha", "dropout", "target_modules")), lora.get("layers")]
     enc = LoraEncoder.build(pipeline_cfg.encoder, *settings, device="cpu")
     enc.load_state_dict(adapters)
     return enc.eval()
@@ -268,7 +268,7 @@ def _load_trained(path: Path) -> TrainedModel:
 
     base = pipeline_cfg.encoder.model
     cache = Path(info["train_config"]["paths"]["cache_dir"]) / LORA_CACHE
-    settings = [lora[k] for k in ("r", "alpha", "dropout", "target_modules")]
+    settings = [*(lora[k] for k in ("r", "alpha", "dropout", "target_modules")), lora.get("layers")]
     folder = merged_encoder_folder(adapters, pipeline_cfg.encoder, cache, *settings)
     pipeline_cfg.encoder.model = str(folder.resolve())
     return TrainedModel(model, pipeline_cfg, base)
@@ -363,6 +363,7 @@ def _write_export(checkpoint: Path, out: Path, explicit: dict[str, Any]) -> None
             "alpha": lora["alpha"],
             "dropout": lora["dropout"],
             "target_modules": list(lora["target_modules"]),
+            **({} if lora.get("layers") is None else {"layers": lora["layers"]}),
             "adapter": ADAPTER_DIR,
             "merged_encoder": ENCODER_DIR,
             "adapter_sha256": enc.digest(),

@@ -255,7 +255,10 @@ class LoraConfig:
     questions through the adapted encoder with gradient (slow on a CPU: see README).
     ``r``: rank; ``alpha``: scaling numerator (updates scaled by alpha / r); ``dropout`` on
     the adapter input; ``target_modules``: names of the Linear layers to adapt (BERT
-    attention: ``query``, ``value``; not Llama's ``q_proj`` / ``v_proj``).
+    attention: ``query``, ``value``; not Llama's ``q_proj`` / ``v_proj``); ``layers``: adapt
+    only the last N transformer layers (null: every layer). The frozen layers below run once
+    per encoder window and their states are kept for the run, so a step runs the top N
+    layers forward and backward only (``layers: 2`` of MiniLM's 6: ~3x faster per window).
 
     ``windows_per_doc``: what a training step encodes (:mod:`gralc.model.doc_windows`).
     ``n >= 1``: each question's gold document contributes the encoder window holding its
@@ -276,6 +279,7 @@ class LoraConfig:
     alpha: int = 16
     dropout: float = 0.1
     target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+    layers: int | None = None
     windows_per_doc: int = 2
     hard_windows: bool = False
     precision: str = "auto"
@@ -291,6 +295,8 @@ class LoraConfig:
             raise ConfigError(f"lora.dropout must be in [0, 1), got {self.dropout}")
         if not self.target_modules:
             raise ConfigError("lora.target_modules is empty; BERT encoders: [query,value]")
+        if self.layers is not None and self.layers < 1:
+            raise ConfigError(f"lora.layers must be >= 1 (null: every layer), got {self.layers}")
         if self.windows_per_doc < 0:
             raise ConfigError(
                 f"lora.windows_per_doc must be >= 0 (0: whole documents), got {self.windows_per_doc}")

@@ -33,7 +33,7 @@ from gralc.training.run_folder import run_selected_checkpoint
 
 #: train_config entries that decide a run's initial weights: the soup's ingredients must agree
 INIT_KEYS = (("seed",), ("lora", "enabled"), ("lora", "r"), ("lora", "alpha"),
-             ("lora", "target_modules"))
+             ("lora", "target_modules"), ("lora", "layers"))
 #: what a weights-only checkpoint drops (the training state of one run)
 RUN_STATE = ("optimizer_states", "lr_schedulers", "loops", "callbacks")
 

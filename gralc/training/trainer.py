@@ -162,8 +162,10 @@ def lora_encoder(cfg: TrainConfig):
         with torch.random.fork_rng(devices=[]):  # the model's initialisation stays as without LoRA
             torch.manual_seed(cfg.seed)
             return LoraEncoder.build(
-                cfg.pipeline.encoder, lo.r, lo.alpha, lo.dropout, lo.target_modules,
+                cfg.pipeline.encoder, lo.r, lo.alpha, lo.dropout, lo.target_modules, lo.layers,
                 precision=lo.precision,
             )
     except LoraTargetError as exc:
-        raise ConfigError(f"lora.target_modules={list(lo.target_modules)}: {exc}") from None
+        key = "lora.layers" if str(exc).startswith("layers=") else "lora.target_modules"
+        value = lo.layers if key == "lora.layers" else list(lo.target_modules)
+        raise ConfigError(f"{key}={value}: {exc}") from None
