@@ -8,7 +8,6 @@ so the default window (510) and overlap (128) exercise the sliding-window path.
 from __future__ import annotations
 
 import os
-import random
 import re
 import sys
 import time
@@ -17,26 +16,7 @@ import numpy as np
 import torch
 
 from gralc.encoding import DocumentEncoder, EncoderConfig
-
-WORDS = (
-    "metformin insulin glomerular filtration rate creatinine lactic acidosis patients cohort "
-    "randomised trial hazard ratio confidence interval tumour necrosis factor expression "
-    "synovium inflammation cardiovascular mortality renal impairment dose adjustment baseline "
-    "follow-up retrospective analysis significant reduction increased risk association with the "
-    "of in and was were for by after before during compared between among treated untreated"
-).split()
-
-
-def make_texts(n_texts: int, n_sentences: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    texts = []
-    for _ in range(n_texts):
-        sentences = [
-            " ".join(rng.choices(WORDS, k=rng.randint(8, 20))).capitalize() + "."
-            for _ in range(n_sentences)
-        ]
-        texts.append(" ".join(sentences))
-    return texts
+from gralc.experiments.training_cost import make_texts  # the one synthetic text maker
 
 
 def blas_kernel() -> str:

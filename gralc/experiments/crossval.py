@@ -9,6 +9,7 @@ questions. ``--train`` trains GraLC once per fold on the other folds' articles o
 it on the held-out fold against the pooled corpus; prints mean ± std over folds, seconds per
 epoch and the gap to the best untrained row. ``--variants`` (ablations), ``--ablate``,
 ``--sentence-evidence``, ``--wise`` and ``--extend-from`` add rows: docs/experiments.md.
+``--train-only --reuse``: train fold by fold (an interrupted fold resumes), score nothing.
 Knowledge: the full MeSH 2024 graph of the shared data folder
 (:func:`gralc.experiments.real_data.knowledge_overrides`); the built-in demo list is refused."""
 
@@ -227,7 +228,9 @@ def fold_overrides(data: str, cv: tuple[int, int, int] | None, run_dir: Path, ca
 
 def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, list[float]]:
     """Train on every fold but ``fold``; returns (selected checkpoint, seconds per epoch).
-    ``--reuse``: the checkpoint an earlier run of this bench selected there, if any."""
+    ``--reuse``: the checkpoint an earlier run of this bench selected there, if any; a fold
+    it left unfinished continues from its newest checkpoint (``resume=auto``), so a five-fold
+    CV survives an interruption fold by fold."""
     done = Path(args.out) / variant / f"fold{fold}" / "result.json"
     if args.reuse and done.is_file():
         from gralc.training.run_folder import run_selected_checkpoint
@@ -240,6 +243,10 @@ def train_fold(args: argparse.Namespace, fold: int, variant: str) -> tuple[str, 
         if not run_dir.exists():
             copy_run(Path(args.extend_from) / variant / f"fold{fold}", run_dir)
         resume = ["resume=last"]
+    elif args.reuse and run_dir.is_dir() and any(run_dir.iterdir()):
+        # a fold interrupted mid-run continues from its newest checkpoint (or starts afresh)
+        logger.warning("%s fold %d: continuing the interrupted run in %s", variant, fold, run_dir)
+        resume = ["resume=auto"]
     overrides = [*fold_overrides(args.data, (args.folds, fold, args.seed), run_dir, args.cache_dir,
                                  args.epochs, args.threads, variant), *args.set, *resume]
     cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", overrides)
@@ -298,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                          "sentence evidence) interpolated in weight space between its initial "
                          "and selected checkpoints at these t in [0, 1] (and the t chosen on dev)")
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--train-only", action="store_true",
+                    help="with --train: train the folds, score nothing (score them with "
+                         "gralc.experiments.two_stage_cv or error_analysis: one pass each)")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse each fold's selected checkpoint of an earlier run in --out")
     ap.add_argument("--extend-from", default=None,
@@ -339,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         logger.warning("%s done (%.0f s)", name, time.perf_counter() - t0)
     folds_run = args.train_folds if args.train and args.train_folds is not None else list(range(args.folds))
     # GraLC at each variant's initial values (no training): what training must improve on
-    for variant in args.variants if args.train else []:
+    for variant in args.variants if args.train and not args.train_only else []:
         from gralc.model.gralc_model import GraLCModel
         from gralc.retrieval.trained.scorer import TrainedScorer
 
@@ -370,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in folds_run:
             ckpt, seconds = train_fold(args, k, variant)
             epochs.extend(seconds)
+            if args.train_only:
+                logger.warning("%s fold %d trained (%.0f s): %s", variant, k, time.perf_counter() - t0, ckpt)
+                continue
             test = cv_side(bench, args.folds, k, args.seed, "test")
             from gralc.retrieval.trained.scorer import TrainedScorer
 

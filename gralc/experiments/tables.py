@@ -252,6 +252,31 @@ def headline_md(saved: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def training_cost_md(saved: dict) -> str:
+    """``gralc.experiments.training_cost``: seconds, cost and phases of each timed recipe."""
+    from gralc.experiments.training_cost import report
+
+    return report(saved)
+
+
+def training_profile_md(saved: dict) -> str:
+    """``bench/profile_summary.py``: inclusive shares of a py-spy profile's phases."""
+    lines = [f"{saved.get('what', '')} ({saved['samples']} samples, {saved['seconds']:.0f} s; "
+             f"git {saved.get('git_hash')}, {saved.get('cpu_model')}).", "",
+             "| phase (inclusive; indented: inside the one above) | share | seconds |", "|---|---:|---:|"]
+    for name, share in saved["phases"].items():
+        label = name.replace("  ", "&nbsp;&nbsp;&nbsp;", 1) if name.startswith("  ") else name
+        lines.append(f"| {label} | {100 * share:.1f} % | {share * saved['seconds']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def paired_runs_md(saved: dict) -> str:
+    """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
+    from gralc.experiments.paired_runs import report
+
+    return report(saved)
+
+
 #: docs/results/<name>.md <- renderer(docs/results/<name>.json)
 TABLES: dict[str, Callable[[dict], str]] = {
     "graph_trial": graph_trial_md,
@@ -268,6 +293,9 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "memory_per_strategy": memory_md,
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
+    "training_cost": training_cost_md,  # issue 57: what a training run costs, across CPUs
+    "training_profile": training_profile_md,  # issue 57: where its time goes (py-spy)
+    "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
 }
 
 

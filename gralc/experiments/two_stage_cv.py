@@ -53,19 +53,22 @@ def with_export_settings(scorer: TrainedScorer, args) -> TrainedScorer:
 
 
 def fold_rows(scorer: TrainedScorer, test, base_pipe: Pipeline, settings, search: CandidateConfig,
-              codec: TokenCodecConfig) -> dict[str, dict]:
-    """Per variant: per-question metric values (questions with evidence), ms per question and
-    candidates per question."""
+              codec: TokenCodecConfig, stages: tuple[str, ...] = ("exhaustive", "two-stage"),
+              tokens_kept: tuple[str, ...] = ("float16", "codes")) -> dict[str, dict]:
+    """Per variant (``stages`` x ``tokens_kept``): per-question metric values (questions with
+    evidence), ms per question and candidates per question."""
     pipe = Pipeline(with_runtime(scorer.pipeline_config, base_pipe.config))
     prepared = pipe.prepare(test.documents, progress=False)
     scorer.token_codec = TokenCodecConfig(kind="float16")
     chunks = scorer.chunk(pipe, prepared)
     exact = scorer.table.finish()
-    coded = exact.with_codec(codec)
+    tables = {"float16": lambda: exact, "codes": lambda: exact.with_codec(codec)}
+    configs = {"exhaustive": CandidateConfig(exhaustive=True), "two-stage": search}
     out = {}
-    for tokens, table in (("float16", exact), ("codes", coded)):
-        scorer.table = table
-        for stage, config in (("exhaustive", CandidateConfig(exhaustive=True)), ("two-stage", search)):
+    for tokens in tokens_kept:
+        scorer.table = table = tables[tokens]()
+        for stage in stages:
+            config = configs[stage]
             s = searchable(scorer, pipe, chunks, config)
             t0 = time.perf_counter()
             row = searched_rows(s, test, replace(settings, search=config), rows=("",))[0]
@@ -94,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="two-stage settings (gralc.retrieval.trained.candidates.CandidateConfig)")
     ap.add_argument("--codec", nargs="*", default=[], metavar="key=value",
                     help="token codec settings (gralc.retrieval.trained.token_codec.TokenCodecConfig)")
+    ap.add_argument("--stages", nargs="+", choices=["exhaustive", "two-stage"],
+                    default=["exhaustive", "two-stage"], help="searches to run (default: both)")
+    ap.add_argument("--tokens", nargs="+", choices=["float16", "codes"], default=["float16", "codes"],
+                    help="token vectors to score with (default: both)")
     run_arguments(ap, "two_stage.json")
     args = ap.parse_args(argv)
     if args.report:
@@ -110,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         scorer = with_export_settings(TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}")), args)
         require_real_graph(scorer.pipeline_config, f"gralc.experiments.two_stage_cv (fold {k} of {args.run})")
         test = cv_side(bench, args.folds, k, args.seed, "test")
-        folds.append(fold_rows(scorer, test, base_pipe, settings, search, codec))
+        folds.append(fold_rows(scorer, test, base_pipe, settings, search, codec, tuple(args.stages),
+                               tuple(args.tokens)))
         print(f"fold {k}: " + "; ".join(f"{name} ev R@512wp {statistics.fmean(v['questions']['ev_recall@512wp']):.4f}"
                                         f" ({v['ms_per_question']:.1f} ms/q)" for name, v in folds[-1].items())
               + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -126,7 +134,7 @@ def gains_of(folds: list[dict[str, dict]]) -> dict[str, dict]:
     """Every row's gain over :data:`REFERENCE` in the bar's metrics, paired bootstrap over
     held-out articles (:func:`gralc.evaluation.significance.paired_gain`)."""
     gains: dict[str, dict] = {}
-    for name in [n for n in folds[0] if n != REFERENCE]:
+    for name in [n for n in folds[0] if n != REFERENCE and REFERENCE in folds[0]]:
         for m in BAR_METRICS:
             got = paired_gain([FoldPairs(a=f[name]["questions"][m], b=f[REFERENCE]["questions"][m],
                                          clusters=f[name]["articles"]) for f in folds])

@@ -1,0 +1,157 @@
+"""Recipes against a reference, paired by held-out question: the verdict table of issue 57.
+
+    python -m gralc.experiments.paired_runs --reference docs/results/two_stage_cv.json \\
+        --arm "LoRA on the last 2 layers=results/ts_top2/two_stage.json" \\
+        --arm "seed 1=results/ts_seed1/two_stage.json" --out results/verdicts
+
+Each file is a ``gralc.experiments.two_stage_cv`` result (five folds of one trained recipe,
+scored question by question); ``--row`` picks its search (default ``exhaustive, float16``, the
+model's own score). Every arm is paired with the reference question by question (the files
+must hold the same folds and questions, checked), its gain read with a paired bootstrap over
+held-out articles (:func:`gralc.evaluation.significance.paired_gain`). ``--seeds NAME=A,B,C``
+also reports the spread (population std over runs) of one recipe trained under several seeds,
+the noise every other verdict is read against. Writes ``--out/paired_runs.json``; its table:
+:func:`report` (``python -m gralc.experiments.tables`` once published)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from gralc.evaluation.significance import FoldPairs, paired_gain
+from gralc.experiments.published import publish_result
+from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.safe_load import read_json_untrusted
+
+METRICS = ("ev_recall@512wp", "ev_mrr", "ev_recall@256wp", "ev_recall@1024wp", "wa_ndcg@10")
+BAR_METRICS = ("ev_recall@512wp", "ev_mrr")
+
+
+class MismatchedRuns(ValueError):
+    """Two result files do not hold the same folds and questions, so they cannot be paired."""
+
+
+def fold_questions(saved: dict, row: str, path: str) -> list[dict]:
+    """Per fold, the ``row`` entry (per-question values and articles) of a two_stage.json."""
+    folds = saved.get("folds")
+    if not isinstance(folds, list) or not folds:
+        raise MismatchedRuns(f"{path}: no folds (a gralc.experiments.two_stage_cv two_stage.json?)")
+    missing = [k for k, f in enumerate(folds) if row not in f]
+    if missing:
+        raise MismatchedRuns(f"{path}: no row {row!r} in fold(s) {missing}; it has {sorted(folds[0])}")
+    return [f[row] for f in folds]
+
+
+def check_paired(a: list[dict], b: list[dict], a_path: str, b_path: str) -> None:
+    """MismatchedRuns unless ``a`` and ``b`` hold the same folds, questions and articles."""
+    if len(a) != len(b):
+        raise MismatchedRuns(f"{a_path} has {len(a)} folds, {b_path} {len(b)}")
+    for k, (fa, fb) in enumerate(zip(a, b)):
+        if fa["articles"] != fb["articles"]:
+            raise MismatchedRuns(f"fold {k}: {a_path} and {b_path} hold other questions "
+                                 f"({len(fa['articles'])} vs {len(fb['articles'])}): score both "
+                                 "with the same --data, --folds and --seed")
+
+
+def means(folds: list[dict]) -> dict[str, float]:
+    """Each metric's mean over folds of the fold means (a CV table's number)."""
+    return {m: statistics.fmean(statistics.fmean(f["questions"][m]) for f in folds) for m in METRICS}
+
+
+def gain(a: list[dict], b: list[dict], seed: int = 0) -> dict[str, dict]:
+    """Gain of ``a`` over ``b`` per bar metric, paired bootstrap over held-out articles."""
+    return {m: paired_gain([FoldPairs(a=fa["questions"][m], b=fb["questions"][m], clusters=fa["articles"])
+                            for fa, fb in zip(a, b)], seed=seed).as_dict() for m in BAR_METRICS}
+
+
+def averaged(runs: list[list[dict]]) -> list[dict]:
+    """One run whose per-question values are the mean over ``runs`` (seeds of one recipe)."""
+    return [{"articles": folds[0]["articles"],
+             "questions": {m: [statistics.fmean(v) for v in zip(*(f["questions"][m] for f in folds))]
+                           for m in METRICS}}
+            for folds in zip(*runs)]
+
+
+def compare(reference: str, arms: dict[str, str], seeds: dict[str, list[str]], row: str) -> dict:
+    """The saved dict: the reference's means, each arm's means and gain, each seed group's
+    per-run means, spread and (seed-averaged) gain."""
+    ref = fold_questions(read_json_untrusted(Path(reference), allow_interpolation=True), row, reference)
+    out: dict = {"reference": {"path": reference, "means": means(ref)}, "row": row, "arms": {}, "seeds": {}}
+    for name, path in arms.items():
+        got = fold_questions(read_json_untrusted(Path(path), allow_interpolation=True), row, path)
+        check_paired(got, ref, path, reference)
+        out["arms"][name] = {"path": path, "means": means(got), "gain": gain(got, ref)}
+    for name, paths in seeds.items():
+        runs = [fold_questions(read_json_untrusted(Path(p), allow_interpolation=True), row, p) for p in paths]
+        for p, r in zip(paths, runs):
+            check_paired(r, ref, p, reference)
+        per_run = [means(r) for r in runs]
+        out["seeds"][name] = {
+            "paths": paths, "per_run": per_run,
+            "spread": {m: statistics.pstdev(r[m] for r in per_run) for m in METRICS},
+            "range": {m: max(r[m] for r in per_run) - min(r[m] for r in per_run) for m in METRICS},
+            "gain": gain(averaged(runs), ref)}
+    return out
+
+
+def report(saved: dict) -> str:
+    """Markdown: means, gains over the reference with 95 % intervals, seed spreads."""
+    ref = saved["reference"]
+    lines = [f"Paired by held-out question over the five COVID-QA dev folds; row `{saved['row']}`; "
+             f"reference `{ref['path']}`; git {saved.get('git_hash')}.", "",
+             "| recipe | " + " | ".join(BAR_METRICS) + " | gain " + " [95 % CI] | gain ".join(BAR_METRICS)
+             + " [95 % CI] |", "|---|" + "---|" * (2 * len(BAR_METRICS))]
+    lines.append("| reference | " + " | ".join(f"{ref['means'][m]:.4f}" for m in BAR_METRICS)
+                 + " |" + " |" * len(BAR_METRICS))
+    for name, arm in [*saved["arms"].items(), *((f"{k} (mean of {len(v['paths'])} seeds)", v)
+                                                for k, v in saved["seeds"].items())]:
+        m = arm.get("means") or {k: statistics.fmean(r[k] for r in arm["per_run"]) for k in METRICS}
+        cells = [f"{m[k]:.4f}" for k in BAR_METRICS]
+        cells += [f"{g['gain']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]"
+                  for g in (arm["gain"][k] for k in BAR_METRICS)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for name, s in saved["seeds"].items():
+        lines += ["", f"Seed spread of {name} ({len(s['paths'])} runs): "
+                  + "; ".join(f"{m} {', '.join(f'{r[m]:.4f}' for r in s['per_run'])} "
+                              f"(std {s['spread'][m]:.4f}, range {s['range'][m]:.4f})" for m in BAR_METRICS)]
+    return "\n".join(lines) + "\n"
+
+
+def _pairs(values: list[str], flag: str, ap: argparse.ArgumentParser) -> dict[str, str]:
+    out = {}
+    for v in values:
+        name, sep, path = v.partition("=")
+        if not sep or not name or not path:
+            ap.error(f"{flag} {v!r}: give NAME=PATH")
+        out[name] = path
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (``--help``); writes ``--out/paired_runs.json``; 0 on success, 2 on bad input."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", required=True, help="two_stage.json of the reference recipe")
+    ap.add_argument("--arm", nargs="*", default=[], metavar="NAME=PATH", help="a recipe's two_stage.json")
+    ap.add_argument("--seeds", nargs="*", default=[], metavar="NAME=PATH,PATH,...",
+                    help="one recipe under several seeds")
+    ap.add_argument("--row", default="exhaustive, float16")
+    ap.add_argument("--out", help="folder for paired_runs.json")
+    ap.add_argument("--publish", metavar="NAME", help="also copy it to docs/results/NAME.json")
+    args = ap.parse_args(argv)
+    arms = _pairs(args.arm, "--arm", ap)
+    seeds = {k: v.split(",") for k, v in _pairs(args.seeds, "--seeds", ap).items()}
+    try:
+        saved = run_metadata({"args": vars(args), **compare(args.reference, arms, seeds, args.row)})
+    except (MismatchedRuns, OSError, ValueError) as exc:
+        ap.exit(2, f"error: {exc}\n")
+    print(report(saved))
+    if args.out:
+        write_json_atomic(Path(args.out) / "paired_runs.json", saved)
+    if args.publish:
+        publish_result(args.publish, saved)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

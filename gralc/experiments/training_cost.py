@@ -1,0 +1,211 @@
+"""What a training run costs, as a number that holds across CPUs: training seconds x the
+encoder's tokens/s on the same machine in the same run / 10^6 (issue 57).
+
+    python -m gralc.experiments.training_cost --out results/training_cost \\
+        --arm "record=" --arm "last 2 layers=lora.layers=2"
+
+Measures the frozen encoder's full-document throughput (synthetic texts; fp32 and, where the
+CPU has native bf16, bf16; the best counts), then trains each ``--arm`` (``NAME=override,...``
+on top of the record's recipe, ``--variant``) on COVID-QA fold ``--fold`` from a cold cache
+(a fresh folder: encodings, linking and features built as a first run builds them) and
+times its phases (:class:`PhaseTimer`: features and setup, training batches, their backward,
+validation). Writes ``--out/training_cost.json``; its table: :func:`report`. One experiment at
+a time on 2 cores: timings of two runs side by side mean nothing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from gralc.experiments.published import publish_result
+
+WORDS = (
+    "metformin insulin glomerular filtration rate creatinine lactic acidosis patients cohort "
+    "randomised trial hazard ratio confidence interval tumour necrosis factor expression "
+    "synovium inflammation cardiovascular mortality renal impairment dose adjustment baseline "
+    "follow-up retrospective analysis significant reduction increased risk association with the "
+    "of in and was were for by after before during compared between among treated untreated"
+).split()
+
+
+def make_texts(n_texts: int, n_sentences: int, seed: int = 0) -> list[str]:
+    """Synthetic biomedical-style texts: ``n_sentences`` sentences of 8-20 words each.
+
+    >>> len(make_texts(2, 3))
+    2
+    """
+    rng = random.Random(seed)
+    return [" ".join(" ".join(rng.choices(WORDS, k=rng.randint(8, 20))).capitalize() + "."
+                     for _ in range(n_sentences)) for _ in range(n_texts)]
+
+
+def encoder_throughput(precision: str, n_texts: int = 8, n_sentences: int = 60,
+                       model: str | None = None) -> dict:
+    """Full-document encoding speed of the frozen encoder at ``precision`` (``fp32``/``bf16``):
+    ``{precision, texts, tokens, windows, seconds, tokens_per_s}`` (one warm-up first).
+
+    Example: ``encoder_throughput("fp32", 2, 20)["tokens_per_s"]`` -> e.g. ``9000.0``."""
+    from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
+
+    texts = make_texts(n_texts, n_sentences)
+    encoder = DocumentEncoder(EncoderConfig(device="cpu", precision=precision, cache_dir=None,
+                                            **({"model": model} if model else {})))
+    encoder.encode_document(texts[0][:2000])  # warm-up
+    start = time.perf_counter()
+    out = encoder.encode_documents(texts, progress=False)
+    seconds = time.perf_counter() - start
+    tokens = sum(te.n_tokens for te in out)
+    return {"precision": precision, "texts": n_texts, "tokens": tokens,
+            "windows": sum(len(te.windows) for te in out), "seconds": seconds,
+            "tokens_per_s": tokens / seconds, "model": encoder.model_id}
+
+
+def best_throughput() -> tuple[float, list[dict]]:
+    """``(tokens/s at the best precision this CPU runs, every measured row)``: fp32, and bf16
+    only where the CPU has native bf16 (elsewhere it is ~5x slower, never the best)."""
+    from gralc.encoding.precision import native_bf16
+
+    rows = [encoder_throughput("fp32")]
+    if native_bf16(torch.device("cpu"))[0]:
+        rows.append(encoder_throughput("bf16"))
+    return max(r["tokens_per_s"] for r in rows), rows
+
+
+class PhaseTimer(pl.Callback):
+    """Wall seconds per phase of a fit: ``fit`` (all of trainer.fit), ``train_batches`` (every
+    training step: forward, backward, optimiser), ``backward``, ``validation`` (every pass,
+    the initial one included), and the step count.
+
+    Example: ``train(cfg, callbacks=[timer := PhaseTimer()]); timer.seconds["backward"]``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.steps = 0
+        self._open: dict[str, float] = {}
+
+    def _begin(self, key: str) -> None:
+        self._open[key] = time.perf_counter()
+
+    def _end(self, key: str) -> None:
+        if key in self._open:
+            self.seconds[key] += time.perf_counter() - self._open.pop(key)
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self._begin("fit")
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self._end("fit")
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._begin("train_batches")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._end("train_batches")
+        self.steps += 1
+
+    def on_before_backward(self, trainer, pl_module, loss) -> None:
+        self._begin("backward")
+
+    def on_after_backward(self, trainer, pl_module) -> None:
+        self._end("backward")
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        self._begin("validation")
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self._end("validation")
+
+
+def time_arm(overrides: list[str], variant: str, fold: int, data: str, threads: int, keep: Path | None) -> dict:
+    """Train ``variant`` + ``overrides`` on ``fold`` from a cold cache; its phases' seconds."""
+    from gralc.config import CONFIG_DIR, load_config
+    from gralc.experiments.crossval import fold_overrides
+    from gralc.experiments.real_data import with_real_knowledge
+    from gralc.training.config import TrainConfig
+    from gralc.training.run import train
+
+    with tempfile.TemporaryDirectory(prefix="gralc-cost-") as tmp:
+        run_dir = keep or Path(tmp) / "run"
+        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
+            *fold_overrides(data, (5, fold, 0), run_dir, Path(tmp) / "cache", 2, threads, variant),
+            *with_real_knowledge(["callbacks.checkpoint.monitor=val/ev_mrr", *overrides])])
+        timer = PhaseTimer()
+        start = time.perf_counter()
+        result = train(cfg, callbacks=[timer])
+        total = time.perf_counter() - start
+    phases = dict(timer.seconds)
+    phases["before_fit"] = total - phases.get("fit", 0.0)  # config checks, features (cold), model
+    phases["forward_and_step"] = phases.get("train_batches", 0.0) - phases.get("backward", 0.0)
+    return {"overrides": overrides, "seconds": total, "phases": phases, "steps": timer.steps,
+            "best_score": result.get("best_val_mrr"), "selected": str(result.get("best_checkpoint"))}
+
+
+def report(saved: dict) -> str:
+    """Markdown: each arm's seconds, cost (seconds x tokens/s / 10^6), ratio to the first arm,
+    and its phases."""
+    rate = saved["tokens_per_s"]
+    arms = saved["arms"]
+    first = next(iter(arms.values()))["seconds"] if arms else 1.0
+    phases = ("before_fit", "train_batches", "backward", "forward_and_step", "validation")
+    measured = ", ".join(f"{r['precision']} {r['tokens_per_s']:,.0f}" for r in saved["throughput"])
+    lines = [f"Encoder `{saved['throughput'][0]['model']}`: {rate:,.0f} tokens/s at its best precision "
+             f"({measured}); "
+             f"{saved.get('cpu_model')}, {saved['args']['threads']} threads; fold {saved['args']['fold']} of "
+             f"COVID-QA dev, recipe `{saved['args']['variant']}`, cold cache; git {saved.get('git_hash')}.", "",
+             "| arm | seconds | cost (s x tokens/s / 10^6) | vs first | steps | "
+             + " | ".join(phases) + " |", "|---|" + "---:|" * (4 + len(phases))]
+    for name, arm in arms.items():
+        cost = arm["seconds"] * rate / 1e6
+        lines.append(f"| {name} | {arm['seconds']:.0f} | {cost:.2f} | {arm['seconds'] / first:.2f} | {arm['steps']} | "
+                     + " | ".join(f"{arm['phases'].get(p, 0.0):.0f}" for p in phases) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (``--help``); writes ``--out/training_cost.json``; 0 on success."""
+    from gralc.experiments.crossval import DEFAULT_DATA, VARIANTS
+    from gralc.runinfo import run_metadata, write_json_atomic
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arm", nargs="+", default=["record="], metavar="NAME=OVERRIDE,...",
+                    help="a recipe to time: the variant plus these train.py overrides")
+    ap.add_argument("--variant", default="lora_lexical_small_late", choices=list(VARIANTS))
+    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--out", help="folder for training_cost.json (and each arm's run folder)")
+    ap.add_argument("--publish", metavar="NAME", help="also copy it to docs/results/NAME.json")
+    args = ap.parse_args(argv)
+    arms = {}
+    for spec in args.arm:
+        name, sep, over = spec.partition("=")
+        if not sep or not name:
+            ap.error(f"--arm {spec!r}: give NAME=OVERRIDE,... (NAME= for the recipe as it is)")
+        arms[name] = [o for o in over.split(",") if o]
+    os.environ.setdefault("WANDB_MODE", "offline")
+    torch.set_num_threads(args.threads)
+    rate, rows = best_throughput()
+    timed = {}
+    for name, overrides in arms.items():
+        keep = Path(args.out) / "runs" / "".join(c if c.isalnum() else "_" for c in name) if args.out else None
+        timed[name] = time_arm(overrides, args.variant, args.fold, args.data, args.threads, keep)
+        print(f"{name}: {timed[name]['seconds']:.0f} s, cost {timed[name]['seconds'] * rate / 1e6:.2f}", flush=True)
+    saved = run_metadata({"args": vars(args), "tokens_per_s": rate, "throughput": rows, "arms": timed})
+    print(report(saved))
+    if args.out:
+        write_json_atomic(Path(args.out) / "training_cost.json", saved)
+    if args.publish:
+        publish_result(args.publish, saved)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
