@@ -1,0 +1,67 @@
+"""Issue 57's measuring tools on small real inputs: the phase timer on a real demo training run,
+the cost table, and the paired comparison of two-stage result files (refusing files that do
+not hold the same questions)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gralc.experiments.paired_runs import MismatchedRuns, compare, report
+from gralc.experiments.paired_runs import main as paired_main
+from gralc.experiments.training_cost import PhaseTimer, make_texts
+from gralc.experiments.training_cost import report as cost_report
+from gralc.training.run import train
+
+
+def test_phase_timer_times_a_real_run(make_cfg, tmp_path, one_thread):
+    timer = PhaseTimer()
+    train(make_cfg(tmp_path, "trainer.max_epochs=1", "trainer.limit_train_batches=2",
+                   "callbacks.early_stopping.enabled=false"), callbacks=[timer])
+    s = timer.seconds
+    assert timer.steps == 2
+    assert 0 < s["backward"] < s["train_batches"] < s["fit"]
+    assert s["validation"] > 0  # the initial pass and the epoch's
+
+
+def test_cost_table_is_seconds_times_tokens_per_s():
+    saved = {"tokens_per_s": 10_000.0, "throughput": [{"model": "m", "precision": "fp32", "tokens_per_s": 10_000.0}],
+             "args": {"threads": 2, "fold": 0, "variant": "v"},
+             "arms": {"record": {"seconds": 770.0, "steps": 217, "phases": {"validation": 200.0}},
+                      "fast": {"seconds": 385.0, "steps": 217, "phases": {}}}}
+    table = cost_report(saved)
+    assert "| record | 770 | 7.70 | 1.00 | 217 |" in table
+    assert "| fast | 385 | 3.85 | 0.50 | 217 |" in table
+    assert len(make_texts(3, 5)) == 3 and make_texts(1, 4) == make_texts(1, 4)  # seeded
+
+
+def _run(path, values: list[list[float]], articles: list[list[str]]) -> str:
+    folds = [{"exhaustive, float16": {"questions": {m: v for m in ("ev_recall@512wp", "ev_mrr", "ev_recall@256wp",
+                                                                  "ev_recall@1024wp", "wa_ndcg@10")},
+                                      "articles": a}} for v, a in zip(values, articles)]
+    path.write_text(json.dumps({"folds": folds}))
+    return str(path)
+
+
+def test_paired_runs_gain_and_seed_spread(tmp_path):
+    arts = [["a", "a", "b"], ["c", "d", "d"]]
+    ref = _run(tmp_path / "ref.json", [[1, 0, 0], [1, 1, 0]], arts)
+    better = _run(tmp_path / "b.json", [[1, 1, 0], [1, 1, 1]], arts)
+    saved = compare(ref, {"better": better}, {"rec": [ref, better]}, "exhaustive, float16")
+    g = saved["arms"]["better"]["gain"]["ev_recall@512wp"]
+    assert g["gain"] == pytest.approx((1 / 3 + 1 / 3) / 2) and g["low"] >= 0
+    assert saved["seeds"]["rec"]["range"]["ev_mrr"] == pytest.approx(1 / 3)
+    assert "| better |" in report(saved) and "Seed spread of rec (2 runs)" in report(saved)
+
+
+def test_paired_runs_refuse_other_questions(tmp_path, capsys):
+    ref = _run(tmp_path / "ref.json", [[1, 0]], [["a", "b"]])
+    other = _run(tmp_path / "o.json", [[1, 0]], [["a", "c"]])
+    with pytest.raises(MismatchedRuns, match="fold 0: .* hold other questions"):
+        compare(ref, {"o": other}, {}, "exhaustive, float16")
+    with pytest.raises(SystemExit) as exit_:
+        paired_main(["--reference", ref, "--arm", f"o={other}"])
+    assert exit_.value.code == 2 and "hold other questions" in capsys.readouterr().err
+    with pytest.raises(MismatchedRuns, match="no row 'two-stage, codes'"):
+        compare(ref, {}, {}, "two-stage, codes")
