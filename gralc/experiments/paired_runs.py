@@ -121,7 +121,7 @@ def report(saved: dict) -> str:
 def _pairs(values: list[str], flag: str, ap: argparse.ArgumentParser) -> dict[str, str]:
     out = {}
     for v in values:
-        name, sep, path = v.partition("=")
+        name, sep, path = v.rpartition("=")  # a name may hold "=" (an override), a path rarely
         if not sep or not name or not path:
             ap.error(f"{flag} {v!r}: give NAME=PATH")
         out[name] = path

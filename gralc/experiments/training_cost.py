@@ -25,6 +25,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from gralc.config import ConfigError
 from gralc.experiments.published import publish_result
 
 WORDS = (
@@ -124,19 +125,27 @@ class PhaseTimer(pl.Callback):
         self._end("validation")
 
 
-def time_arm(overrides: list[str], variant: str, fold: int, data: str, threads: int, keep: Path | None) -> dict:
-    """Train ``variant`` + ``overrides`` on ``fold`` from a cold cache; its phases' seconds."""
+def arm_config(overrides: list[str], variant: str, fold: int, data: str, threads: int, tmp: Path):
+    """The TrainConfig of one arm: ``variant`` + ``overrides`` on ``fold``, caches under ``tmp``
+    (ConfigError on a bad override)."""
     from gralc.config import CONFIG_DIR, load_config
     from gralc.experiments.crossval import fold_overrides
     from gralc.experiments.real_data import with_real_knowledge
     from gralc.training.config import TrainConfig
+
+    return load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
+        *fold_overrides(data, (5, fold, 0), tmp / "run", tmp / "cache", 2, threads, variant),
+        *with_real_knowledge(["callbacks.checkpoint.monitor=val/ev_mrr", *overrides])])
+
+
+def time_arm(overrides: list[str], variant: str, fold: int, data: str, threads: int, keep: Path | None) -> dict:
+    """Train ``variant`` + ``overrides`` on ``fold`` from a cold cache; its phases' seconds."""
     from gralc.training.run import train
 
     with tempfile.TemporaryDirectory(prefix="gralc-cost-") as tmp:
-        run_dir = keep or Path(tmp) / "run"
-        cfg = load_config(TrainConfig, CONFIG_DIR / "train.yaml", [
-            *fold_overrides(data, (5, fold, 0), run_dir, Path(tmp) / "cache", 2, threads, variant),
-            *with_real_knowledge(["callbacks.checkpoint.monitor=val/ev_mrr", *overrides])])
+        cfg = arm_config(overrides, variant, fold, data, threads, Path(tmp))
+        if keep is not None:
+            cfg.paths.output_dir = str(keep)
         timer = PhaseTimer()
         start = time.perf_counter()
         result = train(cfg, callbacks=[timer])
@@ -190,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name:
             ap.error(f"--arm {spec!r}: give NAME=OVERRIDE,... (NAME= for the recipe as it is)")
         arms[name] = [o for o in over.split(",") if o]
+    for name, overrides in arms.items():  # every arm's config checked before the minutes start
+        try:
+            arm_config(overrides, args.variant, args.fold, args.data, args.threads, Path("unused"))
+        except ConfigError as exc:
+            ap.exit(2, f"error: --arm {name!r}: {exc}\n")
     os.environ.setdefault("WANDB_MODE", "offline")
     torch.set_num_threads(args.threads)
     rate, rows = best_throughput()
