@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import tempfile
 import time
 from collections import defaultdict
@@ -185,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arm", nargs="+", default=["record="], metavar="NAME=OVERRIDE,...",
-                    help="a recipe to time: the variant plus these train.py overrides")
+                    help="a recipe to time: the variant plus these train.py overrides (NAME "
+                         "without '='; a list value keeps its commas: lora.target_modules=[query,key])")
     ap.add_argument("--variant", default="lora_lexical_small_late", choices=list(VARIANTS))
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
@@ -198,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         name, sep, over = spec.partition("=")
         if not sep or not name:
             ap.error(f"--arm {spec!r}: give NAME=OVERRIDE,... (NAME= for the recipe as it is)")
-        arms[name] = [o for o in over.split(",") if o]
+        arms[name] = [o for o in re.split(r",(?![^\[]*\])", over) if o]  # a list value keeps its commas
     for name, overrides in arms.items():  # every arm's config checked before the minutes start
         try:
             arm_config(overrides, args.variant, args.fold, args.data, args.threads, Path("unused"))

@@ -65,3 +65,13 @@ def test_paired_runs_refuse_other_questions(tmp_path, capsys):
     assert exit_.value.code == 2 and "hold other questions" in capsys.readouterr().err
     with pytest.raises(MismatchedRuns, match="no row 'two-stage, codes'"):
         compare(ref, {}, {}, "two-stage, codes")
+
+
+def test_arms_are_checked_before_any_measuring(capsys):
+    from gralc.experiments.training_cost import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--arm", "fine=lora.layers=2,lora.target_modules=[query,key]", "bad=lora.bogus=1"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--arm 'bad'" in err and "lora.bogus" in err and "fine" not in err
