@@ -67,7 +67,7 @@ def test_paired_runs_refuse_other_questions(tmp_path, capsys):
         compare(ref, {}, {}, "two-stage, codes")
 
 
-def test_arms_are_checked_before_any_measuring(capsys):
+def test_arms_are_checked_before_any_measuring(capsys, shared_data):
     from gralc.experiments.training_cost import main
 
     with pytest.raises(SystemExit) as exit_:
