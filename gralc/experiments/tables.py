@@ -270,6 +270,13 @@ def training_profile_md(saved: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def error_analysis_md(saved: dict) -> str:
+    """``gralc.experiments.error_analysis``: the misses by cause, two examples each."""
+    from gralc.experiments.error_analysis import report
+
+    return report(saved)
+
+
 def paired_runs_md(saved: dict) -> str:
     """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
     from gralc.experiments.paired_runs import report
@@ -296,6 +303,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "training_cost": training_cost_md,  # issue 57: what a training run costs, across CPUs
     "training_profile": training_profile_md,  # issue 57: where its time goes (py-spy)
     "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
+    "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
 }
 
 
