@@ -107,8 +107,9 @@ def model_card(export: Mapping[str, Any], ckpt: Mapping[str, Any]) -> str:
             ("batch (loader.*)", _keys(_get(train, "loader") or {}, "batch_size",
                                        "extra_negative_docs", "dev_fraction", "holdout_fraction")),
             ("positives (pairs.positives)", _value(_get(train, "pairs", "positives"))),
-            ("LoRA (lora.*)", _keys(_get(train, "lora") or {}, "enabled", "r", "alpha", "dropout",
-                                    "target_modules", "layers")),
+            ("LoRA (lora.*)", _keys({**(_get(train, "lora") or {}),  # no layers: every layer
+                                     "layers": (_get(train, "lora") or {}).get("layers") or "all"},
+                                    "enabled", "r", "alpha", "dropout", "target_modules", "layers")),
             ("checkpoint selection", _keys(_get(train, "callbacks", "checkpoint") or {},
                                            "monitor", "mode")),
             ("code", f"gralc {_value(run.get('gralc_version'))}, git {_value(run.get('git_hash'))}"),
