@@ -252,13 +252,6 @@ def headline_md(saved: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def training_cost_md(saved: dict) -> str:
-    """``gralc.experiments.training_cost``: seconds, cost and phases of each timed recipe."""
-    from gralc.experiments.training_cost import report
-
-    return report(saved)
-
-
 def training_profile_md(saved: dict) -> str:
     """``bench/profile_summary.py``: inclusive shares of a py-spy profile's phases."""
     lines = [f"{saved.get('what', '')} ({saved['samples']} samples, {saved['seconds']:.0f} s; "
@@ -300,7 +293,6 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "memory_per_strategy": memory_md,
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
-    "training_cost": training_cost_md,  # issue 57: what a training run costs, across CPUs
     "training_profile": training_profile_md,  # issue 57: where its time goes (py-spy)
     "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
     "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
