@@ -410,14 +410,9 @@ def report_main(path: Path, publish: str | None) -> int:
 
     Example: ``report_main(Path("out/error_analysis.json"), None)`` -> ``0`` (prints the table).
     """
-    from gralc.experiments.published import publish_result
-    from gralc.safe_load import read_json_untrusted
+    from gralc.experiments.published import print_report
 
-    saved = read_json_untrusted(path, allow_interpolation=True)
-    print(report(saved))
-    if publish:
-        publish_result(publish, saved)
-    return 0
+    return print_report(path, publish, report)
 
 
 if __name__ == "__main__":

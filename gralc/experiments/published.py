@@ -38,3 +38,18 @@ def publish_result(name: str, saved: dict, folder: Path = RESULTS) -> Path:
     write_json_atomic(path, saved)
     print(f"wrote {path}; its table: python -m gralc.experiments.tables")
     return path
+
+
+def print_report(path: Path, publish: str | None, report) -> int:
+    """``--report JSON [--publish NAME]`` of a driver: print ``report(saved)`` of the result
+    file at ``path`` (read as data, no interpolation of its values); with ``publish`` also save
+    it as docs/results/NAME.json. Returns 0.
+
+    Example: ``print_report(Path("out/two_stage.json"), None, two_stage_cv.report)`` -> ``0``."""
+    from gralc.safe_load import read_json_untrusted
+
+    saved = read_json_untrusted(Path(path), allow_interpolation=True)
+    print(report(saved))
+    if publish:
+        publish_result(publish, saved)
+    return 0

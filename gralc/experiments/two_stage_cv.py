@@ -29,14 +29,13 @@ from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable, searched_rows
 from gralc.experiments.crossval import covidqa_setup, fold_run_arguments
 from gralc.experiments.inference_cv import selected_checkpoint
-from gralc.experiments.published import publish_result, run_arguments
+from gralc.experiments.published import print_report, run_arguments
 from gralc.experiments.real_data import require_real_graph
 from gralc.pipeline import Pipeline, with_runtime
 from gralc.retrieval.trained.candidates import CandidateConfig
 from gralc.retrieval.trained.scorer import TrainedScorer
 from gralc.retrieval.trained.token_codec import TokenCodecConfig
 from gralc.runinfo import run_metadata, write_json_atomic
-from gralc.safe_load import read_json_untrusted
 
 METRICS = ("ev_recall@256wp", "ev_recall@512wp", "ev_recall@1024wp", "ev_mrr", "ev_recall@5",
            "wa_ndcg@10", "mrr")
@@ -165,11 +164,8 @@ def report(saved: dict) -> str:
 
 def report_main(path: Path, publish: str | None) -> int:
     """Print the table of a saved ``two_stage.json`` (``publish``: also save it as results/NAME.json); 0."""
-    saved = read_json_untrusted(path, allow_interpolation=True)
-    print(report(saved))
-    if publish:
-        publish_result(publish, saved)
-    return 0
+    return print_report(path, publish, report)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
