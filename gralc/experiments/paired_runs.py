@@ -20,8 +20,8 @@ import statistics
 from pathlib import Path
 
 from gralc.evaluation.significance import FoldPairs, paired_gain
-from gralc.experiments.published import publish_result
-from gralc.runinfo import run_metadata, write_json_atomic
+from gralc.experiments.published import finish_result
+from gralc.runinfo import run_metadata
 from gralc.safe_load import read_json_untrusted
 
 METRICS = ("ev_recall@512wp", "ev_mrr", "ev_recall@256wp", "ev_recall@1024wp", "wa_ndcg@10")
@@ -145,12 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = run_metadata({"args": vars(args), **compare(args.reference, arms, seeds, args.row)})
     except (MismatchedRuns, OSError, ValueError) as exc:
         ap.exit(2, f"error: {exc}\n")
-    print(report(saved))
-    if args.out:
-        write_json_atomic(Path(args.out) / "paired_runs.json", saved)
-    if args.publish:
-        publish_result(args.publish, saved)
-    return 0
+    return finish_result(saved, args.out, "paired_runs.json", args.publish, report)
 
 
 if __name__ == "__main__":

@@ -53,3 +53,19 @@ def print_report(path: Path, publish: str | None, report) -> int:
     if publish:
         publish_result(publish, saved)
     return 0
+
+
+def finish_result(saved: dict, out: str | Path | None, filename: str, publish: str | None, report) -> int:
+    """The end of a driver that writes one result file: print ``report(saved)``, write it to
+    ``out/filename`` (atomically) when ``out`` is given, and publish it as
+    docs/results/NAME.json when ``publish`` is. Returns 0.
+
+    Example: ``finish_result(saved, "results/x", "paired_runs.json", None, report)`` -> ``0``."""
+    from gralc.runinfo import write_json_atomic
+
+    print(report(saved))
+    if out:
+        write_json_atomic(Path(out) / filename, saved)
+    if publish:
+        publish_result(publish, saved)
+    return 0

@@ -27,7 +27,7 @@ import pytorch_lightning as pl
 import torch
 
 from gralc.config import ConfigError
-from gralc.experiments.published import publish_result
+from gralc.experiments.published import finish_result
 
 WORDS = (
     "metformin insulin glomerular filtration rate creatinine lactic acidosis patients cohort "
@@ -182,7 +182,7 @@ def report(saved: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The command line (``--help``); writes ``--out/training_cost.json``; 0 on success."""
     from gralc.experiments.crossval import DEFAULT_DATA, VARIANTS
-    from gralc.runinfo import run_metadata, write_json_atomic
+    from gralc.runinfo import run_metadata
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arm", nargs="+", default=["record="], metavar="NAME=OVERRIDE,...",
@@ -215,12 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         timed[name] = time_arm(overrides, args.variant, args.fold, args.data, args.threads, keep)
         print(f"{name}: {timed[name]['seconds']:.0f} s, cost {timed[name]['seconds'] * rate / 1e6:.2f}", flush=True)
     saved = run_metadata({"args": vars(args), "tokens_per_s": rate, "throughput": rows, "arms": timed})
-    print(report(saved))
-    if args.out:
-        write_json_atomic(Path(args.out) / "training_cost.json", saved)
-    if args.publish:
-        publish_result(args.publish, saved)
-    return 0
+    return finish_result(saved, args.out, "training_cost.json", args.publish, report)
 
 
 if __name__ == "__main__":
