@@ -31,6 +31,17 @@ from gralc.encoding.conventions import (  # noqa: F401 (re-exported: callers imp
 from gralc.safe_load import read_json_untrusted
 
 
+def gralc_cache_root() -> Path:
+    """GraLC's per-user cache: ``$GRALC_CACHE``, by default ``~/.cache/gralc`` (converted
+    encoders, the measured precision of this machine).
+
+    >>> gralc_cache_root().is_absolute()
+    True
+    """
+    base = os.environ.get("GRALC_CACHE") or "~/.cache/gralc"
+    return Path(base).expanduser().absolute()
+
+
 def encoder_cache_root() -> Path:
     """Where encoders converted on first use live: ``$GRALC_CACHE/encoders``, by default
     ``~/.cache/gralc/encoders``.
@@ -38,8 +49,7 @@ def encoder_cache_root() -> Path:
     >>> encoder_cache_root().name
     'encoders'
     """
-    base = os.environ.get("GRALC_CACHE") or Path("~/.cache/gralc").expanduser()
-    return Path(base).expanduser() / "encoders"
+    return gralc_cache_root() / "encoders"
 
 
 def installed_encoder_path(name: str) -> str:

@@ -29,7 +29,7 @@ import torch
 from gralc.config import CONFIG_DIR, load_config
 from gralc.data.benchmarks import squad_benchmark
 from gralc.data.folds import article_folds, cv_side
-from gralc.encoding.precision import native_bf16
+from gralc.encoding.precision import explain_precision
 from gralc.evaluation.evidence import budget_counter
 from gralc.evaluation.methods import DEFAULT_METHODS, RunSettings, evaluate_method
 from gralc.evaluation.trained_rows import evaluate_trained
@@ -416,8 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, BLAS {blas_kernel()}; LoRA passes with lora.precision=auto: "
-          f"{'bf16' if native_bf16(torch.device('cpu'))[0] else 'fp32'} "
-          f"({native_bf16(torch.device('cpu'))[1]})\n")
+          f"{'%s (%s)' % explain_precision('auto', torch.device('cpu'))}\n")
     print("| row | " + " | ".join(METRICS) + " | s/epoch |")
     print("|---|" + "---|" * (len(METRICS) + 1))
     for row in table.values():  # untrained rows: the folds the trained rows cover

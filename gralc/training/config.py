@@ -270,7 +270,8 @@ class LoraConfig:
     (:func:`gralc.model.doc_windows.lexical_window`), not a random one.
     Validation always encodes whole documents, as inference does. ``precision``: of the
     adapted encoder's passes in training and validation (``auto``: bf16 only where the
-    hardware has native bf16, see :mod:`gralc.encoding.precision`; the exported encoder then
+    hardware has native bf16 and a measured probe finds it faster than fp32, see
+    :mod:`gralc.encoding.precision`; the exported encoder then
     runs in the pipeline's precision)."""
 
     #: train LoRA adapters on the encoder (the class docstring)

@@ -144,7 +144,12 @@ def test_auto_precision_follows_the_hardware(monkeypatch):
     cpu = torch.device("cpu")
     assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    # the flags allow bf16; the measured speed decides (bf16 is slower on some such CPUs)
+    monkeypatch.setattr(precision, "bf16_speedup", lambda: 2.5)
     assert resolve_precision("auto", cpu) == "bf16"
+    monkeypatch.setattr(precision, "bf16_speedup", lambda: 0.73)
+    assert resolve_precision("auto", cpu) == "fp32"
+    assert "0.73x" in precision.explain_precision("auto", cpu)[1]
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     assert resolve_precision("auto", cpu) == "fp32"
     assert "5x slower" in native_bf16(cpu)[1]
