@@ -41,6 +41,7 @@ from gralc.encoding.models import (
     EncoderConventions,
     resolve_model,
 )
+from gralc.encoding.precision import resolve_precision
 from gralc.encoding.windows import blend_windows, plan_windows
 
 
@@ -228,6 +229,9 @@ class LoraEncoder(nn.Module):
                 f"{f'{n_layers} transformer layers' if found else 'no BERT-style layer list'}; "
                 f"give 1..{n_layers or 'N'} or null (every layer)")
         self.layers = None if layers is None else int(layers)
+        #: whether the frozen features a caller holds were encoded at this encoder's precision
+        #: (set by :meth:`build`; a hand-made one claims nothing, see :meth:`identity`)
+        self.matches_frozen = False
         config = LoraConfig(
             r=self.r,
             lora_alpha=self.alpha,
@@ -256,7 +260,18 @@ class LoraEncoder(nn.Module):
         Example: ``LoraEncoder.build(EncoderConfig(), 8, 16, 0.0, ["query", "value"])``."""
         cfg = replace(encoder_config, cache_dir=None, device=device or encoder_config.device,
                       precision=precision or encoder_config.precision)
-        return cls(DocumentEncoder(cfg), *adapters, **adapter_settings)
+        base = DocumentEncoder(cfg)
+        lora = cls(base, *adapters, **adapter_settings)
+        # the frozen features (the feature cache) are encoded at the config's own precision
+        lora.matches_frozen = (
+            resolve_precision(encoder_config.precision, base.device) == base.precision)
+        return lora
+
+    def identity(self) -> bool:
+        """True while every adapter's B matrix is zero (peft's initialisation, before the
+        first optimiser step): the adapted passes then compute the frozen encoder's vectors, and
+        a caller holding those (the feature cache) need not encode again."""
+        return all(not p.any() for n, p in self.named_parameters() if "lora_B" in n)
 
     def train(self, mode: bool = True) -> LoraEncoder:
         """Only the adapters' dropout follows ``mode``: the frozen transformer always runs in

@@ -115,8 +115,17 @@ class GraLCLitModule(pl.LightningModule):
                     yield f"encoder.{name}", p
 
     def features(self, docs: list[DocFeatures]) -> list[DocFeatures]:
-        """``docs`` themselves, or with LoRA their copies with adapted H and b_sem."""
+        """``docs`` themselves, or with LoRA their copies with adapted H and b_sem.
+
+        Without gradient (validation) and while the adapters are still the identity (the
+        validation before the first step, :meth:`LoraEncoder.identity`) at the frozen
+        features' precision, the adapted pass would recompute ``docs``' own vectors (equal up
+        to float rounding, tests/training/test_lora_windows.py), so they are returned as they
+        are: the initial validation encodes nothing (a third of validation's encoder time in
+        the record's recipe, issue 57)."""
         if self.encoder is None:
+            return docs
+        if not torch.is_grad_enabled() and self.encoder.matches_frozen and self.encoder.identity():
             return docs
         return [adapted_features(f, self.encoder, self.sem_window) for f in docs]
 

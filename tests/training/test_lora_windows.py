@@ -155,3 +155,29 @@ def test_auto_precision_follows_the_hardware(monkeypatch):
     assert "5x slower" in native_bf16(cpu)[1]
     with pytest.raises(ValueError, match="precision"):
         resolve_precision("fp16", cpu)
+
+
+def test_identity_adapters_reuse_the_frozen_features(datamodule, make_cfg, tmp_path):
+    """Before the first step the adapters are the identity: validation keeps the cached
+    features (the adapted pass would give the same vectors), and stops as soon as B moves."""
+    from gralc.model.doc_features import adapted_features
+
+    cfg = make_cfg(tmp_path, "lora.enabled=true")
+    enc = LoraEncoder.build(cfg.pipeline.encoder, 8, 16, 0.0, ["query", "value"]).eval()
+    assert enc.identity() and enc.matches_frozen
+    _, f = _long_example(datamodule)
+    window = cfg.pipeline.chunking.boundary.window
+    fresh = adapted_features(f, enc, window)  # what validation computed before
+    assert torch.allclose(fresh.H, f.H, atol=1e-5) and torch.allclose(fresh.b_sem, f.b_sem, atol=1e-5)
+    model = GraLCModel(cfg.model, cfg.pipeline.chunking.boundary, datamodule.token_dim,
+                       datamodule.concept_dim)
+    lit = GraLCLitModule(model, cfg.optim, encoder=enc, sem_window=window)
+    with torch.no_grad():
+        assert lit.features([f])[0] is f
+    assert lit.features([f])[0] is not f  # training (with gradient) always runs the adapters
+    with torch.no_grad():
+        next(p for n, p in enc.named_parameters() if "lora_B" in n)[0, 0] = 1e-3
+        assert not enc.identity() and lit.features([f])[0] is not f
+    other = "bf16" if resolve_precision(cfg.pipeline.encoder.precision, torch.device("cpu")) == "fp32" else "fp32"
+    assert not LoraEncoder.build(cfg.pipeline.encoder, 8, 16, 0.0, ["query", "value"],
+                                 precision=other).matches_frozen
