@@ -272,10 +272,7 @@ def _reranker(spec: MethodSpec, bench: Benchmark, chunks: list[Chunk], k_max: in
 
         return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(select_by_probability(hits))] or hits[:1]
     if spec.rerank == "diverse":
-        from gralc.retrieval.rerank.diversity import section_diverse_rerank
-
-        opts = spec.rerank_options
-        return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(section_diverse_rerank(hits, k_max, **opts))]
+        return diverse_reranker(k_max, spec.rerank_options)
     if spec.rerank == "chunk_link":
         from gralc.retrieval.rerank.chunk_link import ChunkLinker
 
@@ -284,6 +281,23 @@ def _reranker(spec: MethodSpec, bench: Benchmark, chunks: list[Chunk], k_max: in
         by_id = {c.chunk_id: c for c in chunks}
         return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(linker.expand(hits, by_id, k_max))]
     raise ValueError(f"method {spec.name!r}: unknown rerank {spec.rerank!r}")
+
+
+def diverse_reranker(k_max: int, options: dict[str, Any] | None = None) -> Reranker:
+    """The section-diverse re-ranker of the ``*_diverse`` rows (``options``: keyword arguments
+    of :func:`~gralc.retrieval.rerank.diversity.section_diverse_rerank`, :data:`DIVERSE` when
+    None), for any row's candidates: baseline or trained (``NAME_diverse``).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> a, b = Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]), Chunk("d1", "c1", "y", 2, 3, section_ids=["s1"])
+    >>> c = Chunk("d1", "c2", "z", 4, 5, section_ids=["s2"])
+    >>> [c.chunk_id for c, _ in diverse_reranker(2, {"method": "quota"})([(a, 0.9), (b, 0.8), (c, 0.5)], "q")]
+    ['c0', 'c2']
+    """
+    from gralc.retrieval.rerank.diversity import section_diverse_rerank
+
+    opts = DIVERSE if options is None else options
+    return lambda hits, _q: [(h.chunk, h.score) for h in _as_hits(section_diverse_rerank(hits, k_max, **opts))]
 
 
 def _as_hits(items):

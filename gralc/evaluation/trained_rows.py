@@ -7,7 +7,10 @@ its models):
   there (the median of single-question searches, ``k`` = 10, encoding included);
 * ``NAME_cosine``: the same KG-infused chunk vectors ranked by cosine alone;
 * ``NAME_hybrid`` and ``NAME_cosine_hybrid``: each fused with BM25 over the same chunks (the
-  evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini).
+  evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini);
+* ``NAME_diverse`` (only when asked for, ``rows``): the product's top ``candidates`` re-ranked
+  for section diversity by the ``*_diverse`` rows' re-ranker
+  (:func:`~gralc.evaluation.methods.diverse_reranker`).
 
 GraLC 0.1 named them ``gralc_graph``, ``gralc_kg``, ``gralc_graph_hybrid`` and
 ``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows`, scored through the
@@ -26,7 +29,7 @@ from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
 from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
-from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
+from gralc.evaluation.methods import MethodResult, Run, RunSettings, diverse_reranker, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.fusion import FusionConfig, fuse
@@ -37,6 +40,8 @@ logger = logging.getLogger(__name__)
 #: the row suffixes of a trained model (``""``: the product), in the order of GraLC 0.1's rows
 ROWS = ("cosine", "", "cosine_hybrid", "hybrid")
 PRODUCT = ""
+#: the product's ranking re-ranked for section diversity (not in :data:`ROWS`: asked for by name)
+DIVERSE_ROW = "diverse"
 #: row names of GraLC 0.1 -> today's (``significance.reference`` reads them)
 ROW_ALIASES = {"gralc_kg": "gralc_cosine", "gralc_graph": "gralc", "gralc_kg_hybrid": "gralc_cosine_hybrid",
                "gralc_graph_hybrid": "gralc_hybrid"}
@@ -139,8 +144,9 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
                   ) -> list[MethodResult]:
     """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
     ``graph`` its top hits and each question's gold document ranked by the same score,
-    ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25 (module docstring);
-    ``rows``: the suffixes to score (:data:`ROWS`).
+    ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25, ``diverse`` the
+    product's ranking re-ranked for section diversity (module docstring); ``rows``: the
+    suffixes to score (:data:`ROWS`, and :data:`DIVERSE_ROW`).
 
     Example: ``[r.method for r in searched_rows(search, bench, RunSettings())]`` ->
     ``['gralc_cosine', 'gralc', 'gralc_cosine_hybrid', 'gralc_hybrid']``.
@@ -153,6 +159,8 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         by_doc.setdefault(c.doc_id, []).append(i)
     own = [np.asarray(by_doc.get(d, []), dtype=np.int64) for d in gold]
     n = max(settings.depth, settings.fusion.candidates)
+    if DIVERSE_ROW in rows:  # the re-ranker's pool: as deep as the *_diverse rows' (candidates)
+        n = max(n, settings.candidates)
     t1 = time.perf_counter()
     q = search.encode(texts)
     graph = [_pairs(h) for h in search.search_encoded(q, n)]
@@ -174,7 +182,8 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
                          settings.fusion)
         row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
-        r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings)
+        rerank = None
+        r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings, rerank)
         r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
         if name == PRODUCT:
             r.metrics["search/candidates_per_question"] = search.candidates_per_question

@@ -10,8 +10,11 @@ Each fold's selected model of a ``gralc.experiments.crossval`` run (``--run``), 
 export settings of record, searches its held-out questions with the product's search. Rows:
 ``full graph``, ``+ concept match`` (``--concept-weights``, and the weight chosen on dev),
 ``kg_prox idf``, and ablations with one graph part switched off at inference (no retraining).
-``--pmc DIR --questions Q.jsonl --model EXPORT``: the same rows on the PMC template questions.
-Every row and flag: docs/experiments.md.
+``--pmc DIR --questions Q.jsonl --model EXPORT``: the same rows on the PMC template questions;
+with ``--rows crosssection`` instead: the model's search as exported (``gralc``) and re-ranked
+for section diversity (``gralc_diverse``) beside the untrained ``*_diverse`` rows and their
+plain counterparts (:data:`CROSS_SECTION_BASELINES`), each trained row paired against each
+diverse one. Every row and flag: docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ PMC_METRICS = ("ev_recall@512wp", "ev_mrr", "cross_section_recall@5", "cross_sec
 BAR_METRICS = ("ev_recall@512wp", "ev_mrr")
 REFERENCE = "full graph"
 CHOSEN = "+ concept match (c on dev)"
+#: ``--rows crosssection``: the untrained rows (gralc.evaluation.methods), each plain row then
+#: its section-diverse one, and the trained model's rows (gralc.evaluation.trained_rows)
+CROSS_SECTION_BASELINES = ("naive", "naive_diverse", "structure_aware", "section_diverse",
+                           "multilevel", "multilevel_diverse")
+TRAINED, TRAINED_DIVERSE = "gralc", "gralc_diverse"
 
 
 @contextmanager
@@ -103,7 +111,13 @@ def chunked(scorer: TrainedScorer, pipe: Pipeline, prepared, search: CandidateCo
 
 def row(search: TrainedSearch, side, settings, metrics=METRICS) -> dict:
     """Per-question values (questions with evidence) of the ``gralc`` row."""
-    r = searched_rows(search, side, replace(settings, search=search.config), rows=("",))[0]
+    return per_question(searched_rows(search, side, replace(settings, search=search.config), rows=("",))[0],
+                        metrics)
+
+
+def per_question(r, metrics=METRICS) -> dict:
+    """A row's per-question values (questions with evidence, in the benchmark's order: every
+    row keeps the same questions) and each one's article, from a MethodResult ``r``."""
     kept = [q for q in r.per_query if "ev_mrr" in q]
     return {"questions": {m: [float(q.get(m, float("nan"))) for q in kept] for m in metrics},
             "articles": [q["gold_doc_id"] for q in kept]}
@@ -173,38 +187,89 @@ def fold_rows(args, scorer: TrainedScorer, test, dev, base_pipe: Pipeline, setti
                  "learned": scorer.learned_values()}
 
 
-def gains_of(folds: list[dict[str, dict]]) -> dict[str, dict]:
-    """Every row against :data:`REFERENCE`, and every ablation against :data:`CHOSEN` too, in
-    the bar's metrics (and the cross-section recalls where present): paired bootstrap over
-    held-out articles."""
-    gains: dict[str, dict] = {}
-    metrics = [m for m in (*BAR_METRICS, "cross_section_recall@5", "cross_section_recall@20")
-               if m in folds[0][REFERENCE]["questions"]]
+def crosssection_rows(scorer: TrainedScorer, base: Pipeline, test, settings, metrics=PMC_METRICS
+                      ) -> dict[str, dict]:
+    """``--rows crosssection`` on ``test``: the untrained :data:`CROSS_SECTION_BASELINES` with
+    ``base`` (one chunking per strategy), then the model's search as exported (:data:`TRAINED`,
+    as ``gralc eval`` scores it: its own pipeline settings, the product's two-stage search) and
+    that search's top ``candidates`` re-ranked as the ``*_diverse`` rows are
+    (:data:`TRAINED_DIVERSE`)."""
+    from gralc.evaluation.methods import DEFAULT_METHODS, chunk_key, evaluate_method, make_chunker
+    from gralc.evaluation.trained_rows import DIVERSE_ROW, PRODUCT, own_pipeline, searchable
+
+    out: dict[str, dict] = {}
+    prepared = base.prepare(test.documents, progress=False)
+    specs = {m.name: m for m in DEFAULT_METHODS}
+    chunks: dict[tuple, list] = {}
+    for name in CROSS_SECTION_BASELINES:
+        spec = specs[name]
+        if chunk_key(spec) not in chunks:
+            chunker = make_chunker(base, spec)
+            chunks[chunk_key(spec)] = [c for p in prepared for c in chunker.chunk(p)]
+        out[name] = per_question(evaluate_method(spec, test, prepared, base, settings,
+                                                 chunks=chunks[chunk_key(spec)]), metrics)
+    pipe, own = own_pipeline(scorer, base, prepared, scorer.source)
+    search = searchable(scorer, pipe, scorer.chunk(pipe, own), settings.search)
+    product, diverse = searched_rows(search, test, settings, TRAINED, rows=(PRODUCT, DIVERSE_ROW))
+    out[TRAINED], out[TRAINED_DIVERSE] = per_question(product, metrics), per_question(diverse, metrics)
+    return out
+
+
+def crosssection_comparisons() -> list[tuple[str, str]]:
+    """``(row, reference)`` pairs of ``--rows crosssection``: each trained row against each
+    untrained diverse row, the diverse trained row against the plain one, and each untrained
+    diverse row against its plain counterpart (the row before it)."""
+    diverse = [n for n in CROSS_SECTION_BASELINES if n.endswith("_diverse")]
+    own = [(n, CROSS_SECTION_BASELINES[CROSS_SECTION_BASELINES.index(n) - 1]) for n in diverse]
+    return [*((t, d) for t in (TRAINED, TRAINED_DIVERSE) for d in diverse), (TRAINED_DIVERSE, TRAINED), *own]
+
+
+def default_comparisons(folds: list[dict[str, dict]]) -> list[tuple[str, str]]:
+    """Every row against :data:`REFERENCE`, and every ablation against :data:`CHOSEN` too
+    (unless CHOSEN is REFERENCE in every fold)."""
+    same = all(f[CHOSEN] is f[REFERENCE] or f[CHOSEN] == f[REFERENCE] for f in folds)
+    pairs = []
     for name in folds[0]:
         refs = [REFERENCE] if not name.startswith("-") else [CHOSEN, REFERENCE]
-        for ref in refs:
-            if name == ref or (ref == CHOSEN and all(f[CHOSEN] is f[REFERENCE] or f[CHOSEN] == f[REFERENCE]
-                                                     for f in folds)):
-                continue
-            for m in metrics:
-                pairs = []
-                for f in folds:  # a question without the metric (NaN) is left out of both
-                    keep = [i for i, v in enumerate(f[name]["questions"][m]) if v == v]
-                    if keep:
-                        pairs.append(FoldPairs(a=[f[name]["questions"][m][i] for i in keep],
-                                               b=[f[ref]["questions"][m][i] for i in keep],
-                                               clusters=[f[name]["articles"][i] for i in keep]))
-                if pairs:
-                    gains.setdefault(f"{name} vs {ref}", {})[m] = paired_gain(pairs).as_dict()
+        pairs += [(name, ref) for ref in refs if name != ref and not (ref == CHOSEN and same)]
+    return pairs
+
+
+def gains_of(folds: list[dict[str, dict]], comparisons: list[tuple[str, str]] | None = None
+             ) -> dict[str, dict]:
+    """The gain of each ``(row, reference)`` of ``comparisons`` (None:
+    :func:`default_comparisons`) in the bar's metrics (and the cross-section recalls where
+    present): paired bootstrap over held-out articles."""
+    gains: dict[str, dict] = {}
+    first = next(iter(folds[0].values()))["questions"]
+    metrics = [m for m in (*BAR_METRICS, "cross_section_recall@5", "cross_section_recall@20") if m in first]
+    for name, ref in comparisons if comparisons is not None else default_comparisons(folds):
+        for m in metrics:
+            pairs = []
+            for f in folds:  # a question without the metric (NaN) is left out of both
+                keep = [i for i, v in enumerate(f[name]["questions"][m]) if v == v]
+                if keep:
+                    pairs.append(FoldPairs(a=[f[name]["questions"][m][i] for i in keep],
+                                           b=[f[ref]["questions"][m][i] for i in keep],
+                                           clusters=[f[name]["articles"][i] for i in keep]))
+            if pairs:
+                gains.setdefault(f"{name} vs {ref}", {})[m] = paired_gain(pairs).as_dict()
     return gains
 
 
 def report(saved: dict) -> str:
     """The markdown tables of a saved ``graph_trial.json``: every row's means, then the gains."""
     a, folds = saved["args"], saved["folds"]
-    metrics = list(folds[0][REFERENCE]["questions"])
-    if a.get("pmc"):
-        head = (f"PMC template questions ({len(folds[0][REFERENCE]['articles'])} with evidence; "
+    first = next(iter(folds[0].values()))
+    metrics = list(first["questions"])
+    if a.get("pmc") and a.get("rows") == "crosssection":
+        head = (f"PMC template questions ({len(first['articles'])} with evidence over "
+                f"{len(set(first['articles']))} articles; `{a['questions']}` over `{a['pmc']}`, full text); "
+                f"`{TRAINED}`: model `{a['model']}` as exported (two-stage search), `{TRAINED_DIVERSE}`: its "
+                f"top {saved.get('candidates', 100)} re-ranked as the untrained `*_diverse` rows are; "
+                f"differences paired over articles; git {saved.get('git_hash')}.")
+    elif a.get("pmc"):
+        head = (f"PMC template questions ({len(first['articles'])} with evidence; "
                 f"`{a['questions']}` over `{a['pmc']}`, full text); model `{a['model']}`; concept weight "
                 f"{a['chosen']:g} (COVID-QA's choice) in the ablations; git {saved.get('git_hash')}.")
     else:
@@ -238,14 +303,19 @@ def pmc_main(args) -> int:
     test = pmc_benchmarks(DataConfig(name="pmc", path=args.pmc, questions=args.questions), base.linker)[0]
     scorer = TrainedScorer.load(args.model)
     require_real_graph(scorer.pipeline_config, str(args.model))
-    pipe = Pipeline(with_runtime(scorer.pipeline_config, base.config))
     settings = RunSettings((1, 5, 10, 20), pieces=budget_counter(base.encoder))
-    rows = graph_rows(args, scorer, pipe, test, settings, CandidateConfig(), args.chosen, PMC_METRICS)
+    if args.rows == "crosssection":
+        rows = crosssection_rows(scorer, base, test, settings)
+        comparisons = crosssection_comparisons()
+    else:
+        pipe = Pipeline(with_runtime(scorer.pipeline_config, base.config))
+        rows = graph_rows(args, scorer, pipe, test, settings, CandidateConfig(), args.chosen, PMC_METRICS)
+        comparisons = None
     saved = run_metadata({"args": vars(args), "folds": [rows], "fold_info": [
         {"chosen_concept_weight": args.chosen, "learned": scorer.learned_values()}],
-        "seconds": time.perf_counter() - t0})
+        "candidates": settings.candidates, "seconds": time.perf_counter() - t0})
     write_json_atomic(Path(args.out) / "graph_trial.partial.json", saved)  # before the bootstrap
-    saved["gains"] = gains_of([rows])
+    saved["gains"] = gains_of([rows], comparisons)
     write_json_atomic(Path(args.out) / "graph_trial.json", saved)
     print(report(saved))
     return 0
@@ -266,9 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", help="PMC mode: the template questions (gralc.data.crosssection_questions)")
     ap.add_argument("--model", help="PMC mode: the exported model (its own export settings)")
     ap.add_argument("--chosen", type=float, default=0.0, help="PMC mode: the concept weight of the ablations")
-    ap.add_argument("--rows", choices=["all", "scoring", "concepts"], default="all",
+    ap.add_argument("--rows", choices=["all", "scoring", "concepts", "crosssection"], default="all",
                     help="all rows; scoring: not those that chunk again (GAT fusion, entity "
-                         "boundaries, every part off); concepts: the full graph and the concept match")
+                         "boundaries, every part off); concepts: the full graph and the concept match; "
+                         "crosssection (PMC mode): the model as exported, alone and section-diverse, "
+                         "beside the untrained *_diverse rows and their plain counterparts")
     run_arguments(ap, "graph_trial.json")
     args = ap.parse_args(argv)
     if args.report:
@@ -283,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.out and args.questions and args.model):
             ap.error("--pmc needs --questions, --model and --out")
         return pmc_main(args)
+    if args.rows == "crosssection":
+        ap.error("--rows crosssection is a PMC mode's rows (--pmc)")
     if not args.out or not args.run:
         ap.error("--run and --out are required (or --report, or --pmc)")
     t0 = time.perf_counter()
