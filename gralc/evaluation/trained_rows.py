@@ -182,7 +182,7 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
                          settings.fusion)
         row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
-        rerank = None
+        rerank = diverse_reranker(settings.depth) if name == DIVERSE_ROW else None
         r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings, rerank)
         r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
         if name == PRODUCT:
