@@ -3,17 +3,13 @@ its models):
 
 * ``NAME``: the product: the model's chunks ranked by its own score, searched as ``gralc
   search`` searches (:class:`~gralc.retrieval.trained.search.TrainedSearch`, two stages
-  unless ``settings.search.exhaustive``); its ``ms_per_query`` is what one question costs
-  there (the median of single-question searches, ``k`` = 10, encoding included);
+  unless ``settings.search.exhaustive``); its ``ms_per_query`` is one question's cost there;
 * ``NAME_cosine``: the same KG-infused chunk vectors ranked by cosine alone;
-* ``NAME_hybrid`` and ``NAME_cosine_hybrid``: each fused with BM25 over the same chunks (the
-  evaluation's ``fusion``: "hybrid" always means BM25 + dense fusion, as in pyserini);
-* ``NAME_diverse`` (only when asked for, ``rows``): the product's top ``candidates`` re-ranked
-  for section diversity by the ``*_diverse`` rows' re-ranker
-  (:func:`~gralc.evaluation.methods.diverse_reranker`).
+* ``NAME_hybrid`` and ``NAME_cosine_hybrid``: each fused with BM25 over the same chunks;
+* ``NAME_diverse`` (asked for by name, ``rows``): the product's top ``candidates`` re-ranked
+  as the ``*_diverse`` rows are (:func:`~gralc.evaluation.methods.diverse_reranker`).
 
-GraLC 0.1 named them ``gralc_graph``, ``gralc_kg``, ``gralc_graph_hybrid`` and
-``gralc_kg_hybrid`` (:data:`ROW_ALIASES`). Each row is a :class:`RankedRows`, scored through the
+GraLC 0.1's names: :data:`ROW_ALIASES`. Each row is a :class:`RankedRows`, scored through the
 :class:`~gralc.evaluation.methods.Scorer` protocol like every baseline row; a probe that needs
 every chunk's score asks the same search (:meth:`TrainedSearch.scores`)."""
 

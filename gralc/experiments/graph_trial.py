@@ -11,10 +11,8 @@ export settings of record, searches its held-out questions with the product's se
 ``full graph``, ``+ concept match`` (``--concept-weights``, and the weight chosen on dev),
 ``kg_prox idf``, and ablations with one graph part switched off at inference (no retraining).
 ``--pmc DIR --questions Q.jsonl --model EXPORT``: the same rows on the PMC template questions;
-with ``--rows crosssection`` instead: the model's search as exported (``gralc``) and re-ranked
-for section diversity (``gralc_diverse``) beside the untrained ``*_diverse`` rows and their
-plain counterparts (:data:`CROSS_SECTION_BASELINES`), each trained row paired against each
-diverse one. Every row and flag: docs/experiments.md.
+``--rows crosssection``: the export's search (``gralc``, and ``gralc_diverse`` re-ranked as the
+``*_diverse`` rows are) beside :data:`CROSS_SECTION_BASELINES`. Every row: docs/experiments.md.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from gralc.experiments.graph_trial import (
 )
 from gralc.pipeline import Pipeline, PipelineConfig
 
+
 def same(a: dict, b: dict) -> bool:
     """Equal per-question values, NaN (a question without the metric) equal to NaN."""
     return json.dumps(a) == json.dumps(b)
@@ -74,7 +75,12 @@ def test_every_row_scores_the_same_questions(setup):
 
 
 def test_the_trained_rows_are_gralc_eval_s_and_the_diverse_one_re_ranks_its_candidates(setup):
-    from gralc.evaluation.trained_rows import evaluate_trained, own_pipeline, searchable, searched_rows
+    from gralc.evaluation.trained_rows import (
+        evaluate_trained,
+        own_pipeline,
+        searchable,
+        searched_rows,
+    )
     from gralc.retrieval.trained.scorer import TrainedScorer
 
     model, cfg, bench, base, settings, rows = setup
