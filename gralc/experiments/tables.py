@@ -270,6 +270,13 @@ def error_analysis_md(saved: dict) -> str:
     return report(saved)
 
 
+def training_cost_md(saved: dict) -> str:
+    """``gralc.experiments.training_cost``: seconds, cost and phases of each timed recipe."""
+    from gralc.experiments.training_cost import report
+
+    return report(saved)
+
+
 def paired_runs_md(saved: dict) -> str:
     """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
     from gralc.experiments.paired_runs import report
@@ -294,6 +301,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
     "training_profile": training_profile_md,  # issue 57: where its time goes (py-spy)
+    "training_cost": training_cost_md,  # issue 57: seconds x the encoder's tokens/s, per recipe
     "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
     "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
 }

@@ -155,28 +155,78 @@ def time_arm(overrides: list[str], variant: str, fold: int, data: str, threads: 
     phases["before_fit"] = total - phases.get("fit", 0.0)  # config checks, features (cold), model
     phases["forward_and_step"] = phases.get("train_batches", 0.0) - phases.get("backward", 0.0)
     return {"overrides": overrides, "seconds": total, "phases": phases, "steps": timer.steps,
-            "best_score": result.get("best_val_mrr"), "selected": str(result.get("best_checkpoint"))}
+            "monitor": result.get("monitor"), "best_score": result.get("best_score"),
+            "initial_score": result.get("initial_score"), "selected": result.get("selected"),
+            "checkpoint": str(result.get("best_checkpoint"))}
+
+
+def _runs(saved: dict) -> list[dict]:
+    """The measuring runs of a result: itself, or with ``--combine`` the runs it merged."""
+    return saved.get("runs") or [saved]
 
 
 def report(saved: dict) -> str:
-    """Markdown: each arm's seconds, cost (seconds x tokens/s / 10^6), ratio to the first arm,
-    and its phases."""
-    rate = saved["tokens_per_s"]
+    """Markdown: each arm's seconds, cost (seconds x its run's tokens/s / 10^6), ratio to the
+    first arm, dev score and phases; one line per measuring run (encoder speed, CPU, git)."""
     arms = saved["arms"]
     first = next(iter(arms.values()))["seconds"] if arms else 1.0
     phases = ("before_fit", "train_batches", "backward", "forward_and_step", "validation")
-    measured = ", ".join(f"{r['precision']} {r['tokens_per_s']:,.0f}" for r in saved["throughput"])
-    lines = [f"Encoder `{saved['throughput'][0]['model']}`: {rate:,.0f} tokens/s at its best precision "
-             f"({measured}); "
-             f"{saved.get('cpu_model')}, {saved['args']['threads']} threads; fold {saved['args']['fold']} of "
-             f"COVID-QA dev, recipe `{saved['args']['variant']}`, cold cache; git {saved.get('git_hash')}.", "",
-             "| arm | seconds | cost (s x tokens/s / 10^6) | vs first | steps | "
-             + " | ".join(phases) + " |", "|---|" + "---:|" * (4 + len(phases))]
+    lines = []
+    for run in _runs(saved):
+        measured = ", ".join(f"{r['precision']} {r['tokens_per_s']:,.0f}" for r in run["throughput"])
+        lines.append(
+            f"- {'; '.join(f'*{n}*' for n in (run['arm_names'] if 'arm_names' in run else arms))}: encoder "
+            f"`{run['throughput'][0]['model']}` {run['tokens_per_s']:,.0f} tokens/s at its best "
+            f"precision ({measured}) in the same run; {run.get('cpu_model')}, "
+            f"{run['args']['threads']} threads; fold {run['args']['fold']} of COVID-QA dev, recipe "
+            f"`{run['args']['variant']}`, cold cache; git {run.get('git_hash')}.")
+    lines += ["", "| arm | seconds | cost (s x tokens/s / 10^6) | vs first | steps | dev score (selected) | "
+              + " | ".join(phases) + " |", "|---|" + "---:|" * (5 + len(phases))]
     for name, arm in arms.items():
-        cost = arm["seconds"] * rate / 1e6
-        lines.append(f"| {name} | {arm['seconds']:.0f} | {cost:.2f} | {arm['seconds'] / first:.2f} | {arm['steps']} | "
+        cost = arm["seconds"] * arm.get("tokens_per_s", saved.get("tokens_per_s", 0.0)) / 1e6
+        score = (f"{arm['best_score']:.4f} ({arm.get('selected')})"
+                 if isinstance(arm.get("best_score"), float) else "")
+        lines.append(f"| {name} | {arm['seconds']:.0f} | {cost:.2f} | {arm['seconds'] / first:.2f} | "
+                     f"{arm['steps']} | {score} | "
                      + " | ".join(f"{arm['phases'].get(p, 0.0):.0f}" for p in phases) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _scores_from_run_folder(arm: dict) -> dict:
+    """A result written before arms recorded their dev score (``selected`` then held the
+    checkpoint's path): the score from that run folder's ``result.json``, where it is kept."""
+    from gralc.safe_load import read_json_untrusted
+
+    if arm.get("best_score") is not None or not str(arm.get("selected", "")).endswith(".ckpt"):
+        return {}
+    result = Path(arm["selected"]).parent.parent / "result.json"
+    try:
+        run = read_json_untrusted(result, "run result", expect=dict)
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {k: run.get(k) for k in ("monitor", "best_score", "initial_score", "selected")} | {
+        "checkpoint": arm["selected"]}
+
+
+def combine(paths: list[str]) -> dict:
+    """One result from several ``training_cost.json`` runs: their arms in order (each keeps its
+    own run's encoder speed, so its cost is still a ratio measured in one run) and the runs'
+    metadata under ``runs``. A ValueError names a file without arms or a repeated arm name."""
+    from gralc.safe_load import read_json_untrusted
+
+    arms, runs = {}, []
+    for path in paths:
+        run = read_json_untrusted(path, "training_cost result", expect=dict)
+        if not isinstance(run.get("arms"), dict) or not isinstance(run.get("tokens_per_s"), (int, float)):
+            raise ValueError(f"{path}: not a training_cost.json (no 'arms' / 'tokens_per_s')")
+        for name, arm in run["arms"].items():
+            if name in arms:
+                raise ValueError(f"{path}: arm {name!r} is already in an earlier file; rename one")
+            arms[name] = {**arm, "tokens_per_s": arm.get("tokens_per_s", run["tokens_per_s"])}
+            arms[name].update(_scores_from_run_folder(arm))
+        runs.append({k: v for k, v in run.items() if k not in ("arms", "runs")}
+                    | {"arm_names": list(run["arms"]), "file": str(path)})
+    return {"arms": arms, "runs": runs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--out", help="folder for training_cost.json (and each arm's run folder)")
     ap.add_argument("--publish", metavar="NAME", help="also copy it to docs/results/NAME.json")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="measure nothing: merge these training_cost.json runs (arms in order, "
+                         "each with its own run's encoder speed) into one result")
     args = ap.parse_args(argv)
+    if args.combine:
+        try:
+            saved = run_metadata(combine(args.combine) | {"args": vars(args)})
+        except (ValueError, FileNotFoundError) as exc:
+            ap.exit(2, f"error: --combine: {exc}\n")
+        return finish_result(saved, args.out, "training_cost.json", args.publish, report)
     arms = {}
     for spec in args.arm:
         name, sep, over = spec.partition("=")
@@ -213,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, overrides in arms.items():
         keep = Path(args.out) / "runs" / "".join(c if c.isalnum() else "_" for c in name) if args.out else None
         timed[name] = time_arm(overrides, args.variant, args.fold, args.data, args.threads, keep)
+        timed[name]["tokens_per_s"] = rate
         print(f"{name}: {timed[name]['seconds']:.0f} s, cost {timed[name]['seconds'] * rate / 1e6:.2f}", flush=True)
     saved = run_metadata({"args": vars(args), "tokens_per_s": rate, "throughput": rows, "arms": timed})
     return finish_result(saved, args.out, "training_cost.json", args.publish, report)

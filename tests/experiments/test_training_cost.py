@@ -31,9 +31,43 @@ def test_cost_table_is_seconds_times_tokens_per_s():
              "arms": {"record": {"seconds": 770.0, "steps": 217, "phases": {"validation": 200.0}},
                       "fast": {"seconds": 385.0, "steps": 217, "phases": {}}}}
     table = cost_report(saved)
-    assert "| record | 770 | 7.70 | 1.00 | 217 |" in table
-    assert "| fast | 385 | 3.85 | 0.50 | 217 |" in table
+    assert "| record | 770 | 7.70 | 1.00 | 217 |  |" in table
+    assert "| fast | 385 | 3.85 | 0.50 | 217 |  |" in table
     assert len(make_texts(3, 5)) == 3 and make_texts(1, 4) == make_texts(1, 4)  # seeded
+
+
+def test_combined_runs_keep_each_runs_encoder_speed(tmp_path, capsys):
+    from gralc.experiments.training_cost import main
+
+    def run(name, rate, arms):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({
+            "tokens_per_s": rate, "git_hash": name, "args": {"threads": 2, "fold": 0, "variant": "v"},
+            "throughput": [{"model": "m", "precision": "fp32", "tokens_per_s": rate}],
+            "arms": {a: {"seconds": s, "steps": 2, "phases": {}, "best_score": 0.5, "selected": "trained",
+                         "tokens_per_s": rate} for a, s in arms.items()}}))
+        return str(path)
+
+    first, second = run("one", 5000.0, {"before": 1000.0}), run("two", 6000.0, {"after": 500.0})
+    # a run saved before arms kept their score: read from the run folder its checkpoint names
+    old = json.loads((tmp_path / "one.json").read_text())
+    (tmp_path / "r" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "r" / "result.json").write_text(json.dumps({"best_score": 0.5, "selected": "trained"}))
+    old["arms"]["before"].update(best_score=None, selected=str(tmp_path / "r" / "checkpoints" / "b.ckpt"))
+    (tmp_path / "one.json").write_text(json.dumps(old))
+    assert main(["--combine", first, second, "--out", str(tmp_path / "both")]) == 0
+    table = capsys.readouterr().out
+    # each arm's cost uses the speed its own run measured: 1000 x 5000 and 500 x 6000
+    assert "| before | 1000 | 5.00 | 1.00 | 2 | 0.5000 (trained) |" in table
+    assert "| after | 500 | 3.00 | 0.50 | 2 | 0.5000 (trained) |" in table
+    assert "git one" in table and "git two" in table
+    with pytest.raises(SystemExit) as exit_:
+        main(["--combine", first, first])
+    assert exit_.value.code == 2 and "'before' is already in an earlier file" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--combine", str(tmp_path / "bad.json")])
+    assert exit_.value.code == 2 and "bad.json" in capsys.readouterr().err
 
 
 def _run(path, values: list[list[float]], articles: list[list[str]]) -> str:
