@@ -2,9 +2,9 @@
 ``python -m gralc.experiments.error_analysis --run RUN_VARIANT --out DIR [--budget 512]``.
 
 Per fold of a ``gralc.experiments.crossval`` run the selected model (export settings of record,
-exhaustive search, as ``two_stage_cv``) ranks the held-out questions; each miss goes to
-``DIR/error_analysis.json`` with its top chunks and one cause, the first that holds of:
-1 ``table_or_caption``: the evidence paragraph opens with a caption label (``Table 2:``,
+exhaustive search) ranks the held-out questions (rankings kept in ``DIR/rankings_foldK.json``);
+each miss goes to ``DIR/error_analysis.json`` with its top chunks and the first cause of: 1
+``table_or_caption``: the evidence paragraph opens with a caption label (``Table 2:``,
 ``FIGURE 1 |``, ``Figure S1 Text``) or is tabular (>= 4 lines, >= 75 % of <= 4 words), or a
 section title on its path is Table/Figure/References; 2 ``split_across_chunks``: no chunk of
 the gold article contains an evidence span that is longer than the biggest chunk overlap;
@@ -322,13 +322,31 @@ def report(saved: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fold_misses(scorer, test, base_pipe, settings, budget: int) -> tuple[list[dict], int, dict]:
+def rankings_record(chunks: Sequence[Chunk], question_ids: Sequence[str],
+                    runs: Sequence[Sequence[tuple[Chunk, float]]]) -> dict:
+    """Each question's whole ranking as rows of ``chunks`` with their scores (5 decimals), the
+    chunks as ``[doc id, chunk id, start, end]``: what an offline re-ranking of the model's own
+    scores reads (an article-level stage, a fusion) without loading the model again.
+
+    >>> c = [Chunk("d1", "d1::0", "x", 0, 5), Chunk("d2", "d2::0", "y", 0, 5)]
+    >>> rankings_record(c, ["q1"], [[(c[1], 0.75), (c[0], 0.5)]])["questions"]
+    [{'question_id': 'q1', 'rows': [1, 0], 'scores': [0.75, 0.5]}]
+    """
+    row = {c.chunk_id: i for i, c in enumerate(chunks)}
+    return {"chunks": [[c.doc_id, c.chunk_id, c.char_start, c.char_end] for c in chunks],
+            "questions": [{"question_id": q, "rows": [row[c.chunk_id] for c, _ in run],
+                           "scores": [round(float(score), 5) for _, score in run]}
+                          for q, run in zip(question_ids, runs)]}
+
+
+def fold_misses(scorer, test, base_pipe, settings, budget: int) -> tuple[list[dict], int, dict, dict]:
     """One fold: the model chunks every article (export settings already set), searches
     exhaustively and :func:`question_misses` reads the rankings; also the fold's
     ``exhaustive, float16`` row as ``gralc.experiments.two_stage_cv`` writes it (per-question
-    metric values from the same chunks), so one scoring pass serves the paired verdicts too.
+    metric values from the same chunks), so one scoring pass serves the paired verdicts too,
+    and the rankings themselves (:func:`rankings_record`).
 
-    Example: ``fold_misses(scorer, cv_side(bench, 5, 0, 0, "test"), pipe, settings, 512)`` -> ``(misses, 126, row)``.
+    Example: ``fold_misses(scorer, cv_side(bench, 5, 0, 0, "test"), pipe, settings, 512)`` -> ``(misses, 126, row, rankings)``.
     """
     from dataclasses import replace
 
@@ -351,11 +369,13 @@ def fold_misses(scorer, test, base_pipe, settings, budget: int) -> tuple[list[di
            "articles": [q["gold_doc_id"] for q in kept], "question_ids": [q["question_id"] for q in kept],
            "ms_per_question": 1000 * (time.perf_counter() - t0) / max(1, len(test.questions)),
            "candidates_per_question": len(chunks), "n_chunks": len(chunks)}
-    texts, ranked = [q.text for q in test.questions], []
+    texts, runs = [q.text for q in test.questions], []
     for i in range(0, len(texts), 16):  # every chunk ranked (the first evidence chunk's rank), a batch at a time
-        ranked += [[h.chunk for h in run] for run in search.search_batch(texts[i:i + 16], len(chunks))]
+        runs += [[(h.chunk, h.score) for h in run] for run in search.search_batch(texts[i:i + 16], len(chunks))]
+    ranked = [[c for c, _ in run] for run in runs]
     settings.pieces.prime(chunks)
-    return (*question_misses(test, chunks, ranked, settings, budget), row)
+    rankings = rankings_record(chunks, [q.id for q in test.questions], runs)
+    return (*question_misses(test, chunks, ranked, settings, budget), row, rankings)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         scorer = with_export_settings(TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}")), args)
         require_real_graph(scorer.pipeline_config, f"gralc.experiments.error_analysis (fold {k} of {args.run})")
         test = cv_side(bench, args.folds, k, args.seed, "test")
-        misses, n, row = fold_misses(scorer, test, base_pipe, settings, args.budget)
+        misses, n, row, rankings = fold_misses(scorer, test, base_pipe, settings, args.budget)
+        write_json_atomic(Path(args.out) / f"rankings_fold{k}.json", rankings)
         folds.append({"fold": k, "questions": n, "misses": misses, "exhaustive, float16": row})
         print(f"fold {k}: {len(misses)} misses of {n} ({time.perf_counter() - t0:.0f} s)", flush=True)
     saved = run_metadata({"args": vars(args), "folds": folds, "summary": summary_of(folds),

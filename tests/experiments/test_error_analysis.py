@@ -170,3 +170,15 @@ def test_report_flag_prints_a_saved_run(tmp_path, capsys):
     write_json_atomic(path, _saved())
     assert main(["--report", str(path)]) == 0
     assert "| other | 1 | 33 % | Third? → *no* |  |" in capsys.readouterr().out
+
+
+def test_rankings_record_keeps_whole_rankings_by_row():
+    from gralc.experiments.error_analysis import rankings_record
+
+    bench, doc, other, _ = _bench()
+    chunks = [_chunk(doc, "d1::0", 0, 10), _chunk(doc, "d1::1", 10, 20), _chunk(other, "d2::0", 0, 10)]
+    saved = rankings_record(chunks, ["q1", "q2"], [[(chunks[2], 0.9), (chunks[0], 0.123456789)],
+                                                    [(chunks[1], 1.0)]])
+    assert saved["chunks"][2] == ["d2", "d2::0", 0, 10]
+    assert saved["questions"][0] == {"question_id": "q1", "rows": [2, 0], "scores": [0.9, 0.12346]}
+    assert [saved["chunks"][r][1] for r in saved["questions"][1]["rows"]] == ["d1::1"]
