@@ -277,6 +277,13 @@ def training_cost_md(saved: dict) -> str:
     return report(saved)
 
 
+def article_stage_md(saved: dict) -> str:
+    """``gralc.experiments.article_stage``: the article-level stage, cross-validated."""
+    from gralc.experiments.article_stage import report
+
+    return report(saved)
+
+
 def paired_runs_md(saved: dict) -> str:
     """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
     from gralc.experiments.paired_runs import report
@@ -304,6 +311,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "training_cost": training_cost_md,  # issue 57: seconds x the encoder's tokens/s, per recipe
     "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
     "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
+    "article_stage": article_stage_md,  # issue 57: an article-level stage, screened on five folds
 }
 
 
