@@ -46,14 +46,15 @@ AGGREGATORS: dict[str, Callable[[list[float]], float]] = {"max": max, "top3": _t
                                                           "softmax": _soft_max}
 
 
-def rerank(run: Sequence[tuple[Chunk, float]], article: dict[str, float], w: float) -> list[tuple[Chunk, float]]:
-    """``run`` re-ranked by ``score + w * article[doc]`` (stable: ties keep the model's order).
+def rerank(run: Sequence[tuple[Chunk, float]], bonus: dict[str, float], w: float) -> list[tuple[Chunk, float]]:
+    """``run`` re-ranked by ``score + w * bonus[...]``, ``bonus`` keyed by a chunk's id, else
+    its article's (stable: ties keep the model's order).
 
     >>> a, b = Chunk("d1", "d1::0", "x", 0, 1), Chunk("d2", "d2::0", "y", 0, 1)
     >>> [c.chunk_id for c, _ in rerank([(a, 0.5), (b, 0.4)], {"d1": 0.0, "d2": 1.0}, 0.2)]
     ['d2::0', 'd1::0']
     """
-    scored = [(c, s + w * article.get(c.doc_id, 0.0)) for c, s in run]
+    scored = [(c, s + w * bonus.get(c.chunk_id, bonus.get(c.doc_id, 0.0))) for c, s in run]
     return sorted(scored, key=lambda cs: -cs[1])
 
 
@@ -84,9 +85,19 @@ def article_bm25(documents, questions) -> list[dict[str, float]]:
     return out
 
 
-def fold_metrics(test, rankings: dict, settings, variants: dict) -> dict[str, dict]:
-    """Per variant (``"base"`` and ``"AGG w=W"``), the fold's per-question ev metrics in
-    the two_stage_cv row layout (``questions``: metric -> values, ``articles``)."""
+def article_terms(test, table: list[Chunk]) -> Callable[[int, list], dict[str, dict[str, float]]]:
+    """The article stage's terms: for question i and its run, ``{aggregator: {doc id: score}}``
+    (:func:`chunk_aggregates`) and ``bm25`` (:func:`article_bm25`)."""
+    bm25 = article_bm25(test.documents, test.questions)
+    return lambda i, run: {**chunk_aggregates(run), "bm25": bm25[i]}
+
+
+def fold_metrics(test, rankings: dict, settings, variants: dict,
+                 terms: Callable = article_terms) -> dict[str, dict]:
+    """Per variant (name -> ``(term, w)``, ``(None, 0)`` the model's own ranking), the fold's
+    per-question ev metrics in the two_stage_cv row layout (``questions``: metric -> values,
+    ``articles``). ``terms(test, chunk table)`` gives the per-question score terms
+    (``{term: {chunk or doc id: value}}``), :func:`article_terms` by default."""
     from gralc.evaluation.evidence import evidence_metrics, resolve_evidence
     from gralc.experiments.paired_runs import METRICS
 
@@ -94,17 +105,17 @@ def fold_metrics(test, rankings: dict, settings, variants: dict) -> dict[str, di
     table = [Chunk(d, cid, docs[d].text[s:e], s, e) for d, cid, s, e in rankings["chunks"]]
     settings.pieces.prime(table)
     saved = {q["question_id"]: q for q in rankings["questions"]}
-    bm25 = article_bm25(test.documents, test.questions)
+    term_of = terms(test, table)
     out = {name: {"questions": {m: [] for m in METRICS}, "articles": [], "question_ids": []} for name in variants}
-    for q, lexical in zip(test.questions, bm25):
+    for i, q in enumerate(test.questions):
         spans = resolve_evidence(q, docs[q.gold_doc_id])
         if not spans:
             continue
         rec = saved[q.id]
         run = [(table[r], s) for r, s in zip(rec["rows"], rec["scores"])]
-        aggregates = {**chunk_aggregates(run), "bm25": lexical}
-        for name, (agg, w) in variants.items():
-            ranked = run if agg is None else rerank(run, aggregates[agg], w)
+        values = term_of(i, run)
+        for name, (term, w) in variants.items():
+            ranked = run if term is None else rerank(run, values[term], w)
             ev = evidence_metrics(ranked[:settings.depth], q.gold_doc_id, spans, settings.ks,
                                   settings.evidence.budgets, settings.pieces,
                                   min_coverage=settings.evidence.min_coverage)
@@ -142,7 +153,7 @@ def report(saved: dict) -> str:
     from gralc.experiments.paired_runs import BAR_METRICS
 
     cv = saved["cross_validated"]
-    lines = [f"An article-level stage over the trained model's own exhaustive rankings "
+    lines = [f"{saved.get('design', 'An article-level stage')} over the trained model's own exhaustive rankings "
              f"(`{saved['args']['rankings']}`, five COVID-QA dev folds, "
              f"{saved['questions']} held-out questions); git {saved.get('git_hash')}. Base = the "
              f"model's ranking, reproduced (max abs difference to the error analysis's values: "
@@ -150,7 +161,7 @@ def report(saved: dict) -> str:
              f"Chosen per held-out fold on the other four: {', '.join(cv['chosen'])}.", "",
              "| | " + " | ".join(BAR_METRICS) + " |", "|---|" + "---|" * len(BAR_METRICS),
              "| model's own ranking | " + " | ".join(f"{saved['means'][BASE][m]:.4f}" for m in BAR_METRICS) + " |",
-             "| article stage, chosen by CV | " + " | ".join(f"{cv['means'][m]:.4f}" for m in BAR_METRICS) + " |",
+             f"| {saved.get('design_short', 'article stage')}, chosen by CV | " + " | ".join(f"{cv['means'][m]:.4f}" for m in BAR_METRICS) + " |",
              "| gain [95 % CI] | " + " | ".join(
                  f"{g['gain']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]" for g in (cv["gain"][m] for m in BAR_METRICS))
              + " |", "", "Every fixed variant, five-fold means (not a verdict: chosen with hindsight):", "",
@@ -163,6 +174,22 @@ def report(saved: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The command line (``--help``); writes ``--out/article_stage.json``; 0 on success, 2 when
     the rankings are missing or do not match the data."""
+    variants = {f"{a} w={w}": (a, w) for a in (*AGGREGATORS, "bm25") for w in WEIGHTS}
+    return screen(argv, __doc__, variants, lambda args: article_terms, "article_stage.json",
+                  ("An article-level stage", "article stage"))
+
+
+def screen(argv, doc: str, variants: dict, make_terms: Callable, filename: str,
+           design: tuple[str, str], extra: Sequence[tuple[str, str]] = ()) -> int:
+    """A screen's command line: ``variants`` (name -> ``(term, w)``) and the model's own
+    ranking on every fold's saved rankings, per-fold choice on the other folds, gains paired;
+    ``make_terms(args)`` gives :func:`fold_metrics`'s ``terms`` (after the arguments are
+    parsed and the rankings found, so a design may load what it needs; a FileNotFoundError
+    there exits 2 with its message); ``extra``: more ``(--flag, help)`` arguments. Writes
+    ``--out/filename``.
+
+    Example: ``screen(["--rankings", "EA", "--out", "o"], __doc__, {"bm25 w=0.1": ("bm25", 0.1)},
+    lambda args: article_terms, "a.json", ("Article BM25", "bm25"))`` -> ``0``."""
     from gralc.data.benchmarks import squad_benchmark
     from gralc.data.folds import cv_side
     from gralc.encoding.budget import budget_counter
@@ -173,13 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     from gralc.runinfo import run_metadata
     from gralc.safe_load import read_json_untrusted
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--rankings", help="a gralc.experiments.error_analysis output folder")
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", help="folder for article_stage.json")
-    report_arguments(ap, "article_stage.json")
+    ap.add_argument("--out", help=f"folder for {filename}")
+    for flag, help_ in extra:
+        ap.add_argument(flag, help=help_)
+    report_arguments(ap, filename)
     args = ap.parse_args(argv)
     if args.report:
         from gralc.experiments.published import print_report
@@ -198,13 +227,17 @@ def main(argv: list[str] | None = None) -> int:
                                     expect=dict)
     bench = squad_benchmark(args.data)
     settings = RunSettings((1, 5, 10, 20), pieces=budget_counter())
-    variants = {BASE: (None, 0.0), **{f"{a} w={w}": (a, w) for a in (*AGGREGATORS, "bm25") for w in WEIGHTS}}
+    variants = {BASE: (None, 0.0), **variants}
+    try:
+        terms = make_terms(args)
+    except FileNotFoundError as exc:
+        ap.exit(2, f"error: {exc}\n")
     folds, check = [], 0.0
     for k, path in enumerate(paths):
         rankings = read_json_untrusted(path, "rankings", allow_interpolation=True, expect=dict)
         test = cv_side(bench, args.folds, k, args.seed, "test")
         try:
-            rows = fold_metrics(test, rankings, settings, variants)
+            rows = fold_metrics(test, rankings, settings, variants, terms)
         except KeyError as exc:
             ap.exit(2, f"error: {path}: question or chunk {exc} not in its rankings: score it with the same "
                        "--data, --folds and --seed\n")
@@ -220,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         "args": vars(args), "questions": sum(len(b["articles"]) for b in base), "base_check": check,
         "means": {name: means([f[name] for f in folds]) for name in variants},
         "cross_validated": {"chosen": chosen, "means": means(picked), "gain": gain(picked, base)},
-        "folds": [{BASE: f[BASE], "article stage (CV)": p} for f, p in zip(folds, picked)],
-        "seconds": time.perf_counter() - t0})
-    return finish_result(saved, args.out, "article_stage.json", args.publish, report)
+        "folds": [{BASE: f[BASE], f"{design[1]} (CV)": p} for f, p in zip(folds, picked)],
+        "design": design[0], "design_short": design[1], "seconds": time.perf_counter() - t0})
+    return finish_result(saved, args.out, filename, args.publish, report)
 
 
 if __name__ == "__main__":

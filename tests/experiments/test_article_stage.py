@@ -56,3 +56,30 @@ def test_missing_rankings_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--rankings", str(tmp_path), "--out", str(tmp_path / "o")])
     assert exit_.value.code == 2 and "rankings_fold0.json" in capsys.readouterr().err
+
+
+def test_synonym_expansion_scores_chunks_that_hold_what_the_question_does_not_say(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from gralc.experiments.query_expansion import expansion, synonym_terms
+    from gralc.experiments.query_expansion import main as expansion_main
+    from gralc.knowledge.linker import EntityLinker
+    from gralc.knowledge.vocabulary import Concept, Vocabulary
+
+    vocab = Vocabulary({"D1": Concept("D1", "Metformin", synonyms=["Glucophage", "metformin hydrochloride"])})
+    assert expansion("Does metformin help?", [vocab["D1"].terms()]) == "Glucophage metformin hydrochloride"
+    table = [Chunk("a", "a::0", "Glucophage was given daily.", 0, 27),
+             Chunk("b", "b::0", "Insulin was given daily.", 0, 24)]
+    test = SimpleNamespace(questions=[SimpleNamespace(text="Does metformin help?"),
+                                      SimpleNamespace(text="Is insulin given?")])
+    values = synonym_terms(EntityLinker(vocab), vocab)(test, table)
+    assert values(0, [])["synonyms"].get("a::0") == 1.0 and not values(0, [])["synonyms"].get("b::0")
+    assert values(1, [])["synonyms"] == {}  # nothing linked, nothing added
+    # a thesaurus that is not there: exit 2 naming it (after the rankings are found)
+    for k in range(5):
+        (tmp_path / f"rankings_fold{k}.json").write_text('{"chunks": [], "questions": []}')
+    (tmp_path / "error_analysis.json").write_text('{"folds": []}')
+    with pytest.raises(SystemExit) as exit_:
+        expansion_main(["--rankings", str(tmp_path), "--out", str(tmp_path / "o"),
+                        "--vocabulary", str(tmp_path / "none.tsv")])
+    assert exit_.value.code == 2 and "none.tsv" in capsys.readouterr().err
