@@ -284,6 +284,13 @@ def article_stage_md(saved: dict) -> str:
     return report(saved)
 
 
+def query_expansion_md(saved: dict) -> str:
+    """``gralc.experiments.query_expansion``: MeSH-synonym expansion, cross-validated."""
+    from gralc.experiments.article_stage import report
+
+    return report(saved)
+
+
 def paired_runs_md(saved: dict) -> str:
     """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
     from gralc.experiments.paired_runs import report
@@ -312,6 +319,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
     "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
     "article_stage": article_stage_md,  # issue 57: an article-level stage, screened on five folds
+    "query_expansion": query_expansion_md,  # issue 57: MeSH-synonym question expansion, screened
 }
 
 
