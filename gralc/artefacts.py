@@ -134,6 +134,40 @@ def _write_marker(folder: Path, kind: str, files: bool = True) -> None:
     write_text_atomic(folder / MARKER, json.dumps(doc, indent=1))
 
 
+#: suffixes of the files GraLC's readers open (data, tables, weights, settings); a tokenizer's
+#: ``vocab.txt`` / ``merges.txt`` too in the kinds that hold an encoder
+DATA_SUFFIXES = (".json", ".jsonl", ".npy", ".npz", ".faiss", ".safetensors", ".bin", ".yaml",
+                 ".yml", ".pt", ".ckpt", ".pkl", ".pickle", ".tsv", ".csv", ".parquet", ".index",
+                 ".model", ".msgpack", ".h5")
+ENCODER_KINDS = ("encoder", "export")
+#: the sub-folders GraLC writes into an artefact (an index's ``lexical/``, an export's ``encoder/``)
+GRALC_DIRS = ("lexical", "phrase", "concepts", "graph", "trained", "model", "adapter", "encoder")
+
+
+def unlisted_data_files(files: list[str], listed: dict[str, Any], kind: str) -> list[str]:
+    """The files of an artefact (``files``: every path in it) that a GraLC reader could open
+    but its manifest ``listed`` does not name: a data file (:data:`DATA_SUFFIXES`; ``.txt`` too in
+    an encoder's kinds) at the top level, in a folder GraLC writes (:data:`GRALC_DIRS`) or
+    beside a listed file. A user's notes (``NOTES.md``) and folders of their own
+    (``results/run1.json``) are not among them, so they may stay; a removed manifest entry (or
+    ``files: {}``) cannot switch the checks of GraLC's own files off.
+
+    >>> unlisted_data_files(["NOTES.md", "chunks.jsonl", "results/r.json", "trained/t.npy"], {"trained/a.npy": {}}, "index")
+    ['chunks.jsonl', 'trained/t.npy']
+    """
+    listed_dirs = {str(Path(rel).parent) for rel in listed}
+    out = []
+    for rel in files:
+        if rel in listed:
+            continue
+        parent, suffix = str(Path(rel).parent), Path(rel).suffix.lower()
+        if not (suffix in DATA_SUFFIXES or (suffix == ".txt" and kind in ENCODER_KINDS)):
+            continue
+        if parent == "." or parent in listed_dirs or Path(rel).parts[0] in GRALC_DIRS:
+            out.append(rel)
+    return out
+
+
 _verified: dict[Path, tuple] = {}
 _verified_lock = threading.Lock()
 
@@ -196,6 +230,13 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
             raise FileNotFoundError(f"{path} is missing: the artefact {root} is incomplete; "
                                     "rebuild it") from None
         stats.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
+    unlisted = unlisted_data_files(_files(root), files, marker["kind"])
+    if unlisted:
+        raise ArtefactError(
+            f"{root / MARKER} does not list {', '.join(unlisted[:3])}"
+            f"{f' (and {len(unlisted) - 3} more)' if len(unlisted) > 3 else ''}: files GraLC reads "
+            "must all be in the manifest (its entry was removed, or the file added by hand); "
+            f"rebuild {root}, or move a file of your own into a folder of your own inside it")
     signature = (tuple(stats), (root / MARKER).stat().st_mtime_ns)
     with _verified_lock:
         if _verified.get(root) == signature:
@@ -509,13 +550,24 @@ def _swap_in(tmp: Path, out: Path, kind: str, force: bool = False) -> None:
         _dispose(old, out)
 
 
+def _as_written(path: Path, entry: Any) -> bool:
+    """Whether ``path`` still has the size and SHA-256 its manifest ``entry`` recorded (a plain
+    file: a listed name that someone since replaced with their own content is theirs now)."""
+    try:
+        return (isinstance(entry, dict) and not path.is_symlink() and path.is_file()
+                and path.stat().st_size == entry.get("size") and file_sha256(path) == entry.get("sha256"))
+    except OSError:
+        return False
+
+
 def _dispose(old: Path, out: Path) -> None:
-    """Delete the files ``old``'s manifest lists; move every other file into ``out`` (or, when
-    ``out`` has one of that name, keep it in ``<out>.recovered-<time>``)."""
+    """Delete the files ``old``'s manifest lists that are still as GraLC wrote them (size and
+    SHA-256); move every other file into ``out`` (or, when ``out`` has one of that name, keep
+    it in ``<out>.recovered-<time>``)."""
     listed = listed_files(read_marker(old)) or {}
     for rel in _files(old):
         src = old / rel
-        if rel in listed:
+        if rel in listed and _as_written(src, listed[rel]):
             src.unlink()
             continue
         dest = out / rel

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gralc import index as index_cli
 from gralc.artefacts import (
@@ -24,6 +27,7 @@ from gralc.artefacts import (
     OutputDirError,
     _write_marker,
     check_output_dir,
+    file_sha256,
     verify_artefact,
     write_artefact,
 )
@@ -206,6 +210,84 @@ def test_a_removed_checksum_or_manifest_is_an_error_not_an_older_index(hybrid):
         Retriever.load(hybrid)
 
 
+def _edit_manifest(folder: Path, edit) -> None:
+    marker = json.loads((folder / MARKER).read_text())
+    edit(marker["files"])
+    (folder / MARKER).write_text(json.dumps(marker))
+
+
+def _reorder_chunks(folder: Path) -> None:
+    lines = (folder / "chunks.jsonl").read_text().splitlines()
+    (folder / "chunks.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+
+
+def _inject_lexical(folder: Path) -> None:
+    (folder / "lexical" / "chunks.jsonl").write_text('{"text": "injected"}\n')
+
+
+@pytest.mark.parametrize("tamper, edit", [
+    pytest.param([_reorder_chunks, _inject_lexical], lambda files: files.clear(), id="files-emptied"),
+    pytest.param([_reorder_chunks], lambda files: files.pop("chunks.jsonl"), id="one-entry-removed"),
+    pytest.param([_inject_lexical], lambda files: files.pop("lexical/chunks.jsonl"),
+                 id="a-sub-folder-entry-removed"),
+    pytest.param([_inject_lexical], lambda files: [files.pop(k) for k in list(files) if k.startswith("lexical/")],
+                 id="a-whole-sub-folder-unlisted"),
+])
+def test_a_manifest_cannot_switch_its_checks_off(hybrid, tamper, edit):
+    """Issue 58, class 1: with an entry removed (or ``files: {}``), a reordered chunks.jsonl was
+    served with other chunks' scores and injected lexical text printed. Every data file GraLC
+    reads must be listed."""
+    for change in tamper:
+        change(hybrid)
+    _edit_manifest(hybrid, edit)
+    with pytest.raises(ArtefactError, match="does not list"):
+        Retriever.load(hybrid)
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_no_manifest_edit_hides_a_changed_file(hybrid, tmp_path_factory, data):
+    """Property (issue 58): whatever entries a manifest loses, a changed data file of the
+    artefact is still refused by the check every loader runs first."""
+    folder = tmp_path_factory.mktemp("edit") / "index"
+    shutil.copytree(hybrid, folder)
+    listed = sorted(json.loads((folder / MARKER).read_text())["files"])
+    changed = data.draw(st.sampled_from(listed), label="changed file")
+    dropped = data.draw(st.sets(st.sampled_from(listed)), label="entries removed")
+    with open(folder / changed, "ab") as f:
+        f.write(data.draw(st.binary(min_size=1, max_size=8), label="bytes appended"))
+    _edit_manifest(folder, lambda files: [files.pop(k) for k in dropped])
+    with pytest.raises(ArtefactError):
+        verify_artefact(folder, ("index",))
+
+
+def test_an_export_with_files_emptied_is_refused_as_a_model(tmp_path):
+    out = tmp_path / "export"
+    with write_artefact(out, "export") as tmp:
+        (tmp / "inference.yaml").write_text("x: 1\n")
+        (tmp / "encoder").mkdir()
+        (tmp / "encoder" / "vocab.txt").write_text("[PAD]\n")
+    _edit_manifest(out, lambda files: files.clear())
+    with pytest.raises(ArtefactError, match="does not list inference.yaml, encoder/vocab.txt"):
+        verify_artefact(out, ("export",))
+
+
+def test_a_rebuild_keeps_a_listed_file_the_user_changed(corpus, hybrid):
+    """A file the manifest lists but whose size / SHA-256 no longer match what GraLC wrote is
+    someone's now: a rebuild keeps it (in <index>.recovered-<time>), never deletes it."""
+    marker = json.loads((hybrid / MARKER).read_text())
+    marker["files"]["NOTES.md"] = {"size": 3, "sha256": "0" * 64}  # listed, but not as written
+    (hybrid / MARKER).write_text(json.dumps(marker))
+    (hybrid / "NOTES.md").write_text("my notes")
+    (hybrid / "config.json").write_text('{"mine": true}')  # a listed name, the user's content
+    assert build(corpus, hybrid, "--searcher", "hybrid") == 0
+    assert (hybrid / "NOTES.md").read_text() == "my notes"
+    kept = list(hybrid.parent.glob("index.recovered-*/config.json"))
+    assert [p.read_text() for p in kept] == ['{"mine": true}']
+    assert Retriever.load(hybrid).search("fever in mice", k=1)
+
+
 def test_a_missing_listed_file_is_named(hybrid):
     (hybrid / "lexical" / "chunks.jsonl").unlink()
     with pytest.raises(FileNotFoundError, match="chunks.jsonl is missing"):
@@ -297,7 +379,8 @@ def test_a_stale_lock_and_temporary_folders_are_recovered(tmp_path, caplog):
     swapped_out.mkdir()
     (swapped_out / "a.json").write_text("v0")
     (swapped_out / "NOTES.md").write_text("mine")
-    (swapped_out / MARKER).write_text(json.dumps({"kind": "index", "files": {"a.json": {}}}))
+    (swapped_out / MARKER).write_text(json.dumps({"kind": "index", "files": {"a.json": {
+        "size": 2, "sha256": file_sha256(swapped_out / "a.json")}}}))
     with write_artefact(out, "index") as tmp:
         (tmp / "a.json").write_text("v2")
     assert "stale lock" in caplog.text
