@@ -252,6 +252,31 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
     return root
 
 
+def manifest_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file inside an artefact: its manifest's entry when :func:`verify_artefact`
+    checked that artefact in this process and the file is unchanged since (no second read of
+    a large file), else computed. For cross-file digests: a file that records another's.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()) / "index"
+    >>> with write_artefact(d, "index") as tmp:
+    ...     _ = (tmp / "a.json").write_text("{}")
+    >>> _ = verify_artefact(d); manifest_digest(d / "a.json") == file_sha256(d / "a.json")
+    True
+    """
+    path = Path(path).resolve()
+    root = artefact_root(path.parent)
+    if root is not None:
+        rel = path.relative_to(root).as_posix()
+        with _verified_lock:
+            signature = _verified.get(root)
+        entry = (listed_files(read_marker(root)) or {}).get(rel)
+        if signature is not None and isinstance(entry, dict):
+            st = path.stat()
+            if (rel, st.st_size, st.st_mtime_ns, st.st_ino) in signature[0]:
+                return str(entry["sha256"])
+    return file_sha256(path)
+
+
 def model_digest(model: str | os.PathLike[str]) -> str:
     """SHA-256 naming a trained model: a checkpoint file's, or the files an export's manifest
     lists (verified; a user's own files beside them, e.g. notes, do not change it).

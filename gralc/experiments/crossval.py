@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# COVID-QA dev, {len(bench.documents)} articles, {len(bench.questions)} questions, "
           f"{args.folds} folds by article (seed {args.seed}); CPU: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, BLAS {blas_kernel()}; LoRA passes with lora.precision=auto: "
-          f"{'%s (%s)' % explain_precision('auto', torch.device('cpu'))}\n")
+          f"{'{} ({})'.format(*explain_precision('auto', torch.device('cpu')))}\n")
     print("| row | " + " | ".join(METRICS) + " | s/epoch |")
     print("|---|" + "---|" * (len(METRICS) + 1))
     for row in table.values():  # untrained rows: the folds the trained rows cover

@@ -276,6 +276,10 @@ class ChunkTable:
             if len(self.tokens) != n_chunks:
                 raise ValueError(f"{folder / TOKENS_DIR}: tokens of {len(self.tokens)} chunks, the "
                                  f"index {n_chunks}: rebuild the index")
+            recorded = (meta.get("token_codec") or {}).get("sha256")
+            if recorded != self.tokens.codec.digest():
+                raise ValueError(f"{folder / TOKENS_DIR}: its codec is not the one {folder / TABLE_FILE} "
+                                 "records (SHA-256 differs): the token table was altered; rebuild the index")
             self._codec = self.tokens.codec
             self.codec_config = self._codec.config
             self.has_tokens = True

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gralc.artefacts import file_sha256, manifest_digest
 from gralc.atomic import write_text_atomic
 from gralc.model.late_interaction import best_per_chunk
 from gralc.retrieval.trained.ragged import Ragged
@@ -135,7 +136,10 @@ class TokenStore:
         names = self.codes.save(folder, NAME)
         meta = {"format": "gralc.token_store/1", "codec": asdict(self.codec.config),
                 "dim": self.codec.dim, "bytes_per_token": self.codec.code_size,
-                "n_chunks": len(self), "n_tokens": self.n_tokens, "codec_sha256": self.codec.digest()}
+                "n_chunks": len(self), "n_tokens": self.n_tokens, "codec_sha256": self.codec.digest(),
+                # cross-file digests: codes from another table (or reordered) under a re-signed
+                # manifest still differ from what this file records
+                "codes_sha256": {name: file_sha256(folder / name) for name in names}}
         write_text_atomic(folder / META_FILE, json.dumps(meta, indent=2))
         return [CODEC_FILE, META_FILE, *names]
 
@@ -155,6 +159,14 @@ class TokenStore:
         if codec.digest() != meta.get("codec_sha256"):
             raise ValueError(f"{folder / CODEC_FILE} differs from the codec {meta_path} records: "
                              "rebuild the index")
+        recorded = meta.get("codes_sha256")
+        if not isinstance(recorded, dict):
+            raise ValueError(f"{meta_path} records no digests of its codes (written before GraLC "
+                             "0.4, or edited): rebuild the index")
+        for name in (f"{NAME}.values.npy", f"{NAME}.offsets.npy"):
+            if (folder / name).is_file() and manifest_digest(folder / name) != recorded.get(name):
+                raise ValueError(f"{folder / name} is not the file {meta_path} records (SHA-256 "
+                                 "differs): the token table was altered; rebuild the index")
         codes = Ragged.load(folder, NAME, mmap=mmap)
         if codes.values.ndim != 2 or codes.values.shape[1] != codec.code_size or codes.values.dtype != np.uint8:
             raise ValueError(f"{folder}/{NAME}.values.npy: codes of shape {codes.values.shape} "

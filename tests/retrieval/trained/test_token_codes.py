@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -187,3 +189,38 @@ def test_a_chunk_without_tokens_scores_minus_one():
     store.add(x, np.array([0] * 10 + [2] * 20), 3)  # chunk 1 has no token
     got = store.maxsim(torch.randn(4, 8), np.array([0, 1, 2]))
     assert got[1] == -1.0 and got[0] > -1.0
+
+
+def test_a_forged_token_table_is_refused_under_a_re_signed_manifest(tmp_path):
+    """Issue 58, class 2: codes reversed, or the codec (and its tokens.json) of another table,
+    with the manifest re-signed to match, decoded silently into a wrong MaxSim. The digests
+    tokens.json records of its codes, and the codec's, are compared with the files read."""
+    from gralc.artefacts import MARKER, _write_marker, write_artefact
+
+    x = clustered(12_000)
+    chunk_of = np.sort(np.random.default_rng(1).integers(0, 50, len(x)))
+
+    def build(seed: int, out: Path) -> Path:
+        store = TokenStore(TokenCodec.train(x, TokenCodecConfig(pq_bytes=8, centroids=32, seed=seed)))
+        store.add(x, chunk_of, 50)
+        with write_artefact(out, "index") as tmp:
+            store.save(tmp / "tokens")
+        return out / "tokens"
+
+    def reseal(folder: Path) -> None:
+        (folder.parent / MARKER).unlink()
+        _write_marker(folder.parent, "index")
+
+    mine, theirs = build(0, tmp_path / "a"), build(1, tmp_path / "b")
+    TokenStore.load(mine)
+    values = np.load(mine / "codes.values.npy")
+    np.save(mine / "codes.values.npy", values[::-1].copy())  # same size, rows reversed
+    reseal(mine)
+    with pytest.raises(ValueError, match="codes.values.npy is not the file .*tokens.json records"):
+        TokenStore.load(mine)
+    np.save(mine / "codes.values.npy", values)
+    for name in ("codec.faiss", "tokens.json"):  # another table's codec, self-consistent
+        (mine / name).write_bytes((theirs / name).read_bytes())
+    reseal(mine)
+    with pytest.raises(ValueError, match="token table was altered"):
+        TokenStore.load(mine)
