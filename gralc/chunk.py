@@ -180,7 +180,12 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{doc.id}: {len(chunks)} {chunks[0].strategy if chunks else ''} chunks")
+    from rich.text import Text
+
+    from gralc.documents.textio import for_terminal
+
+    # corpus text (ids, section titles) as plain Text: no rich markup, no terminal controls
+    table = Table(title=Text(for_terminal(f"{doc.id}: {len(chunks)} {chunks[0].strategy if chunks else ''} chunks")))
     multilevel = any(c.level != "chunk" for c in chunks)
     columns = ["#", "chars", "tokens", "size", "section path", "IMRaD", "entities", "boundary"]
     for col in columns + (["level"] if multilevel else []):
@@ -192,7 +197,7 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
             str(c.n_tokens), " > ".join(t or "(untitled)" for t in c.section_path),
             ",".join(c.imrad_types), str(len(c.entity_ids)), scores,
         ]  # fmt: skip
-        table.add_row(*row, *([c.level] if multilevel else []))
+        table.add_row(*(Text(for_terminal(v)) for v in [*row, *([c.level] if multilevel else [])]))
     console = Console(width=None if sys.stdout.isatty() else 160)  # 80 columns when piped
     console.print(table)
     for name, value in metrics.items():

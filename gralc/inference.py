@@ -398,7 +398,10 @@ class Retriever:
         """
         if isinstance(questions, str):
             raise TypeError("questions must be a list of strings, not one string")
-        questions = list(questions)
+        from gralc.documents.question import clean_question_text
+
+        # the one question gate (bounded length, no invisible-only questions)
+        questions = [clean_question_text(q, f"question {i + 1}") for i, q in enumerate(questions)]
         if not questions:
             return []
         if self.spec.searcher in GRAPH_SEARCHERS:

@@ -96,6 +96,7 @@ def _main(argv: list[str]) -> int:
         p.error(f"-k must be >= 1, got {args.k}")
     from gralc.data.question_io import read_queries
     from gralc.documents.question import clean_question_text
+    from gralc.documents.textio import for_terminal
 
     # a user's mistake propagates to gralc.cli.run: one message and exit 2 (--debug: traceback)
     if args.queries:
@@ -126,7 +127,7 @@ def _main(argv: list[str]) -> int:
                     print(json.dumps({"id": qid, "question": text,
                                       "hits": [hit_record(r, h) for r, h in enumerate(hits, 1)]}))
                 else:
-                    print(f"[{qid}] {text}")
+                    print(for_terminal(f"[{qid}] {text}"))
                     print_text(hits)
         return 0
     hits = retriever.search(queries[0][1], args.k)
@@ -143,12 +144,15 @@ main = command_main(_main)
 
 def print_text(hits) -> None:
     """Hits for a person: rank, score and its parts, document, section path, the text's start."""
+    from gralc.documents.textio import for_terminal
+
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         parts = " ".join(f"{k}={v:.3f}" for k, v in hit.components.items())
-        print(f"{rank:>2}. {hit.score:.4f} [{parts}] {c.doc_id} | {' > '.join(c.section_path) or '-'}"
-              f" | chars {c.char_start}-{c.char_end}")
-        print(f"    {c.text[:200].replace(chr(10), ' ')}{'...' if len(c.text) > 200 else ''}")
+        print(for_terminal(f"{rank:>2}. {hit.score:.4f} [{parts}] {c.doc_id} | "
+                           f"{' > '.join(c.section_path) or '-'} | chars {c.char_start}-{c.char_end}"))
+        text = c.text[:200].replace("\n", " ").replace("\t", " ")
+        print(f"    {for_terminal(text)}{'...' if len(c.text) > 200 else ''}")
 
 
 if __name__ == "__main__":

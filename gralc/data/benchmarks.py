@@ -22,7 +22,7 @@ from typing import Any
 from gralc.data.benchmark import Benchmark
 from gralc.data.folds import cv_side as side_of
 from gralc.documents.model import Document
-from gralc.documents.question import Question
+from gralc.documents.question import Question, clean_question_text
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +201,10 @@ def squad_benchmark(path: str | Path, max_docs: int | None = None) -> Benchmark:
         docs.append(doc)
         for n, qa in enumerate(para.get("qas", [])):
             qwhere = f"{where}.qas[{n}] (id {qa.get('id')!r})"
-            text = str(qa.get("question") or "").strip()
+            try:  # the one question gate; a question without words is skipped like a blank one
+                text = clean_question_text(str(qa.get("question") or ""), f"{qwhere}.question").strip()
+            except ValueError:
+                text = ""
             answers = qa.get("answers") or []
             if not text or not answers:
                 warn("n_questions_without_answers", f"{qwhere}: no question text or no "

@@ -267,9 +267,12 @@ def _read_queries(path: Path, fmt: str | None, why: str, data: bytes | None = No
                 raise fail(line_no, "empty id before the tab")
         else:
             qid, question = str(len(out) + 1), line.strip()
-        question = clean_question_text(question, f"{path}:{line_no}")
-        if not question.strip():
+        if isinstance(question, str) and not question.strip():
             raise fail(line_no, "the question is blank; every question needs words to search with")
+        try:  # the one question gate: bounded, no invisible-only question
+            question = clean_question_text(question, f"{path}:{line_no}")
+        except ValueError as exc:
+            raise fail(line_no, str(exc).removeprefix(f"{path}:{line_no}: ")) from None
         if qid in first_seen:
             raise fail(line_no, f"question id {qid!r} again (first on line {first_seen[qid]}); "
                                 "every question needs its own id")

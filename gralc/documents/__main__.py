@@ -16,7 +16,7 @@ from gralc.documents.corpus import parse_document
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import imrad_report
 from gralc.documents.model import Document, Section
-from gralc.documents.textio import replace_surrogates
+from gralc.documents.textio import for_terminal
 
 
 def _tree_lines(doc: Document, sec: Section, depth: int = 0) -> list[str]:
@@ -101,9 +101,9 @@ def _inspect(argv: list[str], prog: str = "gralc inspect") -> int:
             print(f"error: {exc}", file=sys.stderr)
             status = 2
             continue
-        # a file name with bytes that are not UTF-8 reaches us as surrogates, which a UTF-8
-        # stdout refuses: the report shows U+FFFD there
-        print(replace_surrogates(report)[0])
+        # corpus text (titles) and file names shown, never acted on by the terminal: controls
+        # and unpaired surrogates (a file name that is not UTF-8) as their escapes
+        print(for_terminal(report))
     return status
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder
-from gralc.documents.question import Question
+from gralc.documents.question import Question, clean_question_text
 from gralc.documents.sentences import split_sentences
 from gralc.documents.textio import read_json_file, replace_surrogates_in, surrogate_warning
 
@@ -128,6 +128,7 @@ def convert_record(
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"PubMedQA record {pmid}: the question must be a non-blank string, got "
                          f"{question!r:.60}")  # fmt: skip
+    question = clean_question_text(question, f"PubMedQA record {pmid}: the question")
     if len(labels) != len(contexts):
         raise ValueError(
             f"PubMedQA record {pmid}: {len(contexts)} CONTEXTS but {len(labels)} LABELS"

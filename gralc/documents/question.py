@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from dataclasses import dataclass, field
 
 from gralc.documents.textio import replace_surrogates, surrogate_warning
@@ -87,23 +88,50 @@ def relevance_problem(relevance: object, gold_doc_id: str) -> str:
     return ""
 
 
+#: the longest question GraLC reads, in characters: an encoder reads a question's first
+#: 256-512 word-pieces (a few thousand characters at most), so a longer input is cut here,
+#: before any tokenizer, counter or output sees it (one 85 MB question took 10 GiB before)
+MAX_QUESTION_CHARS = 8192
+_LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
+
+
 def clean_question_text(text: object, where: str) -> str:
-    """A question as text every tokenizer takes, or a ValueError naming ``where``.
+    """A question as text every tokenizer takes, or a ValueError naming ``where``: the one
+    gate every question passes (question files, BEIR queries, benchmarks, the command line,
+    ``Retriever.search``).
 
-    Not a string: the error. Unpaired UTF-16 surrogates (a JSON ``\\udcff`` escape; a command
-    line argument with bytes that are not UTF-8, which Python hands over as ``'\\udcff'``):
-    replaced by U+FFFD with one warning naming ``where`` - left in, they end the search in the
-    tokenizer's bare ``TypeError``. ``where`` is e.g. ``questions.jsonl:12`` or ``the question
-    argument``.
+    Not a string: the error. Longer than :data:`MAX_QUESTION_CHARS`: cut there, with a
+    warning. Unpaired UTF-16 surrogates (a JSON ``\\udcff`` escape; a command line argument
+    with bytes that are not UTF-8): replaced by U+FFFD with one warning naming ``where``.
+    Control and format characters (zero-width spaces and joiners, U+FEFF, soft hyphens, bidi
+    overrides; the encoders' tokenizers drop them too): removed; line breaks and tabs stay
+    (whitespace to every tokenizer). What is left must hold a letter or a digit: a blank question, or one made only of
+    invisible characters or punctuation, is the error. ``where`` is e.g.
+    ``questions.jsonl:12`` or ``the question argument``.
 
-    >>> clean_question_text("What limits adherence?", "questions.jsonl:1")
+    >>> clean_question_text("What limits\\u200b adherence?", "questions.jsonl:1")
     'What limits adherence?'
+    >>> clean_question_text("\\u200b\\ufeff", "questions.jsonl:2")
+    Traceback (most recent call last):
+    ValueError: questions.jsonl:2: the question has no letters or digits (only invisible or control characters); every question needs words to search with
     """
     if not isinstance(text, str):
         raise ValueError(f"{where}: a question must be a string, got {type(text).__name__} "
                          f"{str(text)[:60]!r}")  # fmt: skip
+    if len(text) > MAX_QUESTION_CHARS:
+        log.warning("%s: the question has %d characters; only its first %d are read (an encoder "
+                    "reads a question's first few hundred word-pieces)", where, len(text), MAX_QUESTION_CHARS)
+        text = text[:MAX_QUESTION_CHARS]
     cleaned, bad = replace_surrogates(text)
     if bad:
         log.warning("%s (is the terminal or the file not UTF-8?)",
                     surrogate_warning(where, bad, strings=False))
+    if not (cleaned.isascii() and cleaned.isprintable()):
+        cleaned = "".join(ch for ch in cleaned
+                          if ch in _LINE_BREAKS or unicodedata.category(ch) not in ("Cc", "Cf"))
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        what = "it is blank" if not text.strip() else (
+            "only invisible or control characters" if not cleaned.strip() else "no words")
+        raise ValueError(f"{where}: the question has no letters or digits ({what}); every "
+                         "question needs words to search with")
     return cleaned

@@ -441,10 +441,11 @@ def test_question_text_and_pubmedqa(workdir, check_offsets):
         TRIED["questions"] += 1
         try:
             cleaned = clean_question_text(question, "fuzz")
-        except ValueError as exc:
-            assert is_user_error(exc) and not isinstance(question, str)
-        else:
-            assert len(cleaned) == len(question)
+        except ValueError as exc:  # not a string, or no letter / digit left (the question gate)
+            assert is_user_error(exc)
+            assert not isinstance(question, str) or "no letters or digits" in str(exc)
+        else:  # control and format characters removed, surrogates replaced, never longer
+            assert len(cleaned) <= len(question)
             cleaned.encode("utf-8")
         path = workdir / "ori_pqal.json"
         (workdir / "test_ground_truth.json").write_text("{}", encoding="utf-8")
