@@ -179,7 +179,6 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
     boundary scores; the level for multi-level indexes), then each quality metric."""
     from rich.console import Console
     from rich.table import Table
-
     from rich.text import Text
 
     from gralc.documents.textio import for_terminal
