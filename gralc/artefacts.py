@@ -383,6 +383,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: an empty lock older than this was left by a writer killed between creating and writing it
+#: (both happen within microseconds of each other)
+EMPTY_LOCK_GRACE_S = 10.0
+
+
 def _stale(lock: Path) -> str | None:
     """Why ``lock`` is stale (its writer is dead on this host), else None."""
     try:
@@ -395,6 +400,12 @@ def _stale(lock: Path) -> str | None:
     except (ValueError, KeyError, TypeError):
         if raw.isdigit():  # a lock of an older GraLC: its PID only, this host assumed
             pid, host = int(raw), socket.gethostname()
+        elif not raw:  # a writer killed between creating the lock and writing into it
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except OSError:
+                return None
+            return f"it is empty and {age:.0f} s old" if age > EMPTY_LOCK_GRACE_S else None
         else:
             return None
     if host != socket.gethostname():

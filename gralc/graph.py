@@ -75,6 +75,7 @@ def draw(index: GraphIndex, path: str | Path, communities: int = 4, per_communit
     path = Path(path)
     from gralc.atomic import atomic_write
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as f:  # the format from the name, as savefig(path) takes it
         fig.savefig(f, format=path.suffix[1:] or None, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -132,6 +133,7 @@ def _main(argv: list[str]) -> int:
     from gralc.retrieval.graph.search import GraphConfig, GraphIndex
 
     source = Path(args.source)
+    png = picture_path(args.png) if args.png else None  # checked before any work
     keys = route_settings(args.settings, ("graph",))
     graph_cfg = load_config(GraphConfig, None, keys["graph"])
     if (source / "retriever.json").is_file():
@@ -156,9 +158,33 @@ def _main(argv: list[str]) -> int:
         else:
             index = from_corpus(str(source), args.strategy, rest, graph_cfg)
     print(describe(index, args.top))
-    if args.png:
-        print(f"drawn: {draw(index, args.png)}")
+    if png is not None:
+        print(f"drawn: {draw(index, png)}")
     return 0
+
+
+#: the picture formats --png takes (matplotlib's, by the file's suffix)
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+
+
+def picture_path(value: str) -> Path:
+    """Where ``--png VALUE`` draws: the file itself, or ``VALUE/communities.png`` when it names
+    a folder (existing, or written with a trailing slash); another suffix is a ValueError
+    naming the formats, before any work.
+
+    >>> picture_path("out/graph.svg").name
+    'graph.svg'
+    >>> picture_path("out/").name
+    'communities.png'
+    """
+    path = Path(value)
+    if path.is_dir() or value.endswith(("/", "\\")):
+        return path / "communities.png"
+    if path.suffix.lower() not in PICTURE_SUFFIXES:
+        raise ValueError(f"--png {value}: a picture file ends in {', '.join(PICTURE_SUFFIXES)} "
+                         f"(e.g. --png {path.with_suffix('.png')}), or name a folder to draw "
+                         "communities.png into")
+    return path
 
 
 main = command_main(_main)

@@ -77,13 +77,40 @@ def decode_utf8(data: bytes, name: str | Path, what: str = "UTF-8",
     'ok'
     """
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8").removeprefix("\ufeff")
+        if "\x00" not in text or guess_encoding(data).startswith("latin1"):
+            return text
+        # mostly-ASCII UTF-16 / UTF-32 without a byte-order mark decodes as UTF-8 with NULs
+        raise UnicodeDecodeError("utf-8", data, data.index(0), data.index(0) + 1, "NUL byte")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         path = Path(name)
+        source = guess_encoding(data)
         raise _error(error, f"{name}:{line}: not {what} (byte 0x{data[exc.start]:02x} at byte offset "
-                            f"{exc.start}); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8 "
-                            f"{path.name} > fixed{path.suffix}", name, line) from None
+                            f"{exc.start}{f'; it looks like {source}' if source != 'latin1' else ''}); "
+                            f"re-save it as UTF-8, e.g. iconv -f {source} -t UTF-8 {path.name} > "
+                            f"fixed{path.suffix}", name, line) from None
+
+
+def guess_encoding(data: bytes) -> str:
+    """The encoding ``iconv -f`` should read ``data`` (which is not UTF-8) with: UTF-32 or UTF-16
+    by their byte-order mark or by NUL bytes in every other (or every fourth) position, else
+    ``latin1`` (Windows' and old Unix tools' usual single-byte text).
+
+    >>> guess_encoding("café".encode("utf-16")), guess_encoding("café".encode("latin1"))
+    ('UTF-16', 'latin1')
+    """
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    head = data[:4096]
+    zeros = head.count(0)
+    if len(head) >= 8 and zeros >= 0.65 * len(head):  # mostly-ASCII UTF-32: 3 NULs a character
+        return "UTF-32LE" if head[0] else "UTF-32BE"
+    if len(head) >= 8 and zeros >= len(head) // 4:  # mostly-ASCII UTF-16: 1 NUL a character
+        return "UTF-16LE" if head[1::2].count(0) > head[0::2].count(0) else "UTF-16BE"
+    return "latin1"
 
 
 def parse_json(text: str, name: str | Path, line: int | None = None, hint: str = "",

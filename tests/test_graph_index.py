@@ -70,6 +70,19 @@ def test_graph_cli_shows_and_draws_an_index(built, tmp_path, capsys):
     assert "top 2 of" in out and png.stat().st_size > 10_000
 
 
+def test_png_names_a_picture_or_a_folder_and_says_where_it_drew(built, tmp_path, capsys):
+    """Issue 58, class 10: ``--png DIR`` wrote DIR.png and said it drew DIR."""
+    single, _, _ = built
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    assert graph_cli.main([str(single), "--png", str(folder)]) == 0
+    assert f"drawn: {folder / 'communities.png'}" in capsys.readouterr().out
+    assert (folder / "communities.png").stat().st_size > 10_000
+    assert graph_cli.main([str(single), "--png", str(tmp_path / "graph.txt")]) == 2
+    assert "a picture file ends in .png" in capsys.readouterr().err
+    assert not (tmp_path / "graph.txt").exists()
+
+
 def test_an_index_without_a_graph_is_named(tmp_path, capsys):
     from gralc.cli import run
 

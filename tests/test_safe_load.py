@@ -102,3 +102,15 @@ def test_json_files_are_read_through_the_one_reader():
                 bad.append(f"gralc/{rel}:{line} in {func}")
     assert bad == [], f"read JSON files with gralc.safe_load.read_json_untrusted: {bad}"
     assert used == set(OWN_JSON), f"stale OWN_JSON entries: {set(OWN_JSON) - used}"
+
+
+def test_a_utf16_or_utf32_file_is_told_its_own_encoding(tmp_path):
+    """Issue 58, class 10: a UTF-16 file was told to use ``iconv -f latin1``."""
+    from gralc.safe_load import decode_utf8
+
+    for codec, name in [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"),
+                        ("utf-32", "UTF-32"), ("utf-32-le", "UTF-32LE")]:
+        with pytest.raises(ValueError, match=f"looks like {name}\\);.*iconv -f {name} -t UTF-8 q.txt"):
+            decode_utf8("Which drug lowers HbA1c?\n".encode(codec), tmp_path / "q.txt")
+    with pytest.raises(ValueError, match="iconv -f latin1 -t UTF-8 q.txt"):
+        decode_utf8("caf\xe9 au lait".encode("latin1"), tmp_path / "q.txt")

@@ -430,3 +430,21 @@ def test_the_swap_is_one_exchange_where_the_file_system_allows(tmp_path, monkeyp
     (tmp_path / "y").mkdir()
     if real(tmp_path / "x", tmp_path / "y"):  # exchange supported here: out is never renamed away
         assert not [r for r in renames if Path(r[0]) == out]
+
+
+def test_an_empty_lock_left_by_a_killed_writer_is_taken_over(tmp_path, caplog):
+    """Issue 58, class 10: an empty lock (a writer killed between creating and writing it)
+    blocked every later writer forever. A fresh empty lock still blocks (its writer may be
+    about to write it); an old one is stale."""
+    out = tmp_path / "idx"
+    lock = tmp_path / ".idx.lock"
+    lock.write_text("")
+    with pytest.raises(OutputDirError, match="another GraLC process"):
+        with write_artefact(out, "index") as tmp:
+            (tmp / "a.json").write_text("{}")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    with write_artefact(out, "index") as tmp:
+        (tmp / "a.json").write_text("{}")
+    assert "stale lock" in caplog.text and "empty" in caplog.text
+    assert not lock.exists() and (out / "a.json").is_file()
