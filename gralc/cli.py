@@ -72,9 +72,42 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
     except USER_ERRORS as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {disk_full(exc) or exc}", file=sys.stderr)
         print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
         return 2
+    except Exception as exc:
+        why = disk_full(exc)
+        if why is None or debug:
+            raise
+        print(f"error: {why}", file=sys.stderr)
+        print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
+        return 2
+
+
+#: errno values of a write that found no room: ENOSPC, EFBIG (a file-size limit), EDQUOT
+_NO_ROOM = {28, 27, 122}
+#: how libraries that do not raise OSError say the same (FAISS's "write error", safetensors)
+_NO_ROOM_WORDS = re.compile(r"No space left|File too large|Disk quota exceeded|write error|"
+                            r"os error (28|27|122)\b", re.I)
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """One message for a write that ran out of room (a full disk, a quota, a file-size limit),
+    from an ``OSError`` or from a library's own error (FAISS, safetensors) anywhere in the
+    chain of causes; None for any other error.
+
+    >>> disk_full(OSError(28, "No space left on device", "out/index.faiss"))
+    'no room to write out/index.faiss (No space left on device): free space there, or write to another folder'
+    """
+    seen = 0
+    while exc is not None and seen < 8:
+        text = str(exc)
+        if isinstance(exc, OSError) and exc.errno in _NO_ROOM or _NO_ROOM_WORDS.search(text):
+            where = getattr(exc, "filename", None) or "the output"
+            why = getattr(exc, "strerror", None) or text.strip().splitlines()[0][:200]
+            return f"no room to write {where} ({why}): free space there, or write to another folder"
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def command_main(body: Callable[[list[str]], int]) -> Callable[..., int]:

@@ -300,8 +300,10 @@ def load_tokenizer_and_model(name_or_path: str):
     Example: ``tokenizer, model = load_tokenizer_and_model("all-MiniLM-L6-v2")`` ->
     ``model.config.hidden_size`` is 384.
     """
+    import pickle
+    import zipfile
+
     import torch
-    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
     ref = resolve_model(name_or_path)
@@ -316,10 +318,18 @@ def load_tokenizer_and_model(name_or_path: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref, use_fast=True, **kwargs)
         model = AutoModel.from_pretrained(ref, **kwargs)
-    except (OSError, ValueError, SafetensorError, RuntimeError) as err:
-        if local:  # a corrupt file the checks above do not know: named by transformers
+    except Exception as err:  # noqa: BLE001 - a local folder: whatever its files make a loader raise
+        if local:  # a corrupt file the checks above do not know
+            pickled = not list(Path(ref).glob("*.safetensors")) and list(Path(ref).glob("*.bin"))
+            if pickled or isinstance(err, pickle.UnpicklingError | EOFError | zipfile.BadZipFile):
+                # never repeat torch's advice to load with weights_only=False: that runs code
+                why = (f"a weights file (pytorch_model.bin) is damaged or holds more than plain "
+                       f"weights ({type(err).__name__}); GraLC loads weights only and never "
+                       "unpickles code")
+            else:
+                why = (str(err).strip() or type(err).__name__).splitlines()[0]
             raise ValueError(f"encoder.model={name_or_path}: could not load the encoder from "
-                             f"folder {ref}: {err}; {_FOLDER_FIX}") from err
+                             f"folder {ref}: {why}; {_FOLDER_FIX}") from err
         if not isinstance(err, OSError):
             raise
         why = (str(err).strip() or type(err).__name__).splitlines()[0]

@@ -321,3 +321,19 @@ def test_long_documents_stream_with_the_same_numbers(caplog):
     assert torch.allclose(batched[0].vectors, streamed[0].vectors, atol=1e-6)
     assert torch.allclose(batched[1].vectors, streamed[1].vectors, atol=1e-5)  # other padding
     assert "streaming it through the encoder" in caplog.text and "windows encoded" in caplog.text
+
+
+@pytest.mark.parametrize("content", [b"garbage bytes", b"\x80\x02" + b"junk" * 20, b"PK\x03\x04" + b"\x00" * 30])
+def test_an_encoder_whose_weights_cannot_be_unpickled_is_one_message(tmp_path, minilm_path, content):
+    """Issue 58, class 9: a pytorch_model.bin that is not plain weights ended in a raw
+    UnpicklingError (and torch's advice to load with weights_only=False, which runs code)."""
+    import shutil
+
+    from gralc.encoding.models import load_tokenizer_and_model
+
+    folder = tmp_path / "enc"
+    shutil.copytree(minilm_path, folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    (folder / "pytorch_model.bin").write_bytes(content)
+    with pytest.raises(ValueError, match="could not load the encoder .* never unpickles code") as err:
+        load_tokenizer_and_model(str(folder))
+    assert "weights_only" not in str(err.value)
