@@ -256,10 +256,13 @@ def config_from_dict(schema: type[T], values: Any, source: str) -> T:
     'demo'
     """
     schema_obj = schema()
-    cfg = _merge(OmegaConf.structured(schema_obj), OmegaConf.create(values or {}), source, schema_obj)
+    if not isinstance(values, dict | None):
+        raise ConfigError(f"config in {source}: expected a mapping of settings, got "
+                          f"{type(values).__name__}")
     try:
+        cfg = _merge(OmegaConf.structured(schema_obj), OmegaConf.create(values or {}), source, schema_obj)
         return OmegaConf.to_object(cfg)  # type: ignore[return-value]
-    except OmegaConfBaseException as exc:
+    except (OmegaConfBaseException, TypeError) as exc:  # e.g. a mapping where a list belongs
         raise ConfigError(f"config in {source} incomplete or invalid: {exc}") from None
 
 

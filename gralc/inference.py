@@ -332,6 +332,7 @@ class Retriever:
         # validated in memory: loading never writes into the index folder (read-only storage,
         # concurrent readers)
         pipeline_cfg = config_from_dict(PipelineConfig, spec.pipeline, f"{spec_file} (pipeline)")
+        spec.fusion = to_dict(config_from_dict(FusionConfig, spec.fusion, f"{spec_file} (fusion)"))
         if search:
             if spec.model is None:
                 raise ValueError(f"search settings {list(search)} apply to a trained model's index; "

@@ -262,6 +262,57 @@ def test_no_manifest_edit_hides_a_changed_file(hybrid, tmp_path_factory, data):
         verify_artefact(folder, ("index",))
 
 
+def _leaves(d, path=()):
+    if isinstance(d, dict) and d:
+        for k, v in d.items():
+            yield from _leaves(v, (*path, k))
+    else:
+        yield path, d
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_field_of_retriever_json_of_the_wrong_type_is_a_user_error(hybrid, tmp_path_factory, data):
+    """Fuzz (issue 58, class 9): a retriever.json whose field has another type (re-signed, so
+    only the content is at fault) loads, or fails with one user error; never a TypeError."""
+    folder = tmp_path_factory.mktemp("spec") / "index"
+    shutil.copytree(hybrid, folder)
+    spec = json.loads((folder / "retriever.json").read_text())
+    path, _ = data.draw(st.sampled_from([p for p in _leaves(spec) if p[0]]), label="field")
+    value = data.draw(st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
+                                st.text(max_size=5), st.just([]), st.just({}), st.just({"x": [1]})),
+                      label="value")
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    (folder / "retriever.json").write_text(json.dumps(spec))
+    reseal(folder)
+    try:
+        Retriever.load(folder)
+    except (ValueError, FileNotFoundError):
+        pass
+
+
+@pytest.mark.parametrize("path, value", [
+    (("fusion", "rrf_k"), {}), (("fusion", "candidates"), "many"), (("fusion", "lexical_weight"), [1]),
+    (("pipeline", "knowledge", "linker", "stoplist"), {}), (("pipeline",), "x"),
+])
+def test_a_malformed_retriever_json_field_is_named_before_any_search(hybrid, path, value):
+    """Issue 58, class 9: each of these ended in a TypeError traceback (at load or at the
+    first search); the spec's sections are validated like any config, naming the file."""
+    spec = json.loads((hybrid / "retriever.json").read_text())
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    (hybrid / "retriever.json").write_text(json.dumps(spec))
+    reseal(hybrid)
+    with pytest.raises(ValueError, match="retriever.json"):
+        Retriever.load(hybrid)
+
+
 def test_an_export_with_files_emptied_is_refused_as_a_model(tmp_path):
     out = tmp_path / "export"
     with write_artefact(out, "export") as tmp:
