@@ -49,6 +49,9 @@ def _parsers() -> dict[str, CommandParser]:
                           "(any order) into one index.", renamed=RENAMED, takes_settings=False)
     merge.add_argument("shards", nargs="+", help="shard folders")
     merge.add_argument("--out", required=True, help="merged index folder to write")
+    merge.add_argument("--corpus", help="the corpus folder the shards were built from: a merge of "
+                                        "corpus graphs re-reads its files (checked against the "
+                                        "digests each shard recorded)")
     merge.add_force()
     return {"build": build, "codec": codec, "merge": merge}
 
@@ -87,7 +90,7 @@ def _main(argv: list[str]) -> int:
         print(f"token codec ({codec.code_size} bytes a token, {codec.n_centroids} centroids) "
               f"into {args.out}")
     else:
-        merged = lib.merge_shards(args.shards, args.out, force=args.force)
+        merged = lib.merge_shards(args.shards, args.out, force=args.force, corpus=args.corpus)
         print(f"merged {len(args.shards)} shards: {len(merged)} chunks into {args.out}")
     return 0
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gralc.artefacts import check_output_dir, output_lock, write_artefact
-from gralc.documents.corpus import corpus_files
+from gralc.artefacts import check_output_dir, file_sha256, output_lock, write_artefact
+from gralc.documents.corpus import corpus_files, inside_corpus
 from gralc.inference import (
     CONCEPTS_DIR,
     GRAPH_DIR,
@@ -96,14 +96,34 @@ def build_shard(
                                     overrides=overrides, graph=True if graph else None,
                                     token_codec=token_codec)
         manifest = {
-            "corpus": str(Path(corpus).resolve()),
+            "corpus": str(Path(corpus).resolve()),  # informative: a merge reads the corpus it is given
             "shard": shard,
             "num_shards": num_shards,
             "files": [str(f.relative_to(corpus)) for f in files],
             "n_chunks": len(retriever.index),
+            # the corpus as this shard saw it (every file's name and size) and its own files'
+            # digests: a merge refuses shards that saw different corpora, and files that
+            # changed since
+            "corpus_listing": corpus_listing(corpus),
+            "digests": {str(f.relative_to(corpus)): file_sha256(f) for f in files},
         }
         retriever.save(out, force=force, inputs=inputs, extra={SHARD_FILE: manifest})
     return retriever
+
+
+def corpus_listing(corpus: str | Path) -> dict[str, Any]:
+    """What a shard records of the whole corpus it was cut from: how many files and a SHA-256
+    over every file's relative name and size (:func:`gralc.documents.corpus.corpus_files`,
+    the one corpus walker).
+
+    Example: ``corpus_listing("gralc/data/demo/articles")["n_files"]`` -> ``10``.
+    """
+    import hashlib
+
+    files = corpus_files(corpus)
+    digest = hashlib.sha256("".join(f"{f.relative_to(corpus).as_posix()}\t{f.stat().st_size}\n"
+                                    for f in files).encode()).hexdigest()
+    return {"n_files": len(files), "sha256": digest}
 
 
 def build_codec(corpus: str | Path, model: str | Path, out: str | Path, force: bool = False,
@@ -120,7 +140,8 @@ def build_codec(corpus: str | Path, model: str | Path, out: str | Path, force: b
 
 
 #: shard.json's fields and their types (checked before a merge reads anything else)
-SHARD_FIELDS = {"corpus": str, "shard": int, "num_shards": int, "files": list, "n_chunks": int}
+SHARD_FIELDS = {"corpus": str, "shard": int, "num_shards": int, "files": list, "n_chunks": int,
+                "corpus_listing": dict, "digests": dict}
 
 
 def _read_shard(directory: Path) -> dict[str, Any]:
@@ -139,8 +160,13 @@ def _read_shard(directory: Path) -> dict[str, Any]:
     if not 0 <= manifest["shard"] < manifest["num_shards"]:
         raise ValueError(f"{source}: shard {manifest['shard']} outside [0, {manifest['num_shards']}): "
                          "rebuild the shard")
-    corpus = Path(manifest["corpus"])
-    manifest["paths"] = [path_inside(corpus, f, f"{source} (files)") for f in manifest["files"]]
+    for f in manifest["files"]:  # names inside any corpus folder (no '..', no absolute path)
+        if not isinstance(f, str):
+            raise ValueError(f"{source}: 'files' holds {f!r}, not a file name: rebuild the shard")
+        path_inside(Path("/corpus"), f, f"{source} (files)")
+    bad = [f for f in manifest["files"] if not isinstance(manifest["digests"].get(f), str)]
+    if bad:
+        raise ValueError(f"{source}: file {bad[0]!r} has no recorded digest: rebuild the shard")
     manifest["spec"] = spec = read_json(directory / RETRIEVER_FILE)
     if isinstance(spec, dict) and spec.get("model") is not None:
         # each shard names its model relative to itself: compare and merge where it is
@@ -156,21 +182,33 @@ def _read_shard(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool = False) -> ChunkIndex:
+def merge_shards(shard_dirs: Sequence[str | Path], out: str | Path, force: bool = False,
+                 corpus: str | Path | None = None) -> ChunkIndex:
     """Merge every shard of one sharded build (any argument order) into the index ``out``
-    (holding other files needs ``force``; it may not overlap a shard)."""
+    (holding other files needs ``force``; it may not overlap a shard). ``corpus``: the folder
+    the shards were built from, declared by the caller (never taken from a shard's
+    ``shard.json``); needed when the shards carry corpus graphs, whose merge re-reads the
+    files, each checked against the digest its shard recorded. Shards that saw different
+    corpora (a file added, removed or resized between two shard builds) are refused."""
     if not shard_dirs:
         raise ValueError("merge needs shard directories (e.g. gralc shard merge OUT/shard_* --out OUT/merged)")
-    check_output_dir(out, "index", force, shard_dirs)
+    check_output_dir(out, "index", force, [*shard_dirs, corpus])
     with output_lock(out):
-        return _merge_locked(shard_dirs, out, force)
+        return _merge_locked(shard_dirs, out, force, None if corpus is None else Path(corpus))
 
 
-def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool) -> ChunkIndex:
+def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool,
+                  corpus: Path | None) -> ChunkIndex:
     shards = sorted((_read_shard(Path(d)) for d in shard_dirs), key=lambda m: m["shard"])
     first = shards[0]
     for m in shards:
-        for key in ("corpus", "num_shards", "spec", "encoder_id"):
+        if m["corpus_listing"] != first["corpus_listing"]:
+            raise ValueError(
+                f"{m['dir']} and {first['dir']} saw different corpora ({m['corpus_listing'].get('n_files')} "
+                f"vs {first['corpus_listing'].get('n_files')} files, or files renamed or resized "
+                "between the two builds): a merge would miss documents; rebuild every shard from "
+                "the corpus as it is now")
+        for key in ("num_shards", "spec", "encoder_id"):
             if m[key] != first[key]:
                 raise ValueError(
                     f"{m['dir']} and {first['dir']} differ in {key} ({m[key]!r} vs "
@@ -182,12 +220,17 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
             f"shards {got} given, need exactly {want}: rebuild the missing ones "
             "(gralc shard build ... --shard I) or drop the duplicates"
         )
+    listed = [f for m in shards for f in m["files"]]
+    if len(set(listed)) != len(listed) or len(listed) != first["corpus_listing"].get("n_files"):
+        raise ValueError(f"the shards list {len(set(listed))} distinct files of a corpus of "
+                         f"{first['corpus_listing'].get('n_files')}: not the shards of one build; "
+                         "rebuild them")
     parts = [ChunkIndex.load(m["dir"]) for m in shards]
     merged = ChunkIndex.merge(parts)
-    graph = _merge_graphs(shards)
+    graph = _merge_graphs(shards, corpus)
     trained = _merge_trained(shards, parts, merged) if first["spec"].get("model") is not None else None
     meta = read_json(first["dir"] / CONFIG_FILE)
-    with write_artefact(out, "index", force, [*shard_dirs, first["corpus"]]) as tmp:
+    with write_artefact(out, "index", force, [*shard_dirs, corpus]) as tmp:
         merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
         spec = dict(first["spec"])
         if spec.get("model") is not None:  # relative to the merged index, as a single build's
@@ -227,12 +270,29 @@ def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged
     return table, indexes
 
 
-def _merge_graphs(shards: list[dict[str, Any]]):
+def _merge_graphs(shards: list[dict[str, Any]], corpus: Path | None):
     """The shards' corpus graphs added into one, with communities, reports and vectors
-    computed over the whole; None when no shard has a graph."""
+    computed over the whole (the files re-read from ``corpus``, each checked against its
+    shard's digest first); None when no shard has a graph."""
+    from gralc.safe_load import path_inside
+
     has = [(m["dir"] / GRAPH_DIR).is_dir() for m in shards]
     if not any(has):
         return None
+    if corpus is None:
+        raise ValueError("these shards carry corpus graphs, whose merge re-reads the corpus: "
+                         "declare the folder they were built from with --corpus DIR")
+    if not corpus.is_dir():
+        raise FileNotFoundError(f"--corpus {corpus} is not a folder")
+    paths = []
+    for m in shards:
+        for f in m["files"]:
+            path = path_inside(corpus, f, f"{m['dir'] / SHARD_FILE} (files)")
+            if not path.is_file() or not inside_corpus(corpus, path) or file_sha256(path) != m["digests"][f]:
+                raise ValueError(f"{path} is not the file shard {m['shard']} was built from "
+                                 f"({m['dir'] / SHARD_FILE} records its SHA-256): is --corpus the "
+                                 "build's corpus? If the file changed since, rebuild the shards")
+            paths.append(path)
     if not all(has):
         missing = [str(m["dir"]) for m, h in zip(shards, has) if not h]
         raise ValueError(f"shards {missing} have no corpus graph but others do: rebuild them with --graph")
@@ -248,5 +308,5 @@ def _merge_graphs(shards: list[dict[str, Any]]):
     spec = shards[0]["spec"]
     cfg = config_from_dict(GraphConfig, spec.get("graph") or {}, f"{shards[0]['dir']}/{RETRIEVER_FILE} (graph)")
     pipeline = Pipeline(config_from_dict(PipelineConfig, spec["pipeline"], f"{RETRIEVER_FILE} (pipeline)"))
-    docs = read_files([p for m in shards for p in m["paths"]])
+    docs = read_files(paths)
     return finish_index_graph(graph, [(d, pipeline.linker.link(d.text)) for d in docs], pipeline, cfg)

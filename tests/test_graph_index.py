@@ -28,7 +28,7 @@ def built(tmp_path_factory):
         assert shard_cli.main(["build", str(ARTICLES), "--shard", str(i), "--num-shards",
                                  "2", "--out", str(out), "--strategy", "late", "--graph"]) == 0
     merged = root / "merged"
-    assert shard_cli.main(["merge", *map(str, shards), "--out", str(merged)]) == 0
+    assert shard_cli.main(["merge", *map(str, shards), "--out", str(merged), "--corpus", str(ARTICLES)]) == 0
     return single, merged, shards
 
 

@@ -51,7 +51,25 @@ def corpus_files(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> list[
     if not root.is_dir():
         raise FileNotFoundError(f"corpus directory {root} does not exist or is not a directory")
     files = {p for glob in pattern.split("|") for p in root.glob(glob.strip()) if p.is_file()}
-    return sorted(files)
+    inside = {p for p in files if inside_corpus(root, p)}
+    for p in sorted(files - inside):
+        log.warning("skipping %s: a link to %s, outside the corpus folder %s (GraLC reads only "
+                    "files that lie inside the folder it is given; copy the file in to index it)",
+                    p, p.resolve(), root)
+    return sorted(inside)
+
+
+def inside_corpus(root: str | Path, path: str | Path) -> bool:
+    """Whether ``path`` (a file under the corpus folder ``root``, perhaps a symbolic link or
+    under one) really lies inside ``root``: the one rule of every corpus walker (indexing,
+    graphs, shard builds and merges), so a link cannot bring a file from elsewhere in.
+
+    >>> inside_corpus("gralc/data/demo/articles", "gralc/data/demo/articles/PMC9000001.nxml")
+    True
+    """
+    real_root = Path(root).resolve()
+    real = Path(path).resolve()
+    return real == real_root or real_root in real.parents
 
 
 def iter_corpus(

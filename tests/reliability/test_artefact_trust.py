@@ -385,6 +385,78 @@ def test_an_export_naming_an_encoder_outside_itself_is_refused(tmp_path):
     assert load_trained  # the export loader resolves lora.merged_encoder through path_inside
 
 
+def _two_shards(corpus: Path, root: Path, graph: bool = True) -> list[Path]:
+    from gralc.shard_index import build_shard
+
+    shards = [root / f"shard_{i}" for i in range(2)]
+    for i, shard in enumerate(shards):
+        build_shard(corpus, i, 2, shard, strategy="late", graph=graph)
+    return shards
+
+
+def test_a_merge_reads_the_corpus_its_caller_declares_never_the_shards(corpus, tmp_path):
+    """Issue 58, class 2: a shard's ``corpus`` field (an absolute path) was trusted, so a
+    merge read files from any folder into graph/reports.json."""
+    import shutil
+
+    from gralc.shard_index import merge_shards
+
+    shards = _two_shards(corpus, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(corpus, elsewhere)
+    for name in sorted(p.name for p in elsewhere.iterdir()):
+        (elsewhere / name).write_text("Private\n\nThe password is hunter2.\n")
+    meta = json.loads((shards[0] / "shard.json").read_text())
+    meta["corpus"] = str(elsewhere)
+    (shards[0] / "shard.json").write_text(json.dumps(meta))
+    reseal(shards[0])
+    with pytest.raises(ValueError, match="declare the folder they were built from with --corpus"):
+        merge_shards(shards, tmp_path / "merged")
+    with pytest.raises(ValueError, match="is not the file shard 0 was built from"):
+        merge_shards(shards, tmp_path / "merged", corpus=elsewhere)  # other content, same names
+    merged = tmp_path / "merged"
+    merge_shards(shards, merged, corpus=corpus)
+    assert "hunter2" not in (merged / "graph" / "reports.json").read_text()
+
+
+def test_a_corpus_that_changed_between_shard_builds_is_refused(corpus, tmp_path):
+    """Issue 58, class 3: files added between two shard builds left the merged index silently
+    without a document."""
+    import shutil
+
+    from gralc.shard_index import build_shard, merge_shards
+
+    moving = tmp_path / "corpus"
+    shutil.copytree(corpus, moving)
+    build_shard(moving, 0, 2, tmp_path / "shard_0", strategy="late")
+    (moving / "zz_new.txt").write_text("A new article\n\nAbout fever in rats.\n")
+    build_shard(moving, 1, 2, tmp_path / "shard_1", strategy="late")
+    with pytest.raises(ValueError, match="saw different corpora"):
+        merge_shards([tmp_path / "shard_0", tmp_path / "shard_1"], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_a_link_out_of_the_corpus_is_never_read(corpus, tmp_path, caplog):
+    """Issue 58, class 5: ``corpus/notes.txt -> ../private.txt`` was indexed by gralc.index,
+    gralc.graph and shard builds. One walker, one rule: only files inside the folder."""
+    import shutil
+
+    from gralc.documents.corpus import corpus_files
+
+    linked = tmp_path / "corpus"
+    shutil.copytree(corpus, linked)
+    private = tmp_path / "private.txt"
+    private.write_text("Private\n\nThe password is hunter2.\n")
+    (linked / "notes.txt").symlink_to(private)
+    (linked / "inside.txt").symlink_to(linked / sorted(p.name for p in corpus.iterdir())[0])
+    names = [p.name for p in corpus_files(linked)]
+    assert "notes.txt" not in names and "inside.txt" in names  # a link inside the folder is fine
+    assert "outside the corpus folder" in caplog.text
+    out = tmp_path / "index"
+    assert build(linked, out) == 0
+    assert "hunter2" not in (out / "chunks.jsonl").read_text()
+
+
 def test_a_shard_manifest_cannot_pull_outside_files_into_a_merge(corpus, tmp_path):
     from gralc.shard_index import build_shard, merge_shards
 
@@ -401,6 +473,7 @@ def test_a_shard_manifest_cannot_pull_outside_files_into_a_merge(corpus, tmp_pat
     with pytest.raises(ValueError, match="leads outside"):
         merge_shards(shards, tmp_path / "merged")
     meta["files"], meta["shard"] = ["a.txt"], "0"  # a wrong field type
+    meta["digests"]["a.txt"] = "0" * 64
     (shards[0] / "shard.json").write_text(json.dumps(meta))
     reseal(shards[0])
     with pytest.raises(ValueError, match="'shard' must be int"):
