@@ -90,6 +90,22 @@ class RetrieverSpec:
     search: dict[str, Any] = field(default_factory=dict)
     #: where the model was when the index was built (absolute; a last place to look)
     model_origin: str | None = None
+    #: the encoder's content when the index was built (:func:`gralc.encoding.models.encoder_digest`)
+    encoder_sha256: str | None = None
+
+
+def _check_encoder(spec: RetrieverSpec, model: str, spec_file: Path) -> None:
+    """Refuse, before any answer, an encoder whose content is not the one the index was built
+    with (replaced by another of the same width, or damaged in place)."""
+    from gralc.encoding.models import encoder_digest, resolve_model
+
+    if spec.encoder_sha256 is None:  # an index of an older GraLC: nothing recorded
+        return
+    now = encoder_digest(model)
+    if now is not None and now != spec.encoder_sha256:
+        raise ValueError(f"encoder {resolve_model(model)} is not the encoder this index was built "
+                         f"with ({spec_file} records another SHA-256 of its files): it was replaced "
+                         "or changed since; restore it, or rebuild the index with this encoder")
 
 
 def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:
@@ -274,6 +290,9 @@ class Retriever:
             spec["model_origin"] = str(model)
         elif bundle_model:
             raise ValueError("bundle_model: this index was built without a trained model (--model)")
+        from gralc.encoding.models import encoder_digest
+
+        spec["encoder_sha256"] = encoder_digest(self.pipeline.config.encoder.model)
         with write_artefact(directory, "index", force, inputs) as tmp:
             self.index.write_to(tmp, encoder_id=self.pipeline.encoder.model_id,
                                 pipeline_config=self.spec.pipeline)
@@ -352,6 +371,7 @@ class Retriever:
             # the model's own encoder (a LoRA export's merged encoder lies inside the export,
             # wherever it is now), the index's runtime settings
             pipeline_cfg.encoder.model = scorer.pipeline_config.encoder.model
+        _check_encoder(spec, pipeline_cfg.encoder.model, spec_file)
         lexical = None
         if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
             # a trained model reads BM25 scores only: the index's own chunk list serves the hits

@@ -42,6 +42,80 @@ def gralc_cache_root() -> Path:
     return Path(base).expanduser().absolute()
 
 
+#: the files of an encoder folder its loaders read (weights, configs, tokenizer), by suffix
+ENCODER_FILE_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model")
+
+
+def encoder_digest(name_or_path: str) -> str | None:
+    """SHA-256 naming an encoder by content: over every file of its folder its loaders read
+    (:data:`ENCODER_FILE_SUFFIXES`, one sub-folder deep: ``1_Pooling/config.json``), each by
+    name, size and SHA-256; None when it resolves to no local folder. An index records it and
+    refuses another encoder (or one changed in place) before its first answer. Each file's
+    digest is kept per machine while its size, time and inode stay the same
+    (``$GRALC_CACHE/file_digests.json``, a cache never trusted beyond those), so a cold search
+    does not re-read the weights.
+
+    Example: ``encoder_digest("all-MiniLM-L6-v2")`` -> a 64-hex SHA-256 (the same on every
+    machine with that package).
+    """
+    import hashlib
+
+    folder = Path(resolve_model(name_or_path))
+    if not folder.is_dir():
+        return None
+    files = sorted(p for p in [*folder.glob("*"), *folder.glob("*/*")]
+                   if p.is_file() and p.suffix.lower() in ENCODER_FILE_SUFFIXES)
+    cache = _DigestCache()
+    lines = [f"{p.relative_to(folder).as_posix()}:{p.stat().st_size}:{cache.sha256(p)}\n" for p in files]
+    cache.save()
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+class _DigestCache:
+    """File SHA-256s keyed by resolved path, valid while size, mtime and inode are unchanged."""
+
+    FILE = "file_digests.json"
+    MAX_ENTRIES = 4096
+
+    def __init__(self) -> None:
+        import json
+
+        self.path = gralc_cache_root() / self.FILE
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.entries = data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            self.entries = {}
+        self.changed = False
+
+    def sha256(self, path: Path) -> str:
+        from gralc.artefacts import file_sha256
+
+        st = path.stat()
+        key, stamp = str(path.resolve()), [st.st_size, st.st_mtime_ns, st.st_ino]
+        entry = self.entries.get(key)
+        if isinstance(entry, list) and len(entry) == 4 and entry[:3] == stamp and isinstance(entry[3], str):
+            return entry[3]
+        digest = file_sha256(path)
+        self.entries[key] = [*stamp, digest]
+        self.changed = True
+        return digest
+
+    def save(self) -> None:
+        import json
+
+        if not self.changed:
+            return
+        from gralc.atomic import write_text_atomic
+
+        keep = dict(list(self.entries.items())[-self.MAX_ENTRIES:])
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(self.path, json.dumps(keep))
+        except OSError:  # a read-only home: digests are computed again next time
+            pass
+
+
 def encoder_cache_root() -> Path:
     """Where encoders converted on first use live: ``$GRALC_CACHE/encoders``, by default
     ``~/.cache/gralc/encoders``.

@@ -572,3 +572,31 @@ def test_an_empty_lock_left_by_a_killed_writer_is_taken_over(tmp_path, caplog):
         (tmp / "a.json").write_text("{}")
     assert "stale lock" in caplog.text and "empty" in caplog.text
     assert not lock.exists() and (out / "a.json").is_file()
+
+
+def test_an_index_refuses_an_encoder_changed_since_it_was_built(corpus, tmp_path, minilm_path, monkeypatch):
+    """Issue 58, class 3: the encoder folder was not pinned: corrupted in place after indexing
+    search returned 0 hits (rc 0); replaced by another encoder of the same width, a garbage
+    ranking. The index records the encoder's content and checks it before any answer."""
+    import shutil
+
+    monkeypatch.setenv("GRALC_CACHE", str(tmp_path / "cache"))
+    encoder = tmp_path / "encoder"
+    shutil.copytree(minilm_path, encoder)
+    out = tmp_path / "index"
+    assert build(corpus, out, f"encoder.model={encoder}") == 0
+    assert Retriever.load(out).search("fever in mice", k=1)
+    weights = encoder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte of the weights, in place: same size
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="is not the encoder this index was built with"):
+        Retriever.load(out)
+    shutil.rmtree(encoder)
+    shutil.copytree(minilm_path, encoder)  # the original again
+    assert Retriever.load(out).search("fever in mice", k=1)
+    config = json.loads((encoder / "config.json").read_text())
+    config["layer_norm_eps"] = 1e-6  # another encoder of the same width
+    (encoder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="replaced or changed since"):
+        Retriever.load(out)
