@@ -88,7 +88,7 @@ def decode_utf8(data: bytes, name: str | Path, what: str = "UTF-8",
         source = guess_encoding(data)
         raise _error(error, f"{name}:{line}: not {what} (byte 0x{data[exc.start]:02x} at byte offset "
                             f"{exc.start}{f'; it looks like {source}' if source != 'latin1' else ''}); "
-                            f"re-save it as UTF-8, e.g. iconv -f {source} -t UTF-8 {path.name} > "
+                            f"re-save it as UTF-8, e.g. iconv -f {source} -t utf-8 {path.name} > "
                             f"fixed{path.suffix}", name, line) from None
 
 

@@ -110,7 +110,7 @@ def test_a_utf16_or_utf32_file_is_told_its_own_encoding(tmp_path):
 
     for codec, name in [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"),
                         ("utf-32", "UTF-32"), ("utf-32-le", "UTF-32LE")]:
-        with pytest.raises(ValueError, match=f"looks like {name}\\);.*iconv -f {name} -t UTF-8 q.txt"):
+        with pytest.raises(ValueError, match=f"looks like {name}\\);.*iconv -f {name} -t utf-8 q.txt"):
             decode_utf8("Which drug lowers HbA1c?\n".encode(codec), tmp_path / "q.txt")
-    with pytest.raises(ValueError, match="iconv -f latin1 -t UTF-8 q.txt"):
+    with pytest.raises(ValueError, match="iconv -f latin1 -t utf-8 q.txt"):
         decode_utf8("caf\xe9 au lait".encode("latin1"), tmp_path / "q.txt")

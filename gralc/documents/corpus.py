@@ -82,12 +82,18 @@ def iter_corpus(
 
     Example: ``next(iter_corpus("gralc/data/demo/articles")).id`` -> ``'PMC9000001'``.
     """
+    for _, doc in _parsed(directory, pattern, skipped):
+        yield doc
+
+
+def _parsed(directory: str | Path, pattern: str, skipped: list[tuple[Path, str]] | None
+            ) -> Iterator[tuple[Path, Document]]:
     files = corpus_files(directory, pattern)
     if not files:
         log.warning("no files matching %r under %s", pattern, directory)
     for path in files:
         try:
-            yield parse_document(path)
+            yield path, parse_document(path)
         except Exception as exc:  # one bad file must not stop a corpus load
             reason = f"{type(exc).__name__}: {exc}"
             log.warning("skipping %s: %s", path, reason)
@@ -101,7 +107,14 @@ def load_corpus(directory: str | Path, pattern: str = DEFAULT_PATTERN) -> Corpus
     Example: ``len(load_corpus("gralc/data/demo/articles").documents)`` -> ``10``.
     """
     result = CorpusLoadResult()
-    result.documents = list(iter_corpus(directory, pattern, result.skipped))
+    first: dict[str, Path] = {}
+    for path, doc in _parsed(directory, pattern, result.skipped):
+        if doc.id in first:  # refused here, before any encoding, naming both files
+            raise ValueError(f"two files of {directory} are the document {doc.id!r}: {first[doc.id]} "
+                             f"and {path}; a document's id is its PMC / PMID id or its file name "
+                             "without the suffix: rename (or remove) one")
+        first[doc.id] = path
+        result.documents.append(doc)
     log.info("loaded %d documents from %s (%d skipped)", len(result.documents), directory,
              len(result.skipped))  # fmt: skip
     return result

@@ -78,13 +78,13 @@ class _DigestCache:
     MAX_ENTRIES = 4096
 
     def __init__(self) -> None:
-        import json
+        from gralc.safe_load import read_json_untrusted
 
         self.path = gralc_cache_root() / self.FILE
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_json_untrusted(self.path) if self.path.is_file() else {}
             self.entries = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # unreadable or malformed: computed again
             self.entries = {}
         self.changed = False
 

@@ -157,6 +157,14 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         if not Path(model_path).exists():
             raise FileNotFoundError(f"models: {name}={model_path}: no such checkpoint, export or "
                                     "run folder")
+    from gralc.model.persistence import load_trained
+
+    for name, model_path in models:  # each model loads (safely, every file checked) before any encoding
+        try:
+            load_trained(model_path)
+        except (ValueError, FileNotFoundError) as exc:
+            kind = FileNotFoundError if isinstance(exc, FileNotFoundError) else ValueError
+            raise kind(f"models: {name}={model_path}: {exc}") from None
     check_reference(cfg)
     if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
         cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
