@@ -26,7 +26,7 @@ from gralc.atomic import atomic_path
 from gralc.safe_load import read_json_untrusted
 
 FORMAT = "gralc-records"
-VERSION = 1
+VERSION = 2  # 2: records.json holds the SHA-256 of tensors.safetensors
 RECORDS, TENSORS = "records.json", "tensors.safetensors"
 
 
@@ -118,10 +118,14 @@ def save_records(tree: Any, path: str | Path, types: Iterable[type] = ()) -> Pat
     path = Path(path)
     enc = _Encoder(_by_name(types))
     root = enc(tree)
+    from gralc.artefacts import file_sha256
+
     with atomic_path(path, folder=True) as tmp:  # an earlier folder is moved aside, then removed
         save_file(enc.tensors, str(tmp / TENSORS))
+        # the tensors' own digest: a cache entry whose bytes changed since is a miss, not data
         (tmp / RECORDS).write_text(
-            json.dumps({"format": FORMAT, "version": VERSION, "root": root}, ensure_ascii=False),
+            json.dumps({"format": FORMAT, "version": VERSION, "tensors_sha256": file_sha256(tmp / TENSORS),
+                        "root": root}, ensure_ascii=False),
             encoding="utf-8",
         )
     return path
@@ -147,6 +151,11 @@ def load_records(path: str | Path, types: Iterable[type] = (), what: str = "reco
             raise ValueError(f"not a {FORMAT} file")
         if head.get("version") != VERSION:
             raise ValueError(f"format version {head.get('version')}, this GraLC reads {VERSION}")
+        from gralc.artefacts import file_sha256
+
+        if file_sha256(path / TENSORS) != head.get("tensors_sha256"):
+            raise ValueError(f"{TENSORS} is not the file {RECORDS} records (SHA-256 differs): "
+                             "changed since it was written")
         tensors = load_file(str(path / TENSORS))
         return _decode(head["root"], _by_name(types), tensors)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as exc:

@@ -314,7 +314,7 @@ class DocumentEncoder:
         results: list[TokenEmbeddings | None] = [None] * len(texts)
         todo = []
         for i, text in enumerate(texts):
-            cached = self.cache.get(self._key(text)) if self.cache else None
+            cached = self.cache.get(self._key(text), len(text)) if self.cache else None
             if cached is not None:
                 self.cache_hits += 1
                 results[i] = cached

@@ -255,6 +255,49 @@ def test_cache_hit_returns_equal_embeddings(minilm_path, tmp_path):
     assert not list(tmp_path.rglob("*.tmp*"))  # no temporary left (gralc.atomic)
 
 
+def _rewrite_entry(path, change, resign: bool):
+    """Edit a token-cache entry's tensors; ``resign``: keep the metadata as written (a damaged
+    entry), else also record the edited tensors' digest (only the content checks remain)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from gralc.encoding.cache import tensors_digest
+
+    with safe_open(str(path), framework="pt") as handle:
+        meta = dict(handle.metadata())
+    tensors = change(load_file(str(path)))
+    if resign:
+        meta["sha256"] = tensors_digest(tensors)
+    save_file(tensors, str(path), metadata=meta)
+
+
+@pytest.mark.parametrize("change, resign", [
+    pytest.param(lambda t: {**t, "vectors": -t["vectors"]}, False, id="negated"),
+    pytest.param(lambda t: {**t, "vectors": torch.rand_like(t["vectors"])}, False, id="random"),
+    pytest.param(lambda t: {**t, "vectors": t["vectors"][:-1].contiguous()}, True, id="wrong-length"),
+    pytest.param(lambda t: {**t, "vectors": t["vectors"][:, :100].contiguous()}, False, id="wrong-width"),
+    pytest.param(lambda t: {**t, "vectors": t["vectors"].index_fill(0, torch.tensor([2]), float("nan"))},
+                 True, id="nan"),
+    pytest.param(lambda t: {**t, "offsets": t["offsets"] + 10_000}, True, id="offsets-outside"),
+])
+def test_a_changed_token_cache_entry_is_recomputed_and_named(minilm_path, tmp_path, caplog, change, resign):
+    """Issue 58, class 4: negated or random entries built a silently wrong index; wrong
+    length / width / offsets / NaN aborted the build without naming the entry. Each is a miss
+    now, named in a warning, recomputed and written again."""
+    enc = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path)))
+    text = make_text(3)
+    first = enc.encode_document(text)
+    (entry,) = tmp_path.rglob("*.safetensors")
+    _rewrite_entry(entry, change, resign)
+    again = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path)))
+    second = again.encode_document(text)
+    assert (again.cache_hits, again.cache_misses) == (0, 1)
+    assert torch.equal(first.vectors, second.vectors)
+    assert f"token cache entry {entry} is not usable" in caplog.text
+    third = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path)))
+    assert torch.equal(third.encode_document(text).vectors, first.vectors) and third.cache_hits == 1
+
+
 def test_cache_key_depends_on_settings():
     base = cache_key("text", "m", 510, 128, "fp32")
     assert base == cache_key("text", "m", 510, 128, "fp32")
