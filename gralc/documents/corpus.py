@@ -4,10 +4,12 @@ skipping (and logging) the files that cannot be parsed."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gralc.documents.errors import DocumentParseError
 from gralc.documents.jats import parse_jats
 from gralc.documents.model import Document
 from gralc.documents.plaintext import parse_text_file
@@ -18,12 +20,40 @@ DEFAULT_PATTERN = "**/*.nxml|**/*.xml|**/*.txt|**/*.md"
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 
+#: the largest article file read, in MB (``GRALC_MAX_ARTICLE_MB``): a 5 MB article peaks at
+#: ~3 GB while it is encoded (docs/guarantees.md, Memory), so one huge file cannot take the
+#: machine; a larger file is refused before it is read
+MAX_ARTICLE_MB = 16.0
+
+
+def max_article_bytes() -> int:
+    """:data:`MAX_ARTICLE_MB` in bytes, or ``GRALC_MAX_ARTICLE_MB`` when set.
+
+    >>> max_article_bytes() > 1_000_000
+    True
+    """
+    try:
+        mb = float(os.environ.get("GRALC_MAX_ARTICLE_MB", MAX_ARTICLE_MB))
+    except ValueError:
+        raise ValueError(f"GRALC_MAX_ARTICLE_MB={os.environ['GRALC_MAX_ARTICLE_MB']!r}: give a "
+                         "number of megabytes, e.g. 32") from None
+    return int(mb * 1_000_000)
+
+
 def parse_document(path: str | Path) -> Document:
     """Parse one article file by suffix: ``.txt``/``.md`` -> :func:`parse_text_file`, anything
-    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``.
+    else (``.nxml``/``.xml``) -> :func:`parse_jats`. Raises ``DocumentParseError``; a file
+    larger than :func:`max_article_bytes` is refused before it is read.
 
     Example: ``parse_document("gralc/data/demo/articles/PMC9000001.nxml").id`` -> ``'PMC9000001'``.
     """
+    size = Path(path).stat().st_size if Path(path).is_file() else 0  # a missing file: the reader says so
+    limit = max_article_bytes()
+    if size > limit:
+        raise DocumentParseError(
+            f"{path} is {size / 1e6:.3g} MB, more than the {limit / 1e6:g} MB an article may have "
+            "(encoding it would take several times that in memory per MB); split it, or raise "
+            "the limit with GRALC_MAX_ARTICLE_MB", path=Path(path))
     if Path(path).suffix.lower() in TEXT_SUFFIXES:
         return parse_text_file(path)
     return parse_jats(path)

@@ -75,3 +75,22 @@ def test_the_python_api_passes_the_gate_too():
 
     with pytest.raises(ValueError, match="question 2: the question has no letters"):
         Retriever.search_batch(None, ["fine question", "\ufeff"])  # checked before any index is used
+
+
+def test_an_article_larger_than_the_bound_is_refused_before_it_is_read(tmp_path, monkeypatch, caplog):
+    """Issue 58, class 7: one input may not take unbounded memory; a corpus walk skips the
+    file with the reason, a single file is one error."""
+    from gralc.documents.corpus import load_corpus, parse_document
+    from gralc.documents.errors import DocumentParseError
+
+    monkeypatch.setenv("GRALC_MAX_ARTICLE_MB", "0.01")
+    big, small = tmp_path / "big.txt", tmp_path / "small.txt"
+    big.write_text("# Title\n\n" + "Fever in mice. " * 2000, encoding="utf-8")
+    small.write_text("# Title\n\nFever in mice.\n", encoding="utf-8")
+    with pytest.raises(DocumentParseError, match="big.txt is 0.03.* MB, more than the 0.01 MB"):
+        parse_document(big)
+    loaded = load_corpus(tmp_path)
+    assert [d.id for d in loaded.documents] == ["small"] and loaded.skipped[0][0] == big
+    monkeypatch.setenv("GRALC_MAX_ARTICLE_MB", "lots")
+    with pytest.raises(ValueError, match="GRALC_MAX_ARTICLE_MB='lots'"):
+        parse_document(small)
