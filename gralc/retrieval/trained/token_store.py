@@ -134,7 +134,7 @@ class TokenStore:
         folder.mkdir(parents=True, exist_ok=True)
         self.codec.save(folder / CODEC_FILE)
         names = self.codes.save(folder, NAME)
-        meta = {"format": "gralc.token_store/1", "codec": asdict(self.codec.config),
+        meta = {"format": "gralc.token_store/2", "codec": asdict(self.codec.config),
                 "dim": self.codec.dim, "bytes_per_token": self.codec.code_size,
                 "n_chunks": len(self), "n_tokens": self.n_tokens, "codec_sha256": self.codec.digest(),
                 # cross-file digests: codes from another table (or reordered) under a re-signed
