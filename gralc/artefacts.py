@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gralc.atomic import default_modes, move, move_aside, swap_in, temp_name, write_text_atomic
+from gralc.safe_load import file_sha256  # noqa: F401 - also gralc.artefacts.file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +51,6 @@ class ArtefactError(ValueError):
 
 
 # ----- the manifest --------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks.
-
-    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.txt"; _ = f.write_text("")
-    >>> file_sha256(f)[:12]
-    'e3b0c44298fc'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _files(folder: Path) -> list[str]:
     """Every file under ``folder`` (relative POSIX paths; a symbolic link counts as a file and
     is never followed), the marker excluded."""

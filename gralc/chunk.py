@@ -181,7 +181,7 @@ def print_table(doc: Document, chunks: list[Chunk], metrics: dict[str, float | N
     from rich.table import Table
     from rich.text import Text
 
-    from gralc.documents.textio import for_terminal
+    from gralc.terminal import for_terminal
 
     # corpus text (ids, section titles) as plain Text: no rich markup, no terminal controls
     table = Table(title=Text(for_terminal(f"{doc.id}: {len(chunks)} {chunks[0].strategy if chunks else ''} chunks")))

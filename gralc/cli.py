@@ -10,8 +10,9 @@ traceback (``--debug`` / ``GRALC_DEBUG=1``: user errors too). **Offline by defau
 (:func:`offline_by_default`): ``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1`` and
 ``WANDB_MODE=offline`` unless the user set them. In full: docs/architecture.md.
 
-This module imports nothing of GraLC (every layer's command line may use it) and nothing heavy
-(``gralc <command> --help`` must answer at once)."""
+This module imports nothing of GraLC but :mod:`gralc.terminal` (which imports nothing; every
+layer's command line may use it) and nothing heavy (``gralc <command> --help`` must answer at
+once)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from gralc.terminal import for_terminal
 
 #: a user's mistake or situation, not a bug (ConnectionError: a server we need cannot be reached)
 USER_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
@@ -72,14 +75,14 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
     except USER_ERRORS as exc:
         if debug:
             raise
-        print(f"error: {disk_full(exc) or exc}", file=sys.stderr)
+        print(f"error: {for_terminal(disk_full(exc) or str(exc))}", file=sys.stderr)
         print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
         return 2
     except Exception as exc:
         why = disk_full(exc)
         if why is None or debug:
             raise
-        print(f"error: {why}", file=sys.stderr)
+        print(f"error: {for_terminal(why)}", file=sys.stderr)
         print("(the full traceback: add --debug or set GRALC_DEBUG=1)", file=sys.stderr)
         return 2
 
@@ -199,8 +202,15 @@ class _ShortFormatter(logging.Formatter):
     (as :func:`run` writes a user's mistake)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        text = for_terminal(super().format(record))  # a corpus file name, a title: shown, never acted on
         return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
+
+
+class _VerboseFormatter(logging.Formatter):
+    """``-v``: level and logger name before each line, terminal controls escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
 
 
 def add_verbose_flag(parser) -> None:
@@ -256,7 +266,7 @@ def configure_output(verbose: int = 0) -> None:
             root.removeHandler(h)
         handler = _StderrHandler()
         handler.setFormatter(_ShortFormatter("%(message)s") if verbose <= 0
-                             else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+                             else _VerboseFormatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
         root.setLevel(logging.WARNING if verbose <= 0 else logging.INFO)
         logging.getLogger("gralc").setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)

@@ -118,7 +118,7 @@ def save_records(tree: Any, path: str | Path, types: Iterable[type] = ()) -> Pat
     path = Path(path)
     enc = _Encoder(_by_name(types))
     root = enc(tree)
-    from gralc.artefacts import file_sha256
+    from gralc.safe_load import file_sha256
 
     with atomic_path(path, folder=True) as tmp:  # an earlier folder is moved aside, then removed
         save_file(enc.tensors, str(tmp / TENSORS))
@@ -151,7 +151,7 @@ def load_records(path: str | Path, types: Iterable[type] = (), what: str = "reco
             raise ValueError(f"not a {FORMAT} file")
         if head.get("version") != VERSION:
             raise ValueError(f"format version {head.get('version')}, this GraLC reads {VERSION}")
-        from gralc.artefacts import file_sha256
+        from gralc.safe_load import file_sha256
 
         if file_sha256(path / TENSORS) != head.get("tensors_sha256"):
             raise ValueError(f"{TENSORS} is not the file {RECORDS} records (SHA-256 differs): "

@@ -9,6 +9,7 @@ the file and line, ``${...}`` interpolations refused), :func:`read_yaml_untruste
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from collections.abc import Sequence
@@ -207,3 +208,17 @@ def path_inside(root: str | Path, rel: Any, source: str) -> Path:
         raise ValueError(f"{source}: the path {rel!r} leads outside {base}; a GraLC file may only "
                          "name files inside its own folder: rebuild it")
     return target
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.txt"; _ = f.write_text("")
+    >>> file_sha256(f)[:12]
+    'e3b0c44298fc'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

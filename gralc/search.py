@@ -96,7 +96,7 @@ def _main(argv: list[str]) -> int:
         p.error(f"-k must be >= 1, got {args.k}")
     from gralc.data.question_io import read_queries
     from gralc.documents.question import clean_question_text
-    from gralc.documents.textio import for_terminal
+    from gralc.terminal import for_terminal
 
     # a user's mistake propagates to gralc.cli.run: one message and exit 2 (--debug: traceback)
     if args.queries:
@@ -144,7 +144,7 @@ main = command_main(_main)
 
 def print_text(hits) -> None:
     """Hits for a person: rank, score and its parts, document, section path, the text's start."""
-    from gralc.documents.textio import for_terminal
+    from gralc.terminal import for_terminal
 
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk

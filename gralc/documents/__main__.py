@@ -16,7 +16,7 @@ from gralc.documents.corpus import parse_document
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import imrad_report
 from gralc.documents.model import Document, Section
-from gralc.documents.textio import for_terminal
+from gralc.terminal import for_terminal
 
 
 def _tree_lines(doc: Document, sec: Section, depth: int = 0) -> list[str]:

@@ -157,6 +157,12 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         if not Path(model_path).exists():
             raise FileNotFoundError(f"models: {name}={model_path}: no such checkpoint, export or "
                                     "run folder")
+    check_reference(cfg)
+    if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
+        cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
+    out = output_dir(cfg)
+    inputs = run_inputs(cfg)
+    check_output_dir(out, "eval_results", cfg.paths.force, inputs, *OUT_KEYS)  # before any encoding
     from gralc.model.persistence import load_trained
 
     for name, model_path in models:  # each model loads (safely, every file checked) before any encoding
@@ -165,12 +171,6 @@ def evaluate(cfg: EvalConfig) -> tuple[list[MethodResult], Path]:
         except (ValueError, FileNotFoundError) as exc:
             kind = FileNotFoundError if isinstance(exc, FileNotFoundError) else ValueError
             raise kind(f"models: {name}={model_path}: {exc}") from None
-    check_reference(cfg)
-    if cfg.paths.cache_dir and cfg.pipeline.encoder.cache_dir is None:
-        cfg.pipeline.encoder.cache_dir = cfg.paths.cache_dir
-    out = output_dir(cfg)
-    inputs = run_inputs(cfg)
-    check_output_dir(out, "eval_results", cfg.paths.force, inputs, *OUT_KEYS)  # before any encoding
     with output_lock(out):  # one writer of a results folder at a time, taken before any work
         digest = _settings_digest(cfg)
         check_vocabulary(cfg.pipeline.knowledge.vocabulary,

@@ -16,9 +16,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gralc"
 
 #: package or module under gralc -> layer (higher imports lower, never the reverse)
 LAYERS: dict[str, float] = {
+    "terminal": -4,  # the one sanitiser of text printed for a person (imports nothing)
     "atomic": -3,  # the one atomic writer of files and folders (runinfo re-exports one)
     # loaders of untrusted files, run metadata; the error boundary every command line shares
-    # (it imports nothing of gralc, so `python -m gralc.documents` may use it too)
+    # (it imports nothing of gralc but terminal, so `python -m gralc.documents` may use it too)
     **dict.fromkeys(("safe_load", "runinfo", "cli"), -2),
     **dict.fromkeys(("artefacts", "config", "record_store"), -1),
     **dict.fromkeys(("documents", "knowledge", "encoding"), 0),

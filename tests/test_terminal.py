@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gralc.chunking.chunk import Chunk
-from gralc.documents.textio import for_terminal
 from gralc.retrieval.hits import Hit
+from gralc.terminal import for_terminal
 
 ATTACKS = ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\", "\u009b31m",
            "\u009d0;title\u009c", "\r", "\u202e", "\x7f"]
@@ -65,3 +65,14 @@ def test_the_chunk_table_escapes_and_reads_no_markup(capsys):
     print_table(Document(id="PMC1\x1b]0;x\x07", text="text"), [chunk], {})
     out = capsys.readouterr().out
     assert not UNSAFE.search(out.replace("\n", "")) and "[bold red]Results" in out.replace("\n", "")
+
+
+def test_errors_and_warnings_reach_the_terminal_escaped(tmp_path, capsys):
+    """The error boundary and the log lines of every command: a hostile file name is shown,
+    never acted on."""
+    from gralc import index as index_cli
+
+    hostile = tmp_path / "corpus\x1b[2J\x1b]0;owned\x07"
+    assert index_cli.main([str(hostile), "--out", str(tmp_path / "idx")]) == 2
+    err = capsys.readouterr().err
+    assert "\\x1b[2J" in err and not UNSAFE.search(err.replace("\n", ""))
