@@ -157,7 +157,9 @@ def _main(argv: list[str]) -> int:
             print(f"graph saved to {args.out}")
         else:
             index = from_corpus(str(source), args.strategy, rest, graph_cfg)
-    print(describe(index, args.top))
+    from gralc.terminal import for_terminal
+
+    print(for_terminal(describe(index, args.top)))  # community reports quote corpus text
     if png is not None:
         print(f"drawn: {draw(index, png)}")
     return 0
