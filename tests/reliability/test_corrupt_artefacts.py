@@ -47,7 +47,7 @@ def test_corrupt_token_cache_entry_is_a_warning_and_a_miss(tmp_path, caplog):
     entry.write_bytes(b"\x00garbage")
     with caplog.at_level(logging.WARNING):
         again = DocumentEncoder(EncoderConfig(cache_dir=str(tmp_path / "cache"))).encode_document(text)
-    assert "unreadable" in caplog.text and str(entry) in caplog.text
+    assert "is not usable" in caplog.text and str(entry) in caplog.text
     assert (again.vectors - first.vectors).abs().max() < 1e-5
 
 
