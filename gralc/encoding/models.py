@@ -396,7 +396,7 @@ def load_tokenizer_and_model(name_or_path: str):
         if local:  # a corrupt file the checks above do not know
             pickled = not list(Path(ref).glob("*.safetensors")) and list(Path(ref).glob("*.bin"))
             if pickled or isinstance(err, pickle.UnpicklingError | EOFError | zipfile.BadZipFile):
-                # never repeat torch's advice to load with weights_only=False: that runs code
+                # never repeat torch's advice to switch weights-only loading off: that runs code
                 why = (f"a weights file (pytorch_model.bin) is damaged or holds more than plain "
                        f"weights ({type(err).__name__}); GraLC loads weights only and never "
                        "unpickles code")

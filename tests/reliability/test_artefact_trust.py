@@ -262,6 +262,16 @@ def test_no_manifest_edit_hides_a_changed_file(hybrid, tmp_path_factory, data):
         verify_artefact(folder, ("index",))
 
 
+def _write_field(folder: Path, spec: dict, path: tuple, value) -> None:
+    """``retriever.json`` of ``folder`` with the field at ``path`` set to ``value``, re-signed."""
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    (folder / "retriever.json").write_text(json.dumps(spec))
+    reseal(folder)
+
+
 def _leaves(d, path=()):
     if isinstance(d, dict) and d:
         for k, v in d.items():
@@ -283,12 +293,7 @@ def test_any_field_of_retriever_json_of_the_wrong_type_is_a_user_error(hybrid, t
     value = data.draw(st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
                                 st.text(max_size=5), st.just([]), st.just({}), st.just({"x": [1]})),
                       label="value")
-    node = spec
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    (folder / "retriever.json").write_text(json.dumps(spec))
-    reseal(folder)
+    _write_field(folder, spec, path, value)
     try:
         Retriever.load(folder)
     except (ValueError, FileNotFoundError):
@@ -302,13 +307,7 @@ def test_any_field_of_retriever_json_of_the_wrong_type_is_a_user_error(hybrid, t
 def test_a_malformed_retriever_json_field_is_named_before_any_search(hybrid, path, value):
     """Issue 58, class 9: each of these ended in a TypeError traceback (at load or at the
     first search); the spec's sections are validated like any config, naming the file."""
-    spec = json.loads((hybrid / "retriever.json").read_text())
-    node = spec
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    (hybrid / "retriever.json").write_text(json.dumps(spec))
-    reseal(hybrid)
+    _write_field(hybrid, json.loads((hybrid / "retriever.json").read_text()), path, value)
     with pytest.raises(ValueError, match="retriever.json"):
         Retriever.load(hybrid)
 
