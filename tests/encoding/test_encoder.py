@@ -292,10 +292,10 @@ def test_a_changed_token_cache_entry_is_recomputed_and_named(minilm_path, tmp_pa
     again = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path)))
     second = again.encode_document(text)
     assert (again.cache_hits, again.cache_misses) == (0, 1)
-    assert torch.equal(first.vectors, second.vectors)
+    assert torch.allclose(first.vectors, second.vectors, atol=1e-5)  # recomputed: any CPU, any load
     assert f"token cache entry {entry} is not usable" in caplog.text
     third = DocumentEncoder(EncoderConfig(model=str(minilm_path), device="cpu", cache_dir=str(tmp_path)))
-    assert torch.equal(third.encode_document(text).vectors, first.vectors) and third.cache_hits == 1
+    assert torch.equal(third.encode_document(text).vectors, second.vectors) and third.cache_hits == 1
 
 
 def test_cache_key_depends_on_settings():
