@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
@@ -134,12 +135,52 @@ def parse_json(text: str, name: str | Path, line: int | None = None, hint: str =
                             f"reader recurses); no real data file nests so deep{hint}", name, line) from None
 
 
+#: the largest file GraLC reads whole (a JSON, YAML or question file), in MB
+#: (``GRALC_MAX_FILE_MB``): parsed, such a file takes several times its size in memory, so one
+#: huge or hostile file cannot take the machine; corpora are read an article at a time instead
+MAX_FILE_MB = 512.0
+
+
+def max_file_bytes() -> int:
+    """:data:`MAX_FILE_MB` in bytes, or ``GRALC_MAX_FILE_MB`` when set.
+
+    >>> max_file_bytes() >= 1_000_000
+    True
+    """
+    try:
+        mb = float(os.environ.get("GRALC_MAX_FILE_MB", MAX_FILE_MB))
+    except ValueError:
+        raise ValueError(f"GRALC_MAX_FILE_MB={os.environ['GRALC_MAX_FILE_MB']!r}: give a number of "
+                         "megabytes, e.g. 1024") from None
+    return int(mb * 1_000_000)
+
+
+def check_file_size(path: str | Path, error: type[ValueError] = ValueError) -> None:
+    """One ``error`` naming ``path`` when it is larger than :func:`max_file_bytes`, said before
+    anything reads it (a missing file passes: its reader says so).
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "q.tsv"; _ = f.write_text("1\\tWhich dose?")
+    >>> check_file_size(f) is None
+    True
+    """
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return
+    limit = max_file_bytes()
+    if size > limit:
+        raise _error(error, f"{path} is {size / 1e6:.4g} MB, more than the {limit / 1e6:g} MB GraLC "
+                            "reads whole (parsed, a file takes several times its size in memory); "
+                            "split it, or raise the limit with GRALC_MAX_FILE_MB", path)
+
+
 def _read_text(path: str | Path, what: str, kind: str, error: type[ValueError]) -> str:
     """The UTF-8 text of ``path``: FileNotFoundError when it is missing, else one ``error``
-    naming it (unreadable, not UTF-8)."""
+    naming it (unreadable, larger than :func:`max_file_bytes`, not UTF-8)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
+    check_file_size(path, error)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -24,6 +24,7 @@ from gralc.atomic import atomic_write
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.question import Question, clean_question_text, relevance_problem
 from gralc.documents.textio import decode_utf8, load_json, replace_surrogates_in, surrogate_warning
+from gralc.safe_load import check_file_size
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ def read_jsonl(path: str | Path) -> list[Question]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"question file not found: {path}")
+    check_file_size(path)
     text = decode_utf8(path.read_bytes(), path)
     out: list[Question] = []
     # lines as a text file has them (\n, \r\n, \r), not str.splitlines (which also breaks
@@ -179,6 +181,7 @@ def read_queries(path: str | Path, fmt: str | None = None) -> list[tuple[str, st
         return _read_queries(queries, "beir", "the path is a folder")
     if not path.is_file():
         raise FileNotFoundError(f"question file not found: {path}")
+    check_file_size(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -227,6 +230,7 @@ def _guess_format(path: Path, text: str) -> tuple[str, str]:
 
 def _read_queries(path: Path, fmt: str | None, why: str, data: bytes | None = None) -> list[tuple[str, str]]:
     if data is None:
+        check_file_size(path)
         try:
             data = path.read_bytes()
         except OSError as exc:

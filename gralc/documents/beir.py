@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from gralc.documents.corpus import max_article_bytes
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.model import Document
 from gralc.documents.plaintext import parse_plain_text
@@ -20,13 +21,21 @@ _SHAPE = ("a BEIR folder holds corpus.jsonl ({\"_id\", \"title\", \"text\"} a li
 
 
 def _lines(path: Path):
-    """``(line number, text)`` of a UTF-8 file, streamed (a BEIR corpus may be gigabytes)."""
+    """``(line number, text)`` of a UTF-8 file, streamed (a BEIR corpus may be gigabytes), each
+    line at most an article's bound (:func:`~gralc.documents.corpus.max_article_bytes`: one line
+    is one document), refused before it is read whole when longer."""
+    limit = max_article_bytes()
     try:
         f = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise DocumentParseError(f"cannot read {path}: {exc.strerror}; {_SHAPE}", path=path) from None
     with f:
-        for n, data in enumerate(f, 1):
+        for n, data in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
+            if len(data) > limit and not (len(data) == limit + 1 and data.endswith(b"\n")):
+                raise DocumentParseError(
+                    f"{path}:{n}: a line longer than {limit / 1e6:g} MB, the most one entry (one "
+                    "document) may have; split the document, or raise the limit with "
+                    "GRALC_MAX_ARTICLE_MB", path=path, line=n)  # fmt: skip
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:

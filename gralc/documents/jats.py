@@ -33,6 +33,7 @@ from gralc.documents.model import (
     Section,
     Sentence,
     TextBuilder,
+    bounded_title,
 )  # fmt: skip
 from gralc.documents.sentences import split_sentences
 
@@ -398,6 +399,7 @@ class _Builder:
         if title is None:
             label = _text(el.find("label"))
             title = " ".join(t for t in (label, _text(el.find("title"))) if t)
+        title = bounded_title(title, "a section title", self.warnings)
         if imrad_type is None:
             imrad_type = classify_section(
                 title, el.get("sec-type"), parent.imrad_type if parent else None
@@ -526,6 +528,7 @@ def parse_jats(path_or_bytes: str | Path | bytes, source: str = "") -> Document:
     warnings: list[str] = []
     b = _Builder({s.get("id") for s in article.iter("sec") if s.get("id")})
     title = _text(meta.find("title-group/article-title")) if meta is not None else ""
+    title = bounded_title(title, "<article-title>", warnings)
     title_start, title_end = b.tb.add(title) if title else (0, 0)
     if not title:
         warnings.append("no <article-title>")

@@ -269,6 +269,31 @@ class Document:
         )
 
 
+#: the longest title (a document's or a section's) kept, in characters: every chunk carries its
+#: section titles (``section_path``), so an unbounded "title" would be copied into each of the
+#: section's chunks; real titles are a line (PubMed's longest are ~600 characters)
+MAX_TITLE_CHARS = 2000
+
+
+def bounded_title(title: str, what: str, warnings: list[str]) -> str:
+    """``title`` cut to :data:`MAX_TITLE_CHARS` (at the last space before the bound, when there
+    is one), with a warning naming ``what`` appended to ``warnings`` when it was cut.
+
+    >>> notes = []; short = bounded_title("Dose " * 500, "section title", notes); len(short)
+    1999
+    >>> notes[0][:57]
+    'section title of 2500 characters cut to its first 1999 (a'
+    """
+    if len(title) <= MAX_TITLE_CHARS:
+        return title
+    cut = title[: MAX_TITLE_CHARS + 1]
+    space = cut.rfind(" ")
+    cut = (cut[:space] if space > MAX_TITLE_CHARS // 2 else cut[:MAX_TITLE_CHARS]).rstrip()
+    warnings.append(f"{what} of {len(title)} characters cut to its first {len(cut)} (a title is "
+                    f"at most {MAX_TITLE_CHARS} characters; is body text marked up as a title?)")
+    return cut
+
+
 class TextBuilder:
     """Accumulates the canonical text block by block and returns each block's offsets.
 

@@ -21,7 +21,15 @@ from pathlib import Path
 
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.imrad import EXACT_TITLES, classify_section, normalize_title
-from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder
+from gralc.documents.model import (
+    MAX_TITLE_CHARS,
+    Document,
+    Paragraph,
+    Section,
+    Sentence,
+    TextBuilder,
+    bounded_title,
+)
 from gralc.documents.sentences import split_sentences
 from gralc.documents.textio import decode_utf8, replace_surrogates, surrogate_warning
 
@@ -177,7 +185,13 @@ class _Parse:
             fe = blocks[0][0][1]
             md = _MD_HEADING.match(self.raw[fs:fe]) if self.markdown else None
             title = (fs + md.start(2), fs + md.end(2)) if md and md.group(2) else (fs, fe)
-            blocks[0] = blocks[0][1:]
+            if title[1] - title[0] > MAX_TITLE_CHARS:  # a paragraph on the title's line
+                if not md:  # (a '#' line: units() says it)
+                    self.warnings.append(f"no title: the first line has {fe - fs} characters "
+                                         f"(a title is at most {MAX_TITLE_CHARS}); read as text")
+                title = None
+            else:
+                blocks[0] = blocks[0][1:]
         else:
             self.warnings.append("no title line: the text starts with a label")
         front, lead, body = [], [], 0
@@ -219,6 +233,10 @@ class _Parse:
                 run: list[tuple[int, int]] = []
                 for s, e in lines + [(-1, -1)]:
                     md = _MD_HEADING.match(raw[s:e]) if s >= 0 and not fenced else None
+                    if md and len(md.group(2)) > MAX_TITLE_CHARS:  # text after a '#', not a heading
+                        md = None
+                        self.warnings.append(f"a '#' line of {e - s} characters read as text (a "
+                                             f"heading is at most {MAX_TITLE_CHARS})")
                     fenced ^= s >= 0 and bool(_FENCE.match(raw[s:e]))
                     if (s < 0 or md) and run:
                         units.append((False, run[0][0], run[-1][1], 0, True))
@@ -319,9 +337,10 @@ def parse_plain_text(
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    shift = 0
+    shift, notes = 0, []
     if title is not None:
         title = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", title).strip()
+        title = bounded_title(title, "the title", notes)
         shift = len(title) + 2 if title else 0
         raw = f"{title}\n\n{raw}" if title else raw
     if not raw.strip():
@@ -330,6 +349,7 @@ def parse_plain_text(
     raw, bad = replace_surrogates(raw)
     given = False if title is None else (0, len(title)) if title else None
     p = _Parse(raw, fmt == "markdown" or fmt == "auto" and bool(_MD_ANY.search(raw)), given)
+    p.warnings += notes
     title, front, lead, abstract, body = p.split()
     units = p.units(lead, body)
     b = _Builder(raw)

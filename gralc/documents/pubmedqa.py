@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder
+from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBuilder, bounded_title
 from gralc.documents.question import Question, clean_question_text
 from gralc.documents.sentences import split_sentences
 from gralc.documents.textio import read_json_file, replace_surrogates_in, surrogate_warning
@@ -147,10 +147,11 @@ def convert_record(
 
     sections: list[Section] = []
     paragraphs: list[Paragraph] = []
+    notes: list[str] = []
     for label, ctxs in runs:
         sec_id = f"s{len(sections) + 1}"
         untitled = label.strip().upper() in UNTITLED_LABELS
-        title = "" if untitled else label.strip()
+        title = "" if untitled else bounded_title(label.strip(), f"PubMedQA record {pmid}: a label", notes)
         t_start, t_end = (builder.length, builder.length) if untitled else builder.add(title)
         sec = Section(sec_id, title, 1, label_to_imrad(label), t_start, t_end, t_start, t_end)
         for ctx in ctxs:
@@ -176,6 +177,7 @@ def convert_record(
         sections=sections,
         paragraphs=paragraphs,
         source="pubmedqa",
+        warnings=notes,
     )
     q = Question(
         id=pmid, text=question, gold_doc_id=pmid, long_answer=long_answer, decision=decision or ""

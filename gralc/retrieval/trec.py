@@ -26,6 +26,7 @@ import numpy as np
 from gralc.atomic import atomic_write
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.question import Question
+from gralc.safe_load import check_file_size
 
 LEVELS = ("chunk", "doc")
 #: ``{qid: {docno: relevance}}``: what ranx's ``Qrels`` and pytrec_eval take
@@ -190,6 +191,7 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: str | Path | T
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    check_file_size(path, DocumentParseError)
     try:
         data = path.read_bytes()
     except OSError as exc:
