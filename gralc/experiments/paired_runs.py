@@ -11,7 +11,10 @@ must hold the same folds and questions, checked), its gain read with a paired bo
 held-out articles (:func:`gralc.evaluation.significance.paired_gain`). ``--seeds NAME=A,B,C``
 also reports the spread (population std over runs) of one recipe trained under several seeds,
 the noise every other verdict is read against. Writes ``--out/paired_runs.json``; its table:
-:func:`report` (``python -m gralc.experiments.tables`` once published)."""
+:func:`report` (``python -m gralc.experiments.tables`` once published). The saved file keeps
+every run's per-question rows, so a later arm pairs with a published run after its run
+folder is gone: ``--arm "seed 2=RUN/error_analysis.json" --seeds
+"seeds=docs/results/training_verdicts.json#reference,..."`` (:func:`load_run`)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,40 @@ def fold_questions(saved: dict, row: str, path: str) -> list[dict]:
     if missing:
         raise MismatchedRuns(f"{path}: no row {row!r} in fold(s) {missing}; it has {sorted(folds[0])}")
     return [f[row] for f in folds]
+
+
+def kept_rows(folds: list[dict]) -> list[dict]:
+    """What pairing needs of a run, kept in the saved verdicts so a later arm pairs with it
+    after its run folder is gone (``FILE#NAME``, :func:`load_run`): per fold, the articles,
+    question ids and every metric's per-question values."""
+    return [{"articles": f["articles"], "question_ids": f.get("question_ids", []),
+             "questions": {m: f["questions"][m] for m in METRICS}} for f in folds]
+
+
+def load_run(spec: str, row: str) -> tuple[list[dict] | None, dict[str, float]]:
+    """``(per-fold rows or None, means)`` of one run: a two_stage.json / error_analysis.json
+    path, or ``VERDICTS#NAME``, a run kept in a saved paired_runs.json (``NAME``: an arm,
+    ``reference``, or ``GROUP[i]``, the i-th run of a seed group). A run saved before rows were
+    kept has means only (``None`` rows): it can join a seed spread, not a pairing."""
+    path, sep, key = spec.rpartition("#")
+    if not sep or Path(spec).is_file() or not Path(path).is_file():
+        folds = fold_questions(read_json_untrusted(Path(spec), allow_interpolation=True), row, spec)
+        return folds, means(folds)
+    saved = read_json_untrusted(Path(path), allow_interpolation=True, expect=dict)
+    if saved.get("row", row) != row:
+        raise MismatchedRuns(f"{path} pairs row {saved.get('row')!r}, not {row!r}")
+    group, _, index = key.partition("[")
+    entry = (saved.get("reference") if key == "reference" else (saved.get("arms") or {}).get(key))
+    if entry is None and index.endswith("]") and index[:-1].isdigit() and group in (saved.get("seeds") or {}):
+        seed_group, i = saved["seeds"][group], int(index[:-1])
+        if i >= len(seed_group.get("per_run", [])):
+            raise MismatchedRuns(f"{spec}: {group!r} has {len(seed_group.get('per_run', []))} runs")
+        runs = seed_group.get("runs") or [None] * len(seed_group["per_run"])
+        return (runs[i], seed_group["per_run"][i])
+    if not isinstance(entry, dict) or "means" not in entry:
+        names = ["reference", *(saved.get("arms") or {}), *(f"{g}[i]" for g in saved.get("seeds") or {})]
+        raise MismatchedRuns(f"{spec}: no run {key!r} in {path}; it keeps {names}")
+    return entry.get("folds"), entry["means"]
 
 
 def check_paired(a: list[dict], b: list[dict], a_path: str, b_path: str) -> None:
@@ -75,23 +112,36 @@ def averaged(runs: list[list[dict]]) -> list[dict]:
 
 def compare(reference: str, arms: dict[str, str], seeds: dict[str, list[str]], row: str) -> dict:
     """The saved dict: the reference's means, each arm's means and gain, each seed group's
-    per-run means, spread and (seed-averaged) gain."""
-    ref = fold_questions(read_json_untrusted(Path(reference), allow_interpolation=True), row, reference)
-    out: dict = {"reference": {"path": reference, "means": means(ref)}, "row": row, "arms": {}, "seeds": {}}
+    per-run means, spread and (seed-averaged) gain; every run's rows kept (:func:`kept_rows`).
+    Any run may be ``VERDICTS#NAME`` (:func:`load_run`); a seed run kept without rows joins the
+    spread, and the seed-averaged gain is over the runs with rows (``paired_runs`` says how many)."""
+    ref, ref_means = load_run(reference, row)
+    if ref is None:
+        raise MismatchedRuns(f"{reference}: kept without per-question rows; it cannot be paired")
+    out: dict = {"reference": {"path": reference, "means": ref_means, "folds": kept_rows(ref)},
+                 "row": row, "arms": {}, "seeds": {}}
     for name, path in arms.items():
-        got = fold_questions(read_json_untrusted(Path(path), allow_interpolation=True), row, path)
+        got, got_means = load_run(path, row)
+        if got is None:
+            raise MismatchedRuns(f"{path}: kept without per-question rows (saved before rows were "
+                                 "kept); it joins a --seeds spread only, or rerun its recipe")
         check_paired(got, ref, path, reference)
-        out["arms"][name] = {"path": path, "means": means(got), "gain": gain(got, ref)}
+        out["arms"][name] = {"path": path, "means": got_means, "gain": gain(got, ref), "folds": kept_rows(got)}
     for name, paths in seeds.items():
-        runs = [fold_questions(read_json_untrusted(Path(p), allow_interpolation=True), row, p) for p in paths]
-        for p, r in zip(paths, runs):
-            check_paired(r, ref, p, reference)
-        per_run = [means(r) for r in runs]
+        loaded = [load_run(p, row) for p in paths]
+        for p, (r, _) in zip(paths, loaded):
+            if r is not None:
+                check_paired(r, ref, p, reference)
+        per_run = [m for _, m in loaded]
+        paired = [r for r, _ in loaded if r is not None]
+        if not paired:
+            raise MismatchedRuns(f"--seeds {name}: no run with per-question rows; at least one is needed")
         out["seeds"][name] = {
             "paths": paths, "per_run": per_run,
             "spread": {m: statistics.pstdev(r[m] for r in per_run) for m in METRICS},
             "range": {m: max(r[m] for r in per_run) - min(r[m] for r in per_run) for m in METRICS},
-            "gain": gain(averaged(runs), ref)}
+            "gain": gain(averaged(paired), ref), "paired_runs": len(paired),
+            "runs": [kept_rows(r) if r is not None else None for r, _ in loaded]}
     return out
 
 
@@ -104,8 +154,7 @@ def report(saved: dict) -> str:
              + " [95 % CI] |", "|---|" + "---|" * (2 * len(BAR_METRICS))]
     lines.append("| reference | " + " | ".join(f"{ref['means'][m]:.4f}" for m in BAR_METRICS)
                  + " |" + " |" * len(BAR_METRICS))
-    for name, arm in [*saved["arms"].items(), *((f"{k} (mean of {len(v['paths'])} seeds)", v)
-                                                for k, v in saved["seeds"].items())]:
+    for name, arm in [*saved["arms"].items(), *((_seed_label(k, v), v) for k, v in saved["seeds"].items())]:
         m = arm.get("means") or {k: statistics.fmean(r[k] for r in arm["per_run"]) for k in METRICS}
         cells = [f"{m[k]:.4f}" for k in BAR_METRICS]
         cells += [f"{g['gain']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]"
@@ -116,6 +165,13 @@ def report(saved: dict) -> str:
                   + "; ".join(f"{m} {', '.join(f'{r[m]:.4f}' for r in s['per_run'])} "
                               f"(std {s['spread'][m]:.4f}, range {s['range'][m]:.4f})" for m in BAR_METRICS)]
     return "\n".join(lines) + "\n"
+
+
+def _seed_label(name: str, group: dict) -> str:
+    """A seed group's row: the means are over every run, the gain over the runs with rows."""
+    n, paired = len(group["paths"]), group.get("paired_runs", len(group["paths"]))
+    return (f"{name} (mean of {n} seeds)" if paired == n else
+            f"{name} (mean of {n} seeds; gain paired over the {paired} kept with per-question rows)")
 
 
 def _pairs(values: list[str], flag: str, ap: argparse.ArgumentParser) -> dict[str, str]:
@@ -132,9 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     """The command line (``--help``); writes ``--out/paired_runs.json``; 0 on success, 2 on bad input."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", required=True, help="two_stage.json of the reference recipe")
-    ap.add_argument("--arm", nargs="*", default=[], metavar="NAME=PATH", help="a recipe's two_stage.json")
+    ap.add_argument("--arm", nargs="*", default=[], metavar="NAME=PATH",
+                    help="a recipe's two_stage.json / error_analysis.json, or VERDICTS#NAME: a run "
+                         "kept in an earlier paired_runs.json (e.g. docs/results/training_verdicts.json)")
     ap.add_argument("--seeds", nargs="*", default=[], metavar="NAME=PATH,PATH,...",
-                    help="one recipe under several seeds")
+                    help="one recipe under several seeds (each PATH as for --arm; VERDICTS#GROUP[i]: "
+                         "a seed group's i-th run)")
     ap.add_argument("--row", default="exhaustive, float16")
     ap.add_argument("--out", help="folder for paired_runs.json")
     ap.add_argument("--publish", metavar="NAME", help="also copy it to docs/results/NAME.json")

@@ -5,6 +5,7 @@ not hold the same questions)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,39 @@ def test_paired_runs_gain_and_seed_spread(tmp_path):
     assert g["gain"] == pytest.approx((1 / 3 + 1 / 3) / 2) and g["low"] >= 0
     assert saved["seeds"]["rec"]["range"]["ev_mrr"] == pytest.approx(1 / 3)
     assert "| better |" in report(saved) and "Seed spread of rec (2 runs)" in report(saved)
+
+
+def test_a_published_verdict_keeps_its_rows_so_a_later_arm_pairs_without_the_run_folders(tmp_path, capsys):
+    """Run folders do not outlive a machine: the verdicts file itself is enough to pair with."""
+    arts = [["a", "a", "b"], ["c", "d", "d"]]
+    ref = _run(tmp_path / "ref.json", [[1, 0, 0], [1, 1, 0]], arts)
+    seed1 = _run(tmp_path / "s1.json", [[1, 1, 0], [1, 1, 1]], arts)
+    out = tmp_path / "v1"
+    assert paired_main(["--reference", ref, "--arm", f"seed 1={seed1}", "--out", str(out)]) == 0
+    first = compare(ref, {"seed 1": seed1}, {}, "exhaustive, float16")
+    for p in (ref, seed1):
+        Path(p).unlink()  # the run folders are gone
+    seed2 = _run(tmp_path / "s2.json", [[0, 1, 0], [1, 0, 1]], arts)
+    kept = str(out / "paired_runs.json")
+    saved = compare(f"{kept}#reference", {"seed 1": f"{kept}#seed 1"},
+                    {"three": [f"{kept}#reference", f"{kept}#seed 1", seed2]}, "exhaustive, float16")
+    assert saved["arms"]["seed 1"]["gain"] == first["arms"]["seed 1"]["gain"]  # the same pairing, from the file
+    assert saved["seeds"]["three"]["paired_runs"] == 3 and len(saved["seeds"]["three"]["per_run"]) == 3
+    # a group kept without rows (saved before rows were kept) joins a spread, never a pairing
+    old = json.loads(Path(kept).read_text())
+    old["seeds"] = {"two": {"paths": ["x", "y"], "per_run": [old["reference"]["means"]] * 2}}
+    del old["arms"]["seed 1"]["folds"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    mixed = compare(f"{kept}#reference", {}, {"g": [str(tmp_path / "old.json") + "#two[1]", seed2]},
+                    "exhaustive, float16")
+    assert mixed["seeds"]["g"]["paired_runs"] == 1 and "gain paired over the 1 kept" in report(mixed)
+    with pytest.raises(MismatchedRuns, match="kept without per-question rows"):
+        compare(f"{kept}#reference", {"s": str(tmp_path / "old.json") + "#seed 1"}, {}, "exhaustive, float16")
+    with pytest.raises(MismatchedRuns, match=r"no run 'seed 9' in .*it keeps \['reference', 'seed 1'"):
+        compare(f"{kept}#reference", {"s": f"{kept}#seed 9"}, {}, "exhaustive, float16")
+    with pytest.raises(SystemExit) as exit_:
+        paired_main(["--reference", f"{kept}#reference", "--arm", f"s={kept}#nope"])
+    assert exit_.value.code == 2 and "no run 'nope'" in capsys.readouterr().err
 
 
 def test_paired_runs_refuse_other_questions(tmp_path, capsys):
