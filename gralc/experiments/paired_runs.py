@@ -80,6 +80,23 @@ def load_run(spec: str, row: str) -> tuple[list[dict] | None, dict[str, float]]:
     return entry.get("folds"), entry["means"]
 
 
+def carried_arm(spec: str, reference: str) -> dict:
+    """An arm of an earlier verdicts file that was saved without per-question rows, carried
+    over as it was (means and gain) when it was paired against the same ``reference``; it
+    says so (``carried_from``). Anything else is MismatchedRuns."""
+    path, _, key = spec.rpartition("#")
+    saved = read_json_untrusted(Path(path), allow_interpolation=True, expect=dict)
+    entry = (saved.get("arms") or {}).get(key)
+    if not isinstance(entry, dict) or "gain" not in entry:
+        raise MismatchedRuns(f"{spec}: kept without per-question rows and without a gain; it joins "
+                             "a --seeds spread only, or rerun its recipe")
+    if (saved.get("reference") or {}).get("path") != reference:
+        raise MismatchedRuns(f"{spec}: kept without per-question rows, and paired against "
+                             f"{(saved.get('reference') or {}).get('path')!r}, not {reference!r}: "
+                             "it cannot be paired again; rerun its recipe")
+    return {**entry, "carried_from": f"{spec} (git {saved.get('git_hash')})"}
+
+
 def check_paired(a: list[dict], b: list[dict], a_path: str, b_path: str) -> None:
     """MismatchedRuns unless ``a`` and ``b`` hold the same folds, questions and articles."""
     if len(a) != len(b):
@@ -123,8 +140,8 @@ def compare(reference: str, arms: dict[str, str], seeds: dict[str, list[str]], r
     for name, path in arms.items():
         got, got_means = load_run(path, row)
         if got is None:
-            raise MismatchedRuns(f"{path}: kept without per-question rows (saved before rows were "
-                                 "kept); it joins a --seeds spread only, or rerun its recipe")
+            out["arms"][name] = carried_arm(path, reference)
+            continue
         check_paired(got, ref, path, reference)
         out["arms"][name] = {"path": path, "means": got_means, "gain": gain(got, ref), "folds": kept_rows(got)}
     for name, paths in seeds.items():
@@ -159,7 +176,12 @@ def report(saved: dict) -> str:
         cells = [f"{m[k]:.4f}" for k in BAR_METRICS]
         cells += [f"{g['gain']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]"
                   for g in (arm["gain"][k] for k in BAR_METRICS)]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name}{' (carried)' if arm.get('carried_from') else ''} | " + " | ".join(cells) + " |")
+    carried = [f"{name}: {arm['carried_from']}" for name, arm in saved["arms"].items() if arm.get("carried_from")]
+    if carried:
+        lines += ["", "(carried): paired in an earlier verdicts file against the same reference, whose "
+                      "per-question rows were not kept (their run folders are gone); copied as they were: "
+                  + "; ".join(carried) + "."]
     for name, s in saved["seeds"].items():
         lines += ["", f"Seed spread of {name} ({len(s['paths'])} runs): "
                   + "; ".join(f"{m} {', '.join(f'{r[m]:.4f}' for r in s['per_run'])} "

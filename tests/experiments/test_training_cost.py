@@ -114,8 +114,15 @@ def test_a_published_verdict_keeps_its_rows_so_a_later_arm_pairs_without_the_run
     mixed = compare(f"{kept}#reference", {}, {"g": [str(tmp_path / "old.json") + "#two[1]", seed2]},
                     "exhaustive, float16")
     assert mixed["seeds"]["g"]["paired_runs"] == 1 and "gain paired over the 1 kept" in report(mixed)
-    with pytest.raises(MismatchedRuns, match="kept without per-question rows"):
-        compare(f"{kept}#reference", {"s": str(tmp_path / "old.json") + "#seed 1"}, {}, "exhaustive, float16")
+    # an arm kept without rows is carried over as it was, when it was paired with the same reference
+    old["reference"]["path"] = f"{kept}#reference"
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    carried = compare(f"{kept}#reference", {"s": str(tmp_path / "old.json") + "#seed 1"}, {}, "exhaustive, float16")
+    assert carried["arms"]["s"]["gain"] == first["arms"]["seed 1"]["gain"]
+    assert carried["arms"]["s"]["carried_from"].startswith(str(tmp_path / "old.json") + "#seed 1")
+    assert "| s (carried) |" in report(carried) and "(carried): paired in an earlier verdicts file" in report(carried)
+    with pytest.raises(MismatchedRuns, match="kept without per-question rows, and paired against"):
+        compare(seed2, {"s": str(tmp_path / "old.json") + "#seed 1"}, {}, "exhaustive, float16")
     with pytest.raises(MismatchedRuns, match=r"no run 'seed 9' in .*it keeps \['reference', 'seed 1'"):
         compare(f"{kept}#reference", {"s": f"{kept}#seed 9"}, {}, "exhaustive, float16")
     with pytest.raises(SystemExit) as exit_:
