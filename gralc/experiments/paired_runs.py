@@ -196,14 +196,34 @@ def _seed_label(name: str, group: dict) -> str:
             f"{name} (mean of {n} seeds; gain paired over the {paired} kept with per-question rows)")
 
 
+def _names_file(spec: str) -> bool:
+    """Whether ``spec`` starts with an existing file (``FILE`` or ``FILE#NAME``)."""
+    return Path(spec).is_file() or ("#" in spec and Path(spec.rpartition("#")[0]).is_file())
+
+
 def _pairs(values: list[str], flag: str, ap: argparse.ArgumentParser) -> dict[str, str]:
+    """``NAME=PATH`` values: split at the first ``=`` whose right side names an existing file
+    (a name may hold ``=``, e.g. an override; a kept run's ``#NAME`` too), else at the last."""
     out = {}
     for v in values:
-        name, sep, path = v.rpartition("=")  # a name may hold "=" (an override), a path rarely
-        if not sep or not name or not path:
+        cut = next((i for i, ch in enumerate(v) if ch == "=" and _names_file(_split_specs(v[i + 1 :])[0])), None)
+        name, path = (v[:cut], v[cut + 1 :]) if cut is not None else v.rpartition("=")[::2]
+        if not name or not path:
             ap.error(f"{flag} {v!r}: give NAME=PATH")
         out[name] = path
     return out
+
+
+def _split_specs(text: str) -> list[str]:
+    """``PATH,PATH,...`` where a kept run's name (after ``#``) may hold commas: a piece that
+    does not start with an existing file continues the previous ``FILE#NAME``."""
+    specs: list[str] = []
+    for piece in text.split(","):
+        if specs and "#" in specs[-1] and not _names_file(piece.strip()):
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--publish", metavar="NAME", help="also copy it to docs/results/NAME.json")
     args = ap.parse_args(argv)
     arms = _pairs(args.arm, "--arm", ap)
-    seeds = {k: v.split(",") for k, v in _pairs(args.seeds, "--seeds", ap).items()}
+    seeds = {k: _split_specs(v) for k, v in _pairs(args.seeds, "--seeds", ap).items()}
     try:
         saved = run_metadata({"args": vars(args), **compare(args.reference, arms, seeds, args.row)})
     except (MismatchedRuns, OSError, ValueError) as exc:

@@ -125,6 +125,14 @@ def test_a_published_verdict_keeps_its_rows_so_a_later_arm_pairs_without_the_run
         compare(seed2, {"s": str(tmp_path / "old.json") + "#seed 1"}, {}, "exhaustive, float16")
     with pytest.raises(MismatchedRuns, match=r"no run 'seed 9' in .*it keeps \['reference', 'seed 1'"):
         compare(f"{kept}#reference", {"s": f"{kept}#seed 9"}, {}, "exhaustive, float16")
+    # names with '=' and ',' on the command line, kept runs named by them
+    commas = str(tmp_path / "commas.json")
+    assert paired_main(["--reference", ref_kept := f"{kept}#reference", "--arm", f"fp32, seed=1={kept}#seed 1",
+                        "--seeds", f"g, seeds=1,2={kept}#seed 1,{seed2}", "--out", commas[:-5]]) == 0
+    again = json.loads((Path(commas[:-5]) / "paired_runs.json").read_text())
+    assert paired_main(["--reference", ref_kept, "--arm", f"x=1={commas[:-5]}/paired_runs.json#fp32, seed=1",
+                        "--seeds", f"y={commas[:-5]}/paired_runs.json#g, seeds=1,2[0],{seed2}"]) == 0
+    assert again["seeds"]["g, seeds=1,2"]["paths"] == [f"{kept}#seed 1", seed2]
     with pytest.raises(SystemExit) as exit_:
         paired_main(["--reference", f"{kept}#reference", "--arm", f"s={kept}#nope"])
     assert exit_.value.code == 2 and "no run 'nope'" in capsys.readouterr().err
