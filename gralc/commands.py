@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chunk": ("gralc.chunk:main", "chunk one document with a strategy or a trained model"),
     "index": ("gralc.index:main", "build a search index over a corpus (a strategy or a trained model)"),
     "search": ("gralc.search:main", "search an index: one question, or a file of questions"),
+    "serve": ("gralc.serve:main", "serve an index over HTTP (JSON search, batched; OpenAPI docs)"),
     "train": ("gralc.train:main", "train GraLC's learnable parts contrastively (Lightning)"),
     "eval": ("gralc.eval:main", "evaluate methods and trained models at the evidence level"),
     "export": ("gralc.export:main", "export a trained checkpoint or run folder for inference"),
