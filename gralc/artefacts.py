@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -216,7 +217,10 @@ def verify_artefact(folder: str | os.PathLike[str], kinds: Iterable[str] = ()) -
         except OSError:
             raise FileNotFoundError(f"{path} is missing: the artefact {root} is incomplete; "
                                     "rebuild it") from None
-        stats.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
+        if not stat.S_ISREG(st.st_mode):
+            raise ArtefactError(f"{path} is not a regular file (a folder, pipe, socket or device stands "
+                                f"where {root / MARKER} lists a file): rebuild {root}")
+        stats.append((rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
     unlisted = unlisted_data_files(_files(root), files, marker["kind"])
     if unlisted:
         raise ArtefactError(
@@ -330,6 +334,10 @@ def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = Fa
             raise OutputDirError(f"{out_key}{out} overlaps the installed GraLC package {pkg}: "
                                  "choose an output folder outside it")
     if not out.exists():
+        above = next(p for p in out.parents if p.exists())
+        if not above.is_dir():
+            raise OutputDirError(f"{out_key}{out}: {above} is a file, not a folder, so nothing can be "
+                                 "written below it; choose another path")
         return out
     if not out.is_dir():
         raise OutputDirError(f"{out_key}{out} is a file, not a folder: choose another path")
@@ -337,6 +345,13 @@ def check_output_dir(target: str | os.PathLike[str], kind: str, force: bool = Fa
     marker = read_marker(out)
     if not entries or (marker is not None and marker["kind"] == kind
                        and (kind in OPEN_KINDS or listed_files(marker) is not None)):
+        # a user's file named like a folder GraLC writes (``lexical``, ``graph``, ...): the
+        # rebuild may need that name, said now rather than after the work
+        taken = [n for n in entries if n in GRALC_DIRS and not (out / n).is_dir()]
+        if taken and not force:
+            raise OutputDirError(f"{out_key}{out} holds {', '.join(taken)}, a file of yours named like a "
+                                 f"folder GraLC writes in a {kind}: move or rename it, or pass {force_key} "
+                                 f"to move it aside to {out.name}.replaced-<time> (nothing is deleted)")
         return out
     if marker is not None and marker["kind"] == kind:
         what = f"a GraLC {kind} without a manifest of its files (written by an older GraLC)"
@@ -426,8 +441,11 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
             with _held_lock:
                 _held[out] -= 1
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock_path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(out, exc) from exc
     payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                           "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     for attempt in range(2):
@@ -443,6 +461,8 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
                     "it to finish; if no such process runs (e.g. on another host), delete the lock") from None
             logger.warning("taking over the stale lock %s (%s)", lock, why)
             lock.unlink(missing_ok=True)
+        except OSError as exc:
+            raise _unwritable(out, exc) from exc
     with os.fdopen(fd, "w") as f:
         f.write(payload + "\n")
     with _held_lock:
@@ -454,6 +474,15 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[Path]:
         with _held_lock:
             del _held[out]
         lock.unlink(missing_ok=True)
+
+
+def _unwritable(out: Path, exc: OSError) -> OutputDirError:
+    """One message for an output folder that cannot be written where it is asked for (raised
+    ``from`` the OSError, so a full disk is still told as one: ``gralc.cli.disk_full``)."""
+    why = "a file stands where a folder is needed" if isinstance(exc, FileExistsError | NotADirectoryError) \
+        else (exc.strerror or str(exc))
+    return OutputDirError(f"cannot write the output {out} ({why}, in {out.parent}); choose a folder "
+                          "you can write, on a writable disk")
 
 
 def _clean_leftovers(out: Path) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gralc.cli import CommandParser, Settings, command_main, pipeline_overrides
-from gralc.safe_load import read_json_untrusted
+from gralc.safe_load import read_json_untrusted, require_file
 
 if TYPE_CHECKING:
     from gralc.chunking.base import PreparedDocument
@@ -66,9 +66,10 @@ def load_document(path: Path, pmid: str | None = None) -> Document:
     from gralc.documents.corpus import parse_document
     from gralc.documents.pubmedqa import convert_record
 
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"input file not found: {path}; pass an article (.nxml, .xml, .txt, .md) "
                          "or ori_pqal.json")
+    require_file(path, "input file")
     if path.suffix.lower() != ".json":
         if pmid is not None:
             raise UsageError(f"--pmid applies to a PubMedQA JSON file, not to {path}")

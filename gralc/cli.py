@@ -72,6 +72,12 @@ def run(main: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> 
         if isinstance(exc.code, int | None):
             return exc.code or 0
         raise
+    except KeyboardInterrupt:  # Ctrl-C: what GraLC writes is atomic, so nothing half-written stays
+        if debug:
+            raise
+        print("interrupted (nothing half-written is left: every output is written whole or not at "
+              "all; run the command again)", file=sys.stderr)
+        return 130
     except USER_ERRORS as exc:
         if debug:
             raise
@@ -197,11 +203,19 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+#: a Python warning as the warnings module formats it: its message alone
+_PY_WARNING = re.compile(r"^.*?:\d+: \w+: (.*?)\n(?:  .*\n?)?$", re.S)
+
+
 class _ShortFormatter(logging.Formatter):
     """INFO lines as their message; warnings and errors prefixed ``warning:`` / ``error:``
     (as :func:`run` writes a user's mistake)."""
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.name == "py.warnings":  # "FILE:LINE: Category: message\n  source line"
+            found = _PY_WARNING.match(record.getMessage())
+            if found:
+                record = logging.makeLogRecord({**record.__dict__, "msg": found.group(1), "args": ()})
         text = for_terminal(super().format(record))  # a corpus file name, a title: shown, never acted on
         return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
 
@@ -270,6 +284,9 @@ def configure_output(verbose: int = 0) -> None:
         root.addHandler(handler)
         root.setLevel(logging.WARNING if verbose <= 0 else logging.INFO)
         logging.getLogger("gralc").setLevel(logging.DEBUG if verbose >= 2 else logging.INFO)
+        # every Python warning (a library's, or a UserWarning of ours) through the same
+        # logging, printed as ``warning: ...`` without its file, line and source line
+        logging.captureWarnings(True)
         for name in THIRD_PARTY_LOGGERS:
             log = logging.getLogger(name)
             _library_levels.setdefault(name, log.level)
@@ -515,7 +532,7 @@ class CommandParser(argparse.ArgumentParser):
             if re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", message):
                 message += f" ({old} is now written {new})"
                 break
-        super().error(message)
+        super().error(for_terminal(message))  # it may echo what was typed: escaped
 
     def split_settings(self, argv: Sequence[str]) -> tuple[list[str], list[str]]:
         """``(arguments for argparse, key=value settings)``: a token is a setting when it looks

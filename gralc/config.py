@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from gralc.safe_load import require_file
+
 T = TypeVar("T")
 
 #: the YAML configs shipped inside the package (``train.yaml``, ``eval.yaml`` and the groups
@@ -218,8 +220,9 @@ def load_config(
     cfg = OmegaConf.structured(base if base is not None else schema_obj)
     if path is not None:
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise ConfigError(f"config file {path} not found; pass an existing YAML file")
+        require_file(path, "config file")
         cfg = _merge(cfg, OmegaConf.load(path), str(path), schema_obj)
         config_dir = config_dir or path.parent
     dotted: list[str] = []

@@ -92,6 +92,12 @@ class RetrieverSpec:
     model_origin: str | None = None
     #: the encoder's content when the index was built (:func:`gralc.encoding.models.encoder_digest`)
     encoder_sha256: str | None = None
+    #: every file of the index beside ``retriever.json`` (but a carried ``model/``) -> its
+    #: SHA-256 when written: the files are one index (:func:`check_bound_files`)
+    bound_files: dict[str, str] | None = None
+    #: the knowledge files questions are linked with (:func:`gralc.pipeline.knowledge_files`)
+    #: -> their SHA-256 when the index was built
+    knowledge_sha256: dict[str, str] | None = None
 
 
 def _check_encoder(spec: RetrieverSpec, model: str, spec_file: Path) -> None:
@@ -99,13 +105,78 @@ def _check_encoder(spec: RetrieverSpec, model: str, spec_file: Path) -> None:
     with (replaced by another of the same width, or damaged in place)."""
     from gralc.encoding.models import encoder_digest, resolve_model
 
-    if spec.encoder_sha256 is None:  # an index of an older GraLC: nothing recorded
-        return
     now = encoder_digest(model)
     if now is not None and now != spec.encoder_sha256:
         raise ValueError(f"encoder {resolve_model(model)} is not the encoder this index was built "
                          f"with ({spec_file} records another SHA-256 of its files): it was replaced "
                          "or changed since; restore it, or rebuild the index with this encoder")
+
+
+def knowledge_digests(knowledge) -> dict[str, str]:
+    """``{role: SHA-256}`` of every knowledge file a pipeline with ``knowledge`` reads."""
+    from gralc.encoding.models import file_digests
+    from gralc.pipeline import knowledge_files
+
+    return file_digests(knowledge_files(knowledge))
+
+
+def _check_knowledge(spec: RetrieverSpec, knowledge, spec_file: Path) -> None:
+    """Refuse, before any answer, knowledge files (vocabulary, tree numbers, relation tables)
+    other than those the index was built with: questions are linked with them at every search,
+    so another vocabulary would silently change every concept score."""
+    from gralc.pipeline import knowledge_files
+
+    recorded = spec.knowledge_sha256
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{spec_file} records no knowledge digests (knowledge_sha256): an index "
+                         "written before GraLC pinned its vocabulary; rebuild the index")
+    files = knowledge_files(knowledge)
+    if set(files) != set(recorded):
+        raise ValueError(f"{spec_file}: the index was built with knowledge files {sorted(recorded)}, "
+                         f"its settings now name {sorted(files)}: rebuild the index")
+    for role, path in files.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{role} {path} not found: the index {spec_file.parent} links "
+                                    "questions with it; restore it, or rebuild the index")
+    now = knowledge_digests(knowledge)
+    for role, path in files.items():
+        if now[role] != recorded[role]:
+            raise ValueError(f"{role} {path} is not the file this index was built with ({spec_file} "
+                             "records another SHA-256): it was replaced or edited since, and every "
+                             "question's concepts would change; restore it, or rebuild the index")
+
+
+def write_spec(folder: Path, spec: dict[str, Any]) -> None:
+    """``retriever.json``, written after every other file of the index in ``folder``: ``spec``
+    with ``bound_files``, the SHA-256 of each of those files (a carried ``model/`` excepted:
+    its own digest is ``model_sha256``)."""
+    from gralc.safe_load import file_sha256
+
+    bound = {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
+             if p.is_file() and p.name != RETRIEVER_FILE and not p.name.startswith(".")
+             and p.relative_to(folder).parts[0] != MODEL_DIR}
+    (folder / RETRIEVER_FILE).write_text(json.dumps({**spec, "bound_files": bound}, indent=2))
+
+
+def check_bound_files(directory: Path, spec: RetrieverSpec) -> None:
+    """ValueError unless ``spec.bound_files`` names exactly the index's files (a carried
+    ``model/`` excepted) with the SHA-256s its verified manifest lists: files of two indexes
+    mixed, a reordered chunk list, a BM25 folder or token table of another index are refused
+    even when only the manifest was signed again; an index written without them, too."""
+    from gralc.artefacts import listed_files, read_marker
+
+    spec_file = directory / RETRIEVER_FILE
+    listed = {rel: entry.get("sha256") for rel, entry in (listed_files(read_marker(directory)) or {}).items()
+              if rel != RETRIEVER_FILE and Path(rel).parts[0] != MODEL_DIR and isinstance(entry, dict)}
+    bound = spec.bound_files
+    if not isinstance(bound, dict) or not all(isinstance(v, str) for v in bound.values()):
+        raise ValueError(f"{spec_file} does not bind the index's files (an index written before "
+                         "GraLC recorded them, or edited): rebuild the index")
+    for rel in sorted(set(listed) | set(bound)):
+        if listed.get(rel) != bound.get(rel):
+            raise ValueError(f"{directory / rel} is not the file this index was built with ({spec_file} "
+                             f"{'records another SHA-256 for it' if rel in bound and rel in listed else 'does not list it' if rel in listed else 'lists it, the folder lacks it'}): "
+                             "files of two indexes were mixed, or one was replaced; rebuild the index")
 
 
 def _model_bm25(folder: Path, n_chunks: int, field: str, what: str) -> BM25Index:
@@ -293,6 +364,7 @@ class Retriever:
         from gralc.encoding.models import encoder_digest
 
         spec["encoder_sha256"] = encoder_digest(self.pipeline.config.encoder.model)
+        spec["knowledge_sha256"] = knowledge_digests(self.pipeline.config.knowledge)
         with write_artefact(directory, "index", force, inputs) as tmp:
             self.index.write_to(tmp, encoder_id=self.pipeline.encoder.model_id,
                                 pipeline_config=self.spec.pipeline)
@@ -305,7 +377,6 @@ class Retriever:
             if self.concepts is not None:
                 (tmp / CONCEPTS_DIR).mkdir()
                 self.concepts.write_to(tmp / CONCEPTS_DIR)
-            (tmp / RETRIEVER_FILE).write_text(json.dumps(spec, indent=2))
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
             if self.graph is not None:
@@ -314,6 +385,7 @@ class Retriever:
                 copy_export(Path(self.spec.model), tmp / MODEL_DIR)
             for name, payload in (extra or {}).items():
                 (tmp / name).write_text(json.dumps(payload, indent=2))
+            write_spec(tmp, spec)  # last: it binds every file written before it
         return directory
 
     @classmethod
@@ -348,6 +420,9 @@ class Retriever:
             search_cfg = config_from_dict(CandidateConfig, spec.search or {}, f"{spec_file} (search)")
         except TypeError as exc:
             raise ValueError(f"{spec_file}: unexpected content ({exc}); rebuild the index") from None
+        check_bound_files(directory, spec)
+        if spec.encoder_sha256 is None:
+            raise ValueError(f"{spec_file} records no encoder digest (encoder_sha256): rebuild the index")
         # validated in memory: loading never writes into the index folder (read-only storage,
         # concurrent readers)
         pipeline_cfg = config_from_dict(PipelineConfig, spec.pipeline, f"{spec_file} (pipeline)")
@@ -372,6 +447,7 @@ class Retriever:
             # wherever it is now), the index's runtime settings
             pipeline_cfg.encoder.model = scorer.pipeline_config.encoder.model
         _check_encoder(spec, pipeline_cfg.encoder.model, spec_file)
+        _check_knowledge(spec, pipeline_cfg.knowledge, spec_file)
         lexical = None
         if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
             # a trained model reads BM25 scores only: the index's own chunk list serves the hits

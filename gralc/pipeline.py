@@ -140,6 +140,23 @@ def load_knowledge(cfg: KnowledgeConfig) -> tuple[Vocabulary, KnowledgeBase]:
     return vocab, KnowledgeBase(vocab, cfg.relations)
 
 
+def knowledge_files(cfg: KnowledgeConfig) -> dict[str, str]:
+    """Every file :func:`load_knowledge` reads for ``cfg``, by role (``vocabulary``,
+    ``tree_file``, each relation table set): what an index pins by digest, since the question's
+    concepts are linked with them at every search.
+
+    >>> sorted(knowledge_files(KnowledgeConfig()))
+    ['tree_file', 'vocabulary']
+    """
+    from gralc.knowledge.builtin import builtin_tree_path, builtin_vocabulary_path
+
+    files = {"vocabulary": str(cfg.vocabulary or builtin_vocabulary_path()),
+             "tree_file": str(cfg.tree_file or (builtin_tree_path() if cfg.vocabulary is None else ""))}
+    for name in ("pharm_action_tsv", "disease_symptom_tsv", "mrrel"):
+        files[f"relations.{name}"] = str(getattr(cfg.relations, name, None) or "")
+    return {role: path for role, path in files.items() if path}
+
+
 #: the ``chunking`` section each strategy reads (a training run's pipeline has ``boundary`` alone)
 STRATEGY_SECTIONS = {"fixed": "fixed", "semantic": "semantic", "late": "late",
                      "multilevel": "multilevel", "structure_aware": "boundary",
@@ -205,14 +222,14 @@ def _load_path(path: str | Path) -> list[Document]:
     folder (its ``corpus.jsonl``; or that file), a PubMedQA JSON file, or a SQuAD-format JSON
     file of whole articles (COVID-QA: one document per context, as ``gralc eval data=squad``
     reads them)."""
-    from gralc.documents.beir import is_beir_folder, read_beir_corpus
+    from gralc.documents.beir import beir_file, is_beir_folder, read_beir_corpus
     from gralc.documents.corpus import load_corpus, parse_document
     from gralc.documents.pubmedqa import load_pqal
     from gralc.documents.squad import is_squad, load_squad_documents
 
     path = Path(path)
     if is_beir_folder(path) or (path.name == "corpus.jsonl" and path.is_file()):
-        return read_beir_corpus(path / "corpus.jsonl" if path.is_dir() else path)[0]
+        return read_beir_corpus(beir_file(path, "corpus.jsonl") if path.is_dir() else path)[0]
     if path.is_dir():
         result = load_corpus(path)
         for skipped, reason in result.skipped:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,9 @@ def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file
     import torch
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
+    require_file(path, what)
     try:
         with torch.serialization.safe_globals(list(allowed)):
             return torch.load(path, map_location="cpu", weights_only=True)
@@ -47,7 +49,7 @@ def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file
 
 
 # ----- JSON / YAML from files GraLC did not necessarily write -------------------------------
-def _no_interpolation(value: Any, source: str, key: str = "") -> None:
+def no_interpolation(value: Any, source: str, key: str = "") -> None:
     """Refuse OmegaConf interpolations (``${oc.env:API_KEY}``, ``${...}``) anywhere in data
     read from a file: resolving them would copy the environment or other keys into GraLC's
     outputs. Iterative, so any depth is fine."""
@@ -174,12 +176,35 @@ def check_file_size(path: str | Path, error: type[ValueError] = ValueError) -> N
                             "split it, or raise the limit with GRALC_MAX_FILE_MB", path)
 
 
+def require_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` when it is a regular file (or a link to one): a FileNotFoundError "``what`` not
+    found" when nothing is there, one ValueError saying what stands there instead (a folder; a
+    pipe, socket or device, which would block or never end) otherwise.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> try: require_file(d, "question file")
+    ... except ValueError as exc: print(str(exc).split(": ", 1)[0].endswith("is a folder, not a question file"))
+    True
+    """
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}; check the path and permissions") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{path} is a folder, not a {what}: give a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path} is not a regular file (a pipe, socket or device, which would block "
+                         f"or never end): give a {what} stored on disk")
+    return path
+
+
 def _read_text(path: str | Path, what: str, kind: str, error: type[ValueError]) -> str:
     """The UTF-8 text of ``path``: FileNotFoundError when it is missing, else one ``error``
     naming it (unreadable, larger than :func:`max_file_bytes`, not UTF-8)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} not found: {path}")
+    path = require_file(path, what)
     check_file_size(path, error)
     try:
         data = path.read_bytes()
@@ -204,16 +229,28 @@ def read_json_untrusted(path: str | Path, what: str = "JSON file", hint: str = "
     """
     data = parse_json(_read_text(path, what, "JSON", error), path, hint=hint, error=error)
     if not allow_interpolation:
-        _no_interpolation(data, str(path))
+        no_interpolation(data, str(path))
     if expect is not None and not isinstance(data, expect):
         kind = "a JSON object" if expect is dict else f"JSON of type {expect.__name__}"
         raise _error(error, f"{path}: expected {kind}, found {type(data).__name__}; rebuild it", path)
     return data
 
 
-def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
-    """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted: errors name the file,
-    interpolations are refused (:func:`_no_interpolation`).
+def _no_aliases(yaml, text: str, path: Path) -> None:
+    """ValueError at the first YAML alias (``*name``): each one may stand for a whole nested
+    value, so a few hundred bytes of aliases expand to billions of items (a "billion laughs"
+    file) in whoever walks the result; no GraLC file needs them."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark else "?"
+            raise ValueError(f"{path}:{line}: a YAML alias (*{event.anchor}); GraLC does not read aliases in "
+                             "a file it did not write (a few can expand to billions of values): write "
+                             "the values out")
+
+
+def read_yaml_untrusted(path: str | Path, what: str = "YAML file", allow_interpolation: bool = False) -> Any:
+    """``yaml.safe_load`` of ``path`` (no Python tags), read as untrusted: errors name the file;
+    interpolations (:func:`no_interpolation`) and aliases (:func:`_no_aliases`) are refused.
 
     >>> import tempfile; f = Path(tempfile.mkdtemp()) / "c.yaml"; _ = f.write_text("k: [1, 2]\\n")
     >>> read_yaml_untrusted(f)
@@ -224,12 +261,14 @@ def read_yaml_untrusted(path: str | Path, what: str = "YAML file") -> Any:
     path = Path(path)
     text = _read_text(path, what, "YAML", ValueError)
     try:
+        _no_aliases(yaml, text, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     except RecursionError:
         raise ValueError(f"{path}: YAML nested too deeply to be a GraLC file") from None
-    _no_interpolation(data, str(path))
+    if not allow_interpolation:
+        no_interpolation(data, str(path))
     return data
 
 
@@ -258,6 +297,7 @@ def file_sha256(path: str | Path) -> str:
     >>> file_sha256(f)[:12]
     'e3b0c44298fc'
     """
+    require_file(path, "file")  # a pipe or device would block or never end
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

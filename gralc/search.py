@@ -106,6 +106,12 @@ def _main(argv: list[str]) -> int:
     if not any(t.strip() for _, t in queries):
         raise ValueError("the question is blank: give words to search with")
     fmt = args.format or ("json" if args.queries else "text")
+    if fmt == "trec":  # what the run file will hold, checked before the index loads
+        from gralc.retrieval.trec import check_token
+
+        check_token(args.run_name, "--run-name")
+        for qid, _ in queries:
+            check_token(qid, "question id")
     retriever = load_index(args.index, keys["search"], args.model)
     if fmt == "trec":
         from gralc.retrieval.trec import doc_hits, write_trec_run

@@ -198,6 +198,20 @@ class SearchRequest(BaseModel):
         return self
 
 
+class JsonBodies:
+    """ASGI middleware: every POST body is read as JSON whatever its ``Content-Type`` says
+    (``curl -d '{...}'`` sends ``application/x-www-form-urlencoded``), since the API takes JSON only."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
+            scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+        await self.app(scope, receive, send)
+
+
 def make_app(searcher: BatchingSearcher, index: str, watch_s: float = 2.0):
     """The FastAPI application over ``searcher`` (its batching loop and, when ``watch_s`` > 0,
     its index watcher run while the application does).
@@ -223,6 +237,7 @@ def make_app(searcher: BatchingSearcher, index: str, watch_s: float = 2.0):
 
     app = FastAPI(title="GraLC search", version=_version(), lifespan=lifespan,
                   description=f"Search the GraLC index `{index}`.")
+    app.add_middleware(JsonBodies)
 
     @app.post("/search")
     async def search(request: SearchRequest) -> dict:

@@ -15,7 +15,6 @@ vectors once. The shards of a model that stores token codes share one codec. On 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from gralc.inference import (
     RETRIEVER_FILE,
     Retriever,
     train_token_codec,
+    write_spec,
 )
 from gralc.retrieval.indexes.dense import CONFIG_FILE, ChunkIndex, IndexConfig
 from gralc.retrieval.indexes.folder import read_json
@@ -167,7 +167,13 @@ def _read_shard(directory: Path) -> dict[str, Any]:
     bad = [f for f in manifest["files"] if not isinstance(manifest["digests"].get(f), str)]
     if bad:
         raise ValueError(f"{source}: file {bad[0]!r} has no recorded digest: rebuild the shard")
-    manifest["spec"] = spec = read_json(directory / RETRIEVER_FILE)
+    spec = read_json(directory / RETRIEVER_FILE)
+    if isinstance(spec, dict):  # the shard's own files bound together; compared without them
+        from gralc.inference import RetrieverSpec, check_bound_files
+
+        check_bound_files(directory, RetrieverSpec(bound_files=spec.get("bound_files")))
+        spec = {k: v for k, v in spec.items() if k != "bound_files"}
+    manifest["spec"] = spec
     if isinstance(spec, dict) and spec.get("model") is not None:
         # each shard names its model relative to itself: compare and merge where it is
         from gralc.inference import RetrieverSpec, find_model
@@ -236,7 +242,6 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
         if spec.get("model") is not None:  # relative to the merged index, as a single build's
             spec["model_origin"] = spec["model"]
             spec["model"] = Path(os.path.relpath(spec["model"], Path(out).resolve())).as_posix()
-        (tmp / RETRIEVER_FILE).write_text(json.dumps(spec, indent=2))
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
         if trained is not None:
@@ -246,6 +251,7 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
             for name, bm25 in indexes.items():
                 (tmp / name).mkdir()
                 bm25.write_to(tmp / name)
+        write_spec(tmp, {k: v for k, v in spec.items() if k != "bound_files"})  # last: it binds the files above
     return merged
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from gralc.atomic import atomic_write, write_text_atomic
-from gralc.safe_load import read_json_untrusted
+from gralc.safe_load import no_interpolation, read_json_untrusted, read_yaml_untrusted
 
 METHODS = ("grid", "random", "bayes")
 TOP_KEYS = {"program", "method", "metric", "parameters", "command", "early_terminate", "name",
@@ -81,11 +81,14 @@ def program_command(program: str) -> list[str]:
 def load_sweep(path: str | Path) -> dict[str, Any]:
     """Read and validate a sweep YAML (the W&B format); ``path`` may name a shipped sweep."""
     path = sweep_file(path)
-    try:
-        sweep = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SweepError(f"{path} is not valid YAML (write `command:` as a block list of "
-                         f"`- ${{env}}` items): {exc}") from None
+    try:  # the one untrusted-YAML reader: bounded size, no aliases, no interpolation
+        # (``command:`` holds W&B's ${env} macros, never resolved; the parameters may hold none)
+        sweep = read_yaml_untrusted(path, "sweep file", allow_interpolation=True)
+        if isinstance(sweep, dict):
+            no_interpolation(sweep.get("parameters"), str(path))
+    except ValueError as exc:
+        hint = " (write `command:` as a block list of `- ${env}` items)" if "not valid YAML" in str(exc) else ""
+        raise SweepError(f"{exc}{hint}") from None
     validate_sweep(sweep, str(path))
     return sweep
 
@@ -154,6 +157,10 @@ def _sample(key: str, spec: dict[str, Any], rng: random.Random) -> Any:
     raise SweepError(f"parameter {key!r}: distribution {dist!r} is not supported by the local runner")
 
 
+#: the most configurations a grid may expand to (each is a training or evaluation run)
+MAX_GRID = 10_000
+
+
 def expand_grid(sweep: dict[str, Any], count: int = 8, seed: int = 0) -> list[dict[str, Any]]:
     """The configurations of a sweep, as ``{key: value}`` dicts (constants included).
 
@@ -168,6 +175,11 @@ def expand_grid(sweep: dict[str, Any], count: int = 8, seed: int = 0) -> list[di
         if bad:
             raise SweepError(f"grid search needs `values` for {bad}; use method: random for ranges")
         choices = [[s["value"]] if "value" in s else list(s["values"]) for s in params.values()]
+        size = math.prod(len(c) for c in choices)
+        if size > MAX_GRID:  # counted before any configuration is made
+            raise SweepError(f"the grid has {size:,} configurations ({' x '.join(str(len(c)) for c in choices)}), "
+                             f"more than the {MAX_GRID:,} a local sweep runs; use method: random with "
+                             "--count, or fewer values")
         return [dict(zip(params, combo)) for combo in itertools.product(*choices)]
     rng = random.Random(seed)
     return [{k: _sample(k, s, rng) for k, s in params.items()} for _ in range(count)]

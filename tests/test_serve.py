@@ -133,6 +133,9 @@ def test_bad_requests_are_4xx_with_a_message(served):
             response = client.post("/search", json=body)
             assert response.status_code == status, (body, response.text)
             assert words in json.dumps(response.json()), (body, response.text)
+        form = client.post("/search", content=b'{"question": "Which animals coughed?"}',
+                           headers={"content-type": "application/x-www-form-urlencoded"})  # curl -d
+        assert form.status_code == 200 and form.json()["hits"]
         garbage = client.post("/search", content=b"\xff{not json", headers={"content-type": "application/json"})
         assert 400 <= garbage.status_code < 500 and garbage.json()["detail"]
         assert client.get("/search").status_code == 405

@@ -20,7 +20,7 @@ from pathlib import Path
 from gralc.atomic import atomic_write
 from gralc.data.benchmark import Benchmark
 from gralc.data.question_io import read_queries
-from gralc.documents.beir import _SHAPE, _lines, read_beir_corpus
+from gralc.documents.beir import _SHAPE, _lines, beir_file, read_beir_corpus
 from gralc.documents.model import Document, TextBuilder
 from gralc.documents.question import Question
 
@@ -105,13 +105,14 @@ def beir_benchmarks(path: str | Path, splits: str = "test", max_docs: int | None
     names = [s.strip() for s in splits.split(",") if s.strip()] or ["test"]
     names = ["test" if s == "all" else s for s in names]
     for split in names:
+        beir_file(folder, f"qrels/{split}.tsv")
         if not (folder / "qrels" / f"{split}.tsv").is_file():
             have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
             raise FileNotFoundError(f"{folder / 'qrels' / f'{split}.tsv'}: no qrels for split "
                                     f"{split!r}; this folder has {have or 'none'} (data.split=...)")
     if not (folder / "corpus.jsonl").is_file():
         raise FileNotFoundError(f"{folder}: no corpus.jsonl; {_SHAPE}")
-    docs, skipped = read_beir_corpus(folder / "corpus.jsonl", max_docs)
+    docs, skipped = read_beir_corpus(beir_file(folder, "corpus.jsonl"), max_docs)
     if not docs:
         raise ValueError(f"{folder / 'corpus.jsonl'}: no documents; {_SHAPE}")
     by_id = {d.id: d for d in docs}

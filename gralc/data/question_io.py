@@ -24,7 +24,7 @@ from gralc.atomic import atomic_write
 from gralc.documents.errors import DocumentParseError
 from gralc.documents.question import Question, clean_question_text, relevance_problem
 from gralc.documents.textio import decode_utf8, load_json, replace_surrogates_in, surrogate_warning
-from gralc.safe_load import check_file_size
+from gralc.safe_load import check_file_size, require_file
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,9 @@ def read_jsonl(path: str | Path) -> list[Question]:
     'PMC9000001'
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"question file not found: {path}")
+    require_file(path, "question file")
     check_file_size(path)
     text = decode_utf8(path.read_bytes(), path)
     out: list[Question] = []
@@ -174,13 +175,16 @@ def read_queries(path: str | Path, fmt: str | None = None) -> list[tuple[str, st
         if fmt not in (None, "beir"):
             raise ValueError(f"{path} is a folder, not a {_FORMAT_NAMES[fmt]} file; a folder of "
                              f"questions is a BEIR folder (queries.jsonl inside); {ACCEPTED}")
-        queries = path / "queries.jsonl"
+        from gralc.documents.beir import beir_file
+
+        queries = beir_file(path, "queries.jsonl")
         if not queries.is_file():
             raise FileNotFoundError(f"{path}: a folder given as questions is read as a BEIR folder, "
                                     f"but it has no queries.jsonl; {ACCEPTED}")
         return _read_queries(queries, "beir", "the path is a folder")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"question file not found: {path}")
+    require_file(path, "question file")
     check_file_size(path)
     try:
         data = path.read_bytes()

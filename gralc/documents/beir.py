@@ -45,6 +45,23 @@ def _lines(path: Path):
             yield n, text.removeprefix("\ufeff") if n == 1 else text
 
 
+def beir_file(folder: str | Path, rel: str) -> Path:
+    """``folder/rel``, a file of a BEIR folder, when it really lies inside the folder (the rule
+    of every corpus walker, :func:`~gralc.documents.corpus.inside_corpus`): a link that leads
+    elsewhere is one error, never read.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); beir_file(d, "corpus.jsonl").name
+    'corpus.jsonl'
+    """
+    from gralc.documents.corpus import inside_corpus
+
+    path = Path(folder) / rel
+    if not inside_corpus(folder, path):
+        raise ValueError(f"{path} leads outside {folder} (a link to {path.resolve()}): GraLC reads a "
+                         "BEIR folder's own files only; copy the file into the folder")
+    return path
+
+
 def _string_id(value: object, key: str, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)

@@ -24,6 +24,7 @@ from gralc.documents.model import Document, Paragraph, Section, Sentence, TextBu
 from gralc.documents.question import Question, clean_question_text
 from gralc.documents.sentences import split_sentences
 from gralc.documents.textio import read_json_file, replace_surrogates_in, surrogate_warning
+from gralc.safe_load import require_file
 
 log = logging.getLogger(__name__)
 
@@ -256,8 +257,9 @@ def assign_splits(
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"PubMedQA file not found: {path}; {GET_DATA_HINT}")
+    require_file(path, "PubMedQA file")
     data = read_json_file(path, hint=f"; re-download it ({GET_DATA_HINT})")
     data, changed, first = replace_surrogates_in(data)
     if changed:

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from gralc.encoding.cache import EmbeddingCache, cache_key
 from gralc.encoding.models import (
     encoder_conventions,
+    encoder_digest,
     load_tokenizer_and_model,
     model_name,
     sentence_max_length,
@@ -157,6 +158,9 @@ class DocumentEncoder:
         self.tokenizer, self.model = load_tokenizer_and_model(config.model)
         self.model.to(self.device).eval()
         self._model_id = model_name(config.model)
+        #: the encoder's files by content (None: a hub id with no local folder): part of every
+        #: cache key, so an encoder edited or replaced in place never reads another's vectors
+        self._content = encoder_digest(config.model)
         #: query / passage prefixes, pooling, length, normalisation (gralc.encoding.models)
         self.conventions = encoder_conventions(config.model)
 
@@ -298,6 +302,8 @@ class DocumentEncoder:
 
     def _key(self, text: str) -> str:
         model = self.model_id  # a passage prefix changes every vector: part of the key
+        if self._content:
+            model += f"|sha256={self._content}"
         if self.conventions.passage_prefix:
             model += f"|passage_prefix={self.conventions.passage_prefix!r}"
         return cache_key(text, model, self.window, self.config.overlap, self.precision)

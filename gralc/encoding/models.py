@@ -51,7 +51,7 @@ def encoder_digest(name_or_path: str) -> str | None:
     (:data:`ENCODER_FILE_SUFFIXES`, one sub-folder deep: ``1_Pooling/config.json``), each by
     name, size and SHA-256; None when it resolves to no local folder. An index records it and
     refuses another encoder (or one changed in place) before its first answer. Each file's
-    digest is kept per machine while its size, time and inode stay the same
+    digest is kept per machine while its size, times and inode stay the same
     (``$GRALC_CACHE/file_digests.json``, a cache never trusted beyond those), so a cold search
     does not re-read the weights.
 
@@ -71,8 +71,23 @@ def encoder_digest(name_or_path: str) -> str | None:
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
+def file_digests(paths: dict[str, str | Path]) -> dict[str, str]:
+    """``{role: SHA-256}`` of each file (the per-machine digest cache of :func:`encoder_digest`,
+    so a large MeSH file is read once, not at every search).
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "v.tsv"; _ = f.write_text("")
+    >>> file_digests({"vocabulary": f})["vocabulary"][:12]
+    'e3b0c44298fc'
+    """
+    cache = _DigestCache()
+    out = {role: cache.sha256(Path(path)) for role, path in paths.items()}
+    cache.save()
+    return out
+
+
 class _DigestCache:
-    """File SHA-256s keyed by resolved path, valid while size, mtime and inode are unchanged."""
+    """File SHA-256s keyed by resolved path, valid while size, mtime, inode and ctime are
+    unchanged (ctime: no write, even one that restores the mtime, leaves it as it was)."""
 
     FILE = "file_digests.json"
     MAX_ENTRIES = 4096
@@ -92,7 +107,7 @@ class _DigestCache:
         from gralc.artefacts import file_sha256
 
         st = path.stat()
-        key, stamp = str(path.resolve()), [st.st_size, st.st_mtime_ns, st.st_ino]
+        key, stamp = str(path.resolve()), [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         entry = self.entries.get(key)
         if isinstance(entry, list) and len(entry) == 4 and entry[:3] == stamp and isinstance(entry[3], str):
             return entry[3]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from gralc.knowledge.download import MESH_BASE_URL, download_mesh
+from gralc.safe_load import require_file
 
 
 def _load_linker(vocabulary: Path, trees: Path | None):
@@ -29,8 +30,9 @@ def _load_linker(vocabulary: Path, trees: Path | None):
 
 def _read_text(path: Path) -> str:
     """``Document.text`` of a JATS file (``.nxml``/``.xml``), else the file's text."""
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"input file not found: {path}")
+    require_file(path, "input file")
     if path.suffix.lower() in (".nxml", ".xml"):
         try:
             from gralc.documents.jats import parse_jats

@@ -29,6 +29,7 @@ import torch
 
 from gralc.knowledge.mention import EntityMention
 from gralc.knowledge.vocabulary import Vocabulary
+from gralc.safe_load import require_file
 
 #: MRREL ``RELA`` (or ``REL`` when RELA is empty) -> (relation, True if the edge goes
 #: CUI2 -> CUI1). UMLS reads a row as "CUI2 <RELA> CUI1"; inverse labels flip the direction.
@@ -71,8 +72,9 @@ class RelationSources:
 
 def _read_pairs(path: str | Path, src_col: str, dst_col: str) -> list[tuple[str, str]]:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"relation file not found: {path}; fix the path in RelationSources")
+    require_file(path, "relation file")
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         if not {src_col, dst_col} <= set(reader.fieldnames or []):
@@ -93,8 +95,9 @@ def read_pharm_actions(path: str | Path) -> list[tuple[str, str]]:
     path = Path(path)
     if path.suffix.lower() != ".xml":
         return _read_pairs(path, "DescriptorUI", "PharmActionUI")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"relation file not found: {path}; fix the path in RelationSources")
+    require_file(path, "relation file")
     from lxml import etree
 
     pairs: list[tuple[str, str]] = []
@@ -171,8 +174,9 @@ class KnowledgeBase:
 
     def _load_mrrel(self, path: str | Path, vocabulary: Vocabulary | None) -> None:
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise FileNotFoundError(f"MRREL file not found: {path}; fix RelationSources.mrrel")
+        require_file(path, "relation file")
         known = vocabulary.concepts if vocabulary is not None else None
         by_name: dict[str, list[tuple[str, str]]] = {}
         with path.open(encoding="utf-8") as f:

@@ -27,7 +27,7 @@ from gralc.documents.model import Document
 from gralc.knowledge.concept_graph import KnowledgeBase
 from gralc.knowledge.mention import EntityMention
 from gralc.runinfo import write_json_atomic
-from gralc.safe_load import read_json_untrusted
+from gralc.safe_load import read_json_untrusted, require_file
 
 FORMAT = "gralc-corpus-graph"
 VERSION = 1
@@ -313,8 +313,9 @@ def read_format(path: str | Path, fmt: str, what: str) -> dict:
     -> the graph's JSON object (a file of another ``format``: ValueError naming it).
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
+    require_file(path, what)
     try:
         d = read_json_untrusted(path, allow_interpolation=True)
     except ValueError as exc:  # names the file and the line

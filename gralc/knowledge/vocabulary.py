@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gralc.safe_load import require_file
+
 DOWNLOAD_HINT = (
     "download NLM's MeSH files with `gralc mesh --year 2024 --out DIR` "
     "(or from https://nlmpubs.nlm.nih.gov/projects/mesh/MESH_FILES/) and pass that path"
@@ -68,8 +70,9 @@ def bulk_load():
 
 def _check_file(path: str | Path) -> Path:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"vocabulary file not found: {path}; {DOWNLOAD_HINT}")
+    require_file(path, "vocabulary file")
     return path
 
 

@@ -64,7 +64,13 @@ def doc_hits(hits: Sequence[Any]) -> list[tuple[Any, float]]:
     return out
 
 
-def _check_token(value: object, what: str) -> str:
+def check_token(value: object, what: str) -> str:
+    """``value`` when it can be one column of a TREC file (a non-empty word), else a ValueError
+    naming ``what``: checked before any work by the commands that will write it.
+
+    >>> check_token("gralc-bm25", "run name")
+    'gralc-bm25'
+    """
     if not isinstance(value, str) or not value or len(value.split()) != 1 or value != value.strip():
         raise ValueError(f"{what} {value!r} is empty or holds whitespace; TREC files are "
                          "whitespace-separated columns, so every id must be one word")
@@ -97,10 +103,10 @@ def trec_run_lines(rows: Rows, run_name: str = "gralc", level: str = "chunk") ->
     """
     if level not in LEVELS:
         raise ValueError(f"level={level!r}: use one of {', '.join(LEVELS)}")
-    _check_token(run_name, "run name")
+    check_token(run_name, "run name")
     seen_q: set[str] = set()
     for qid, hits in rows:
-        _check_token(qid, "question id")
+        check_token(qid, "question id")
         if qid in seen_q:
             raise ValueError(f"question id {qid!r} twice in one run; every question needs its own id")
         seen_q.add(qid)
@@ -108,7 +114,7 @@ def trec_run_lines(rows: Rows, run_name: str = "gralc", level: str = "chunk") ->
         names = [c.doc_id if level == "doc" else c.chunk_id for c, _ in pairs]
         seen: set[str] = set()
         for name in names:
-            _check_token(name, "document id" if level == "doc" else "chunk id")
+            check_token(name, "document id" if level == "doc" else "chunk id")
             if name in seen:
                 raise ValueError(f"question {qid!r}: chunk {name!r} retrieved twice; a run lists each once")
             seen.add(name)
@@ -176,9 +182,9 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: str | Path | T
     """
     lines = []
     for qid, judged in qrels.items():
-        _check_token(qid, "question id")
+        check_token(qid, "question id")
         for docno, rel in judged.items():
-            _check_token(docno, "docno")
+            check_token(docno, "docno")
             if not isinstance(rel, (int, np.integer)) or isinstance(rel, bool):
                 raise ValueError(f"question {qid!r}: relevance of {docno!r} must be an integer, got {rel!r}")
             lines.append(f"{qid} 0 {docno} {int(rel)}\n")

@@ -223,6 +223,15 @@ def _limit_docs(bench: Benchmark, max_docs: int | None) -> Benchmark:
     return Benchmark(bench.name, docs, [q for q in bench.questions if q.gold_doc_id in keep])
 
 
+def _content_digests(cfg: TrainConfig) -> dict:
+    """SHA-256s of the encoder folder and the knowledge files ``cfg`` reads."""
+    from gralc.encoding.models import encoder_digest, file_digests
+    from gralc.pipeline import knowledge_files
+
+    return {"encoder": encoder_digest(cfg.pipeline.encoder.model),
+            "knowledge": file_digests(knowledge_files(cfg.pipeline.knowledge))}
+
+
 def _cache_key(cfg: TrainConfig, bench: Benchmark) -> str:
     pipe = to_dict(cfg.pipeline)
     for k in ("cache_dir", "device", "batch_size"):
@@ -231,6 +240,9 @@ def _cache_key(cfg: TrainConfig, bench: Benchmark) -> str:
         "version": CACHE_VERSION,
         "data": to_dict(cfg.data),
         "pipeline": {k: pipe[k] for k in ("encoder", "knowledge")},
+        # the encoder's and the knowledge files' content, not only their names: features
+        # built with a file since edited in place are never read back
+        "content": _content_digests(cfg),
         "boundary": [pipe["chunking"]["boundary"][k] for k in ("window", "struct_weights")],
         "split": [cfg.loader.dev_fraction, cfg.loader.split_seed],
         "docs": [(d.id, hashlib.sha1(d.text.encode()).hexdigest()) for d in bench.documents],

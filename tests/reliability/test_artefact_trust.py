@@ -67,6 +67,17 @@ def reseal(folder: Path, kind: str = "index") -> None:
     _write_marker(folder, kind)
 
 
+def forge(folder: Path) -> None:
+    """A forger who signs everything again: an index's ``retriever.json`` binding of its files
+    (``bound_files``) and then its manifest, so only what structure guarantees can catch it."""
+    from gralc.inference import write_spec
+
+    spec = json.loads((folder / "retriever.json").read_text())
+    spec.pop("bound_files", None)
+    write_spec(folder, spec)
+    reseal(folder)
+
+
 # ----- 1. a rebuild never deletes what GraLC did not write ------------------------------------
 def test_rebuilding_an_index_keeps_the_users_files(corpus, hybrid):
     (hybrid / "NOTES.md").write_text("my notes")
@@ -408,7 +419,7 @@ def test_a_merge_reads_the_corpus_its_caller_declares_never_the_shards(corpus, t
     meta = json.loads((shards[0] / "shard.json").read_text())
     meta["corpus"] = str(elsewhere)
     (shards[0] / "shard.json").write_text(json.dumps(meta))
-    reseal(shards[0])
+    forge(shards[0])
     with pytest.raises(ValueError, match="declare the folder they were built from with --corpus"):
         merge_shards(shards, tmp_path / "merged")
     with pytest.raises(ValueError, match="is not the file shard 0 was built from"):
@@ -468,13 +479,13 @@ def test_a_shard_manifest_cannot_pull_outside_files_into_a_merge(corpus, tmp_pat
     meta = json.loads((shards[0] / "shard.json").read_text())
     meta["files"] = ["../secret.txt"]
     (shards[0] / "shard.json").write_text(json.dumps(meta))
-    reseal(shards[0])
+    forge(shards[0])
     with pytest.raises(ValueError, match="leads outside"):
         merge_shards(shards, tmp_path / "merged")
     meta["files"], meta["shard"] = ["a.txt"], "0"  # a wrong field type
     meta["digests"]["a.txt"] = "0" * 64
     (shards[0] / "shard.json").write_text(json.dumps(meta))
-    reseal(shards[0])
+    forge(shards[0])
     with pytest.raises(ValueError, match="'shard' must be int"):
         merge_shards(shards, tmp_path / "merged")
     assert not (tmp_path / "merged").exists()

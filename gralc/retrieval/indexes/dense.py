@@ -31,6 +31,7 @@ from gralc.chunking.chunk import Chunk
 from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
 from gralc.retrieval.ranking import rank_chunks
 from gralc.runinfo import provenance
+from gralc.safe_load import file_sha256
 
 if TYPE_CHECKING:
     import faiss
@@ -65,6 +66,42 @@ class IndexConfig:
     ivf_nlist: int | None = None
     #: IVF: lists searched per question (recall vs speed)
     nprobe: int = 16
+
+    def __post_init__(self) -> None:  # checked when the settings are read, before any work
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown index kind {self.kind!r}: use one of {KINDS}")
+        for name in ("hnsw_m", "ef_search", "nprobe"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"index.{name} must be an integer >= 1, got {getattr(self, name)!r}")
+
+
+#: what :meth:`ChunkIndex.write_to` writes since the files are bound by digest
+CHUNK_INDEX_FORMAT = "gralc.chunk_index/2"
+#: the files whose rows are the same chunks, in the same order
+BOUND_FILES = (INDEX_FILE, VECTORS_FILE, CHUNKS_FILE)
+
+
+def check_bound_files(directory: Path, meta: dict) -> None:
+    """ValueError unless ``meta`` (the index's ``index.json``) records, for each of
+    :data:`BOUND_FILES`, the SHA-256 its manifest lists (and the manifest verified against the
+    file): a FAISS index or vectors of another index, or a reordered chunk list, cannot pass
+    with only the manifest signed again. An index written before (format 1) is refused too:
+    rebuilding it records the digests."""
+    from gralc.artefacts import listed_files, read_marker
+
+    where = directory / CONFIG_FILE
+    if not isinstance(meta, dict) or meta.get("format") != CHUNK_INDEX_FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else None
+        raise ValueError(f"{where}: format {got!r}, not {CHUNK_INDEX_FORMAT!r} (an index written "
+                         "before its files were bound by digest, or edited): rebuild the index")
+    recorded, listed = meta.get("digests"), listed_files(read_marker(directory)) or {}
+    for name in BOUND_FILES:
+        entry = listed.get(name)
+        want = recorded.get(name) if isinstance(recorded, dict) else None
+        if not isinstance(entry, dict) or not isinstance(want, str) or entry.get("sha256") != want:
+            raise ValueError(f"{directory / name} is not the file this index was built with ({where} "
+                             f"records another SHA-256 for it): files of two indexes were mixed, or "
+                             "a file was replaced; rebuild the index")
 
 
 # ----- the index ---------------------------------------------------------------------------
@@ -208,7 +245,7 @@ class ChunkIndex:
         if self.index is None:
             raise ValueError("cannot save an empty index: add chunks first")
         meta = {
-            "format": "gralc.chunk_index/1",
+            "format": CHUNK_INDEX_FORMAT,
             "index": asdict(self.config),
             "resolved_ivf_nlist": self.nlist,
             "dim": self.dim,
@@ -223,6 +260,9 @@ class ChunkIndex:
         with atomic_write(folder / VECTORS_FILE, "wb") as f:
             np.save(f, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
+        # the three files belong together (row i of each is chunk i): each one's digest, so a
+        # file of another index, or a reordered chunk list, is refused even under a re-signed manifest
+        meta["digests"] = {name: file_sha256(folder / name) for name in BOUND_FILES}
         write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
@@ -233,6 +273,7 @@ class ChunkIndex:
             raise FileNotFoundError(f"index directory {d} does not exist")
         verify_artefact(d)  # every file as written (gralc.artefacts), before any answer
         meta = read_json(d / CONFIG_FILE)
+        check_bound_files(d, meta)
         try:
             self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
         except (KeyError, TypeError) as e:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from gralc.atomic import write_bytes_atomic, write_text_atomic
+from gralc.safe_load import require_file
 
 CODEC_KINDS = ("ivf_pq", "float16")
 
@@ -227,9 +228,10 @@ def load_codec_dir(folder: str | Path) -> TokenCodec:
     naming it."""
     folder = Path(folder)
     meta_path = folder / CODEC_DIR_FILES[1]
-    if not meta_path.is_file():
+    if not meta_path.exists():
         raise FileNotFoundError(f"{meta_path} not found: --codec takes a folder written by "
                                 "`gralc shard codec`")
+    require_file(meta_path, "token codec file")
     from gralc.artefacts import verify_artefact
     from gralc.safe_load import read_json_untrusted
 
