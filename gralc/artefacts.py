@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gralc.atomic import default_modes, move, move_aside, swap_in, temp_name, write_text_atomic
-from gralc.safe_load import file_sha256  # noqa: F401 - also gralc.artefacts.file_sha256
+from gralc.safe_load import file_sha256, json_int  # noqa: F401 - file_sha256: also gralc.artefacts.file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -398,7 +398,7 @@ def _stale(lock: Path) -> str | None:
         return None
     try:
         info = json.loads(raw)
-        pid, host = int(info["pid"]), str(info["host"])
+        pid, host = json_int(info["pid"], "pid"), str(info["host"])
     except (ValueError, KeyError, TypeError):
         if raw.isdigit():  # a lock of an older GraLC: its PID only, this host assumed
             pid, host = int(raw), socket.gethostname()

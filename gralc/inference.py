@@ -99,6 +99,18 @@ class RetrieverSpec:
     #: -> their SHA-256 when the index was built
     knowledge_sha256: dict[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        """Each field of the type it holds (a ``retriever.json`` is read, never trusted): a
+        TypeError naming the field, which :meth:`Retriever.load` reports as one message."""
+        kinds = {"strategy": str, "model": (str, type(None)), "pipeline": dict, "searcher": str,
+                 "fusion": dict, "model_sha256": (str, type(None)), "graph": (dict, type(None)),
+                 "search": dict, "model_origin": (str, type(None)), "encoder_sha256": (str, type(None)),
+                 "bound_files": (dict, type(None)), "knowledge_sha256": (dict, type(None))}
+        for name, kind in kinds.items():
+            if not isinstance(getattr(self, name), kind):
+                raise TypeError(f"field {name!r} holds {type(getattr(self, name)).__name__} "
+                                f"{str(getattr(self, name))[:40]!r}")
+
 
 def _check_encoder(spec: RetrieverSpec, model: str, spec_file: Path) -> None:
     """Refuse, before any answer, an encoder whose content is not the one the index was built

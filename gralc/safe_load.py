@@ -176,6 +176,19 @@ def check_file_size(path: str | Path, error: type[ValueError] = ValueError) -> N
                             "split it, or raise the limit with GRALC_MAX_FILE_MB", path)
 
 
+def json_int(value: Any, where: str, minimum: int | None = None) -> int:
+    """``value`` when it is a JSON integer (not a bool, not a float: ``1e999`` reads as infinity,
+    which ``int()`` cannot hold), at least ``minimum``; else one ValueError naming ``where``.
+
+    >>> json_int(384, "tokens.json: dim", minimum=1)
+    384
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
+        least = f" >= {minimum}" if minimum is not None else ""
+        raise ValueError(f"{where}: expected an integer{least}, got {value!r}")
+    return value
+
+
 def require_file(path: str | Path, what: str = "file") -> Path:
     """``path`` when it is a regular file (or a link to one): a FileNotFoundError "``what`` not
     found" when nothing is there, one ValueError saying what stands there instead (a folder; a

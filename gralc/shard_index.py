@@ -171,7 +171,11 @@ def _read_shard(directory: Path) -> dict[str, Any]:
     if isinstance(spec, dict):  # the shard's own files bound together; compared without them
         from gralc.inference import RetrieverSpec, check_bound_files
 
-        check_bound_files(directory, RetrieverSpec(bound_files=spec.get("bound_files")))
+        try:
+            bound = RetrieverSpec(bound_files=spec.get("bound_files"))
+        except TypeError as exc:
+            raise ValueError(f"{directory / RETRIEVER_FILE}: {exc}; rebuild the shard") from None
+        check_bound_files(directory, bound)
         spec = {k: v for k, v in spec.items() if k != "bound_files"}
     manifest["spec"] = spec
     if isinstance(spec, dict) and spec.get("model") is not None:

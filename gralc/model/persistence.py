@@ -27,7 +27,13 @@ from gralc.model.gralc_model import GraLCModel, ModelConfig
 from gralc.model.model_card import MODEL_CARD, model_card
 from gralc.model.scoring_config import ScoringConfig
 from gralc.pipeline import PipelineConfig
-from gralc.safe_load import load_torch, path_inside, read_json_untrusted, read_yaml_untrusted
+from gralc.safe_load import (
+    json_int,
+    load_torch,
+    path_inside,
+    read_json_untrusted,
+    read_yaml_untrusted,
+)
 
 INFERENCE_YAML = "inference.yaml"
 WEIGHTS = "weights.safetensors"
@@ -164,8 +170,8 @@ def _build(
     model = GraLCModel(
         _typed(ModelConfig, model_cfg),
         pipeline.chunking.boundary,
-        int(info["token_dim"]),
-        int(info["concept_dim"]),
+        json_int(info["token_dim"], "token_dim", 1),
+        json_int(info["concept_dim"], "concept_dim", 1),
         saved_scoring(info),
     )
     model.load_state_dict(state, strict=True)

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from gralc.atomic import atomic_path
+from gralc.safe_load import json_int
 from gralc.training.checkpoints import (
     MalformedCheckpointError,
     check_finite,
@@ -149,8 +150,8 @@ def check_model_fits(path: Path, ckpt: dict[str, Any], fix: str) -> None:
         m, p = upgrade_settings(info["model_config"], info["train_config"]["pipeline"])
         model_cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), m))
         pipeline = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(PipelineConfig), p))
-        model = GraLCModel(model_cfg, pipeline.chunking.boundary, int(info["token_dim"]),
-                           int(info["concept_dim"]))
+        model = GraLCModel(model_cfg, pipeline.chunking.boundary, json_int(info["token_dim"], "token_dim", 1),
+                           json_int(info["concept_dim"], "concept_dim", 1))
     except Exception:  # noqa: BLE001 - named by the load of the soup, with its own message
         return
     state = {k: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}

@@ -254,3 +254,25 @@ def test_a_device_or_pipe_is_not_called_missing(idx, tmp_path, capsys):
         assert time.monotonic() - started < 30
     assert search_cli.main([str(idx), "--queries", str(tmp_path)]) == 2  # a folder: read as BEIR
     assert "no queries.jsonl" in _err(capsys)
+
+
+# ----- found by the 20,000-input fuzz campaign (test_fuzz_artefacts.py) ----------------------
+def test_a_retriever_json_field_of_the_wrong_type_is_one_message(idx, capsys):
+    spec = json.loads((idx / "retriever.json").read_text())
+    spec["model"], spec["model_sha256"] = [], ""
+    (idx / "retriever.json").write_text(json.dumps(spec))
+    _reseal(idx)
+    assert search_cli.main([str(idx), "metformin"]) == 2
+    assert "field 'model' holds list" in _err(capsys)
+
+
+def test_an_infinite_dimension_is_one_message(idx, capsys):
+    meta = (idx / "config.json").read_text()
+    dim = json.loads(meta)["dim"]
+    (idx / "config.json").write_text(meta.replace(f'"dim": {dim}', '"dim": 1e999'))
+    spec = json.loads((idx / "retriever.json").read_text())
+    spec.pop("bound_files")
+    write_spec(idx, spec)  # a forger who binds the files again
+    _reseal(idx)
+    assert search_cli.main([str(idx), "metformin"]) == 2
+    assert "dim: expected an integer >= 1, got inf" in _err(capsys)

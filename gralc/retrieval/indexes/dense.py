@@ -31,7 +31,7 @@ from gralc.chunking.chunk import Chunk
 from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
 from gralc.retrieval.ranking import rank_chunks
 from gralc.runinfo import provenance
-from gralc.safe_load import file_sha256
+from gralc.safe_load import file_sha256, json_int
 
 if TYPE_CHECKING:
     import faiss
@@ -275,7 +275,7 @@ class ChunkIndex:
         meta = read_json(d / CONFIG_FILE)
         check_bound_files(d, meta)
         try:
-            self = cls(int(meta["dim"]), IndexConfig(**meta["index"]))
+            self = cls(json_int(meta["dim"], f"{d / CONFIG_FILE}: dim", 1), IndexConfig(**meta["index"]))
         except (KeyError, TypeError) as e:
             raise ValueError(f"{d / CONFIG_FILE}: missing or invalid field ({e})") from e
         self.nlist = meta.get("resolved_ivf_nlist")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gralc.atomic import write_bytes_atomic, write_text_atomic
-from gralc.safe_load import require_file
+from gralc.safe_load import json_int, require_file
 
 CODEC_KINDS = ("ivf_pq", "float16")
 
@@ -239,7 +239,7 @@ def load_codec_dir(folder: str | Path) -> TokenCodec:
     try:
         meta = read_json_untrusted(meta_path)
         fields = {k: meta[k] for k in ("kind", "pq_bytes", "pq_bits", "opq", "centroids", "train_tokens", "seed")}
-        config, dim = TokenCodecConfig(**fields), int(meta["dim"])
+        config, dim = TokenCodecConfig(**fields), json_int(meta["dim"], f"{meta_path}: dim", 1)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{meta_path}: unreadable ({exc}); rebuild the codec") from None
     codec = TokenCodec.load(folder / CODEC_DIR_FILES[0], dim, config)

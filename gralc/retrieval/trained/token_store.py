@@ -28,7 +28,7 @@ from gralc.atomic import write_text_atomic
 from gralc.model.late_interaction import best_per_chunk
 from gralc.retrieval.trained.ragged import Ragged
 from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
-from gralc.safe_load import read_json_untrusted
+from gralc.safe_load import json_int, read_json_untrusted
 
 CODEC_FILE, META_FILE, NAME = "codec.faiss", "tokens.json", "codes"
 #: tokens decoded at once by a MaxSim pass (~200 MB of float32 at d = 384)
@@ -152,7 +152,7 @@ class TokenStore:
             raise FileNotFoundError(f"{meta_path} is missing: the index is incomplete, rebuild it")
         try:
             meta = read_json_untrusted(meta_path, allow_interpolation=True)
-            config, dim = TokenCodecConfig(**meta["codec"]), int(meta["dim"])
+            config, dim = TokenCodecConfig(**meta["codec"]), json_int(meta["dim"], f"{meta_path}: dim", 1)
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{meta_path}: unreadable ({exc}); rebuild the index") from None
         codec = TokenCodec.load(folder / CODEC_FILE, dim, config)
