@@ -356,8 +356,9 @@ class _Builder:
             lst.item_ids.append(para.id)
 
     def close_list(self, lst: ListBlock, first: int) -> None:
-        """After the list's last item: its span, or no list at all when it held no text."""
-        if len(self.paragraphs) > first:
+        """After the list's last item: its span, or no list at all when it held no text of its
+        own (an item holding only a nested list: the text is that list's)."""
+        if lst.item_ids and len(self.paragraphs) > first:
             lst.start, lst.end = self.paragraphs[first].start, self.paragraphs[-1].end
         else:  # by identity: the lists nested in it were empty too and are gone already
             at = next(i for i in range(len(self.lists) - 1, -1, -1) if self.lists[i] is lst)

@@ -185,3 +185,12 @@ def test_bad_input_raises_clear_error(name: str, words: list[str]) -> None:
     assert info.value.path == str(FIXTURES / name)
     if name == "malformed.nxml":
         assert info.value.line == 5
+
+
+def test_a_list_item_holding_only_a_nested_list_leaves_no_empty_list(check_offsets):
+    """Found by the 20,000-input reader fuzz (issue 58): the outer list had no item of its own."""
+    doc = parse_jats(b"<article><front><article-meta><title-group><article-title>T</article-title>"
+                     b"</title-group></article-meta></front><body><list><list-item><list><list-item>"
+                     b"Results</list-item></list></list-item></list></body></article>")
+    check_offsets(doc, one_line=True)
+    assert [len(lst.item_ids) for lst in doc.lists] == [1]
