@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gralc.artefacts import model_digest, verify_artefact, write_artefact
+from gralc.atomic import write_text_atomic
 from gralc.config import config_conflicts, load_config, to_dict
 from gralc.data.demo import check_vocabulary
 from gralc.documents.model import Document
@@ -125,7 +126,12 @@ def _check_encoder(spec: RetrieverSpec, model: str, spec_file: Path) -> None:
 
 
 def knowledge_digests(knowledge) -> dict[str, str]:
-    """``{role: SHA-256}`` of every knowledge file a pipeline with ``knowledge`` reads."""
+    """``{role: SHA-256}`` of every knowledge file a pipeline with ``knowledge`` reads.
+
+    >>> from gralc.pipeline import KnowledgeConfig
+    >>> sorted(knowledge_digests(KnowledgeConfig()))
+    ['tree_file', 'vocabulary']
+    """
     from gralc.encoding.models import file_digests
     from gralc.pipeline import knowledge_files
 
@@ -161,20 +167,29 @@ def _check_knowledge(spec: RetrieverSpec, knowledge, spec_file: Path) -> None:
 def write_spec(folder: Path, spec: dict[str, Any]) -> None:
     """``retriever.json``, written after every other file of the index in ``folder``: ``spec``
     with ``bound_files``, the SHA-256 of each of those files (a carried ``model/`` excepted:
-    its own digest is ``model_sha256``)."""
+    its own digest is ``model_sha256``).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "chunks.jsonl").write_text("")
+    >>> write_spec(d, {"strategy": "late"}); sorted(json.loads((d / RETRIEVER_FILE).read_text())["bound_files"])
+    ['chunks.jsonl']
+    """
     from gralc.safe_load import file_sha256
 
     bound = {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
              if p.is_file() and p.name != RETRIEVER_FILE and not p.name.startswith(".")
              and p.relative_to(folder).parts[0] != MODEL_DIR}
-    (folder / RETRIEVER_FILE).write_text(json.dumps({**spec, "bound_files": bound}, indent=2))
+    write_text_atomic(folder / RETRIEVER_FILE, json.dumps({**spec, "bound_files": bound}, indent=2))
 
 
 def check_bound_files(directory: Path, spec: RetrieverSpec) -> None:
     """ValueError unless ``spec.bound_files`` names exactly the index's files (a carried
     ``model/`` excepted) with the SHA-256s its verified manifest lists: files of two indexes
     mixed, a reordered chunk list, a BM25 folder or token table of another index are refused
-    even when only the manifest was signed again; an index written without them, too."""
+    even when only the manifest was signed again; an index written without them, too.
+
+    Example: ``check_bound_files(Path("index/"), Retriever.load("index/").spec)`` -> ``None``
+    (an index as :meth:`Retriever.save` wrote it); a ``chunks.jsonl`` swapped in -> ValueError.
+    """
     from gralc.artefacts import listed_files, read_marker
 
     spec_file = directory / RETRIEVER_FILE

@@ -52,7 +52,11 @@ def load_torch(path: str | Path, allowed: Sequence[type] = (), what: str = "file
 def no_interpolation(value: Any, source: str, key: str = "") -> None:
     """Refuse OmegaConf interpolations (``${oc.env:API_KEY}``, ``${...}``) anywhere in data
     read from a file: resolving them would copy the environment or other keys into GraLC's
-    outputs. Iterative, so any depth is fine."""
+    outputs. Iterative, so any depth is fine.
+
+    >>> no_interpolation({"k": ["plain"]}, "a.json") is None
+    True
+    """
     stack = [(key, value)]
     while stack:
         at, v = stack.pop()

@@ -2,21 +2,12 @@
 HTTP JSON service.
 
 ``POST /search`` takes ``{"question": "...", "k": 10}`` or ``{"questions": [...], "k": 10}`` and
-answers the hits ``gralc search --format json`` prints (document, chunk, character span,
-section path, IMRaD types, score and its parts, text); ``GET /health`` says which index is
-served (chunks, manifest digest, when it was loaded); ``/docs`` and ``/openapi.json`` describe
-the API. Requests that arrive together are searched together: each question waits at most
-``--max-wait-ms`` for others, up to ``--max-batch`` questions, and the batch goes through
-:meth:`~gralc.inference.Retriever.search_batch` once (a trained model scores a batch as one
-tensor program). An index rebuilt in place is picked up when its manifest changes (checked
-every ``--watch-s`` seconds): the new index is loaded and verified beside the old one and
-swapped in between two batches, so a request never sees a mixed index, and a rebuild that is
-not finished (or fails) keeps the old one serving. A bad request is a 4xx with a message;
-nothing is logged per request (``--access-log``: uvicorn's access log).
-
-Why FastAPI and uvicorn: an established ASGI stack (request validation and the OpenAPI page
-from the request models, a production server with graceful shutdown) instead of a hand-written
-socket loop.
+answers the hits ``gralc search --format json`` prints; ``GET /health`` says which index is
+served; ``/docs`` and ``/openapi.json`` describe the API. Requests that arrive together are
+searched as one batch (:class:`BatchingSearcher`); an index rebuilt in place is loaded,
+verified and swapped in whole between two batches. A bad request is a 4xx with a message;
+nothing is logged per request. How it behaves, in full: docs/inference.md, "Serving an index
+over HTTP". FastAPI on uvicorn (why: docs/architecture.md), not a hand-written socket loop.
 """
 
 from __future__ import annotations

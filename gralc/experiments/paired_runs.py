@@ -1,20 +1,15 @@
 """Recipes against a reference, paired by held-out question: the verdict table of issue 57.
 
-    python -m gralc.experiments.paired_runs --reference docs/results/two_stage_cv.json \\
-        --arm "LoRA on the last 2 layers=results/ts_top2/two_stage.json" \\
-        --arm "seed 1=results/ts_seed1/two_stage.json" --out results/verdicts
+    python -m gralc.experiments.paired_runs --reference docs/results/two_stage_cv.json \
+        --arm "seed 1=RUN/error_analysis.json" --seeds "S=A,B,C" --out results/verdicts
 
-Each file is a ``gralc.experiments.two_stage_cv`` result (five folds of one trained recipe,
-scored question by question); ``--row`` picks its search (default ``exhaustive, float16``, the
-model's own score). Every arm is paired with the reference question by question (the files
-must hold the same folds and questions, checked), its gain read with a paired bootstrap over
-held-out articles (:func:`gralc.evaluation.significance.paired_gain`). ``--seeds NAME=A,B,C``
-also reports the spread (population std over runs) of one recipe trained under several seeds,
-the noise every other verdict is read against. Writes ``--out/paired_runs.json``; its table:
-:func:`report` (``python -m gralc.experiments.tables`` once published). The saved file keeps
-every run's per-question rows, so a later arm pairs with a published run after its run
-folder is gone: ``--arm "seed 2=RUN/error_analysis.json" --seeds
-"seeds=docs/results/training_verdicts.json#reference,..."`` (:func:`load_run`)."""
+Each file holds five folds of one trained recipe scored question by question (two_stage_cv,
+error_analysis); ``--row`` picks its search (default ``exhaustive, float16``). Every arm is
+paired with the reference by question (same folds and questions, checked), its gain read with
+a paired bootstrap over held-out articles; ``--seeds`` also reports the spread over seeds. The
+saved ``paired_runs.json`` keeps every run's per-question rows, so a later arm pairs with a
+published run after its folder is gone (``FILE#NAME``, :func:`load_run`); an arm published
+without rows is carried as it was (:func:`carried_arm`). Its table: :func:`report`."""
 
 from __future__ import annotations
 

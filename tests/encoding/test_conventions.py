@@ -92,7 +92,12 @@ def test_minilm_has_no_prefixes_and_keeps_its_numbers(minilm, minilm_path, hf_mo
     tok = minilm.tokenizer
     assert minilm.special_ids == ([tok.cls_token_id], [tok.sep_token_id])
     assert (minilm.max_window, minilm.query_max_length, minilm.question_max_length) == (510, 256, 256)
-    assert minilm._key(TEXT) == cache_key(TEXT, DEFAULT_MODEL_ID, 510, 128, "fp32")
+    from gralc.encoding.models import (
+        encoder_digest,  # the key holds the encoder's content (issue 58)
+    )
+
+    assert minilm._key(TEXT) == cache_key(TEXT, f"{DEFAULT_MODEL_ID}|sha256={encoder_digest(str(minilm_path))}",
+                                          510, 128, "fp32")
     ids = tok(TEXT, add_special_tokens=False)["input_ids"]
     direct = hidden(hf_model, [tok.cls_token_id, *ids, tok.sep_token_id])[1:-1]
     assert torch.equal(minilm.encode_document(TEXT).vectors, direct)

@@ -29,7 +29,7 @@ LAYERS: dict[str, float] = {
     "retrieval": 3,
     "data": 4,
     **dict.fromkeys(("training", "evaluation", "inference"), 5),
-    **dict.fromkeys(("chunk", "index", "search", "export", "shard_index", "shard", "sweep", "demo",
+    **dict.fromkeys(("chunk", "index", "search", "serve", "export", "shard_index", "shard", "sweep", "demo",
                      "graph", "train", "eval", "qrels", "soup", "commands", "__main__"), 6),
     "experiments": 7,  # research drivers on top of everything (the product never imports them)
 }

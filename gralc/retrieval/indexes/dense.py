@@ -86,7 +86,12 @@ def check_bound_files(directory: Path, meta: dict) -> None:
     :data:`BOUND_FILES`, the SHA-256 its manifest lists (and the manifest verified against the
     file): a FAISS index or vectors of another index, or a reordered chunk list, cannot pass
     with only the manifest signed again. An index written before (format 1) is refused too:
-    rebuilding it records the digests."""
+    rebuilding it records the digests.
+
+    Example: ``check_bound_files(Path("index/"), read_json(Path("index/config.json")))`` ->
+    ``None`` for an index as :meth:`ChunkIndex.save` wrote it; a ``vectors.npy`` of another
+    index copied in (manifest signed again) -> ValueError naming it.
+    """
     from gralc.artefacts import listed_files, read_marker
 
     where = directory / CONFIG_FILE
