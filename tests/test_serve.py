@@ -142,6 +142,7 @@ def test_bad_requests_are_4xx_with_a_message(served):
         assert client.post("/search", json={"question": "Which animals coughed?"}).status_code == 200  # still serving
 
 
+@pytest.mark.slow  # a subprocess or two encoder loads: make test-all (CI) runs it
 def test_a_rebuilt_index_is_swapped_in_whole_while_clients_keep_searching(served, index, tmp_path):
     """Readers never see a mixed index: every answer during the rebuild comes whole from the old
     index or whole from the new one, and none fails."""
@@ -198,6 +199,7 @@ def test_a_broken_rebuild_keeps_the_old_index_serving(served, index):
     assert searcher.reloads == 0
 
 
+@pytest.mark.slow  # a subprocess or two encoder loads: make test-all (CI) runs it
 def test_the_command_serves_and_refuses_bad_arguments(index):
     from gralc.serve import main
 

@@ -136,6 +136,7 @@ def test_the_digest_cache_does_not_vouch_for_a_file_edited_with_its_time_restore
     assert _DigestCache().sha256(f) != first
 
 
+@pytest.mark.slow  # a subprocess or two encoder loads: make test-all (CI) runs it
 def test_the_token_cache_never_serves_another_encoders_vectors(tmp_path, minilm_path):
     from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 
@@ -223,6 +224,7 @@ def test_an_output_that_cannot_be_written_is_one_message(indexes, tmp_path, caps
     assert "cannot write the output /proc/gralc_probe" in err and "Errno" not in err
 
 
+@pytest.mark.slow  # a subprocess or two encoder loads: make test-all (CI) runs it
 def test_ctrl_c_is_one_line_not_a_traceback(indexes, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "gralc", "index", str(indexes[0] / "c"), "--out",
