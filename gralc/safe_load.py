@@ -153,11 +153,20 @@ def max_file_bytes() -> int:
     >>> max_file_bytes() >= 1_000_000
     True
     """
+    return env_megabytes("GRALC_MAX_FILE_MB", MAX_FILE_MB)
+
+
+def env_megabytes(name: str, default: float) -> int:
+    """The bytes an environment variable ``name`` sets in megabytes (``default`` unset); a
+    value that is not a number is one ValueError naming it.
+
+    >>> env_megabytes("GRALC_UNSET_BOUND_MB", 2.5)
+    2500000
+    """
     try:
-        mb = float(os.environ.get("GRALC_MAX_FILE_MB", MAX_FILE_MB))
+        mb = float(os.environ.get(name, default))
     except ValueError:
-        raise ValueError(f"GRALC_MAX_FILE_MB={os.environ['GRALC_MAX_FILE_MB']!r}: give a number of "
-                         "megabytes, e.g. 1024") from None
+        raise ValueError(f"{name}={os.environ[name]!r}: give a number of megabytes, e.g. 32") from None
     return int(mb * 1_000_000)
 
 

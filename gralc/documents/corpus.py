@@ -4,7 +4,6 @@ skipping (and logging) the files that cannot be parsed."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +31,9 @@ def max_article_bytes() -> int:
     >>> max_article_bytes() > 1_000_000
     True
     """
-    try:
-        mb = float(os.environ.get("GRALC_MAX_ARTICLE_MB", MAX_ARTICLE_MB))
-    except ValueError:
-        raise ValueError(f"GRALC_MAX_ARTICLE_MB={os.environ['GRALC_MAX_ARTICLE_MB']!r}: give a "
-                         "number of megabytes, e.g. 32") from None
-    return int(mb * 1_000_000)
+    from gralc.safe_load import env_megabytes
+
+    return env_megabytes("GRALC_MAX_ARTICLE_MB", MAX_ARTICLE_MB)
 
 
 def parse_document(path: str | Path) -> Document:
