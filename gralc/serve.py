@@ -71,6 +71,7 @@ class BatchingSearcher:
 
     @property
     def queue(self) -> asyncio.Queue:
+        """The requests waiting, made on first use (inside the running event loop)."""
         if self._queue is None:  # made inside the running loop
             self._queue = asyncio.Queue()
         return self._queue
@@ -135,6 +136,7 @@ class BatchingSearcher:
             log.warning("index reloaded: %d chunks", len(fresh.index))
 
     def close(self) -> None:
+        """Stop the search thread (at server shutdown)."""
         self._worker.shutdown(wait=False, cancel_futures=True)
 
 
@@ -182,6 +184,7 @@ class SearchRequest(BaseModel):
 
     @model_validator(mode="after")
     def one_of(self):
+        """Exactly one of ``question`` / ``questions``, and not an empty list."""
         if (self.question is None) == (self.questions is None):
             raise ValueError("give 'question' (one string) or 'questions' (a list of strings), not both")
         if self.questions is not None and not self.questions:
