@@ -166,6 +166,8 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     t0 = time.perf_counter()
     big = ChunkTable(table.tokens.codec)
     big.n_chunks = n * copies
+    big.concepts = np.asarray(table.concepts)  # every copy's concepts are its source's
+    big._concepts = [big.concepts]
     big.entities = Ragged.concat([table.entities] * copies)
     big._entities = [big.entities]
     all_pairs = np.concatenate(pairs, axis=1)

@@ -395,15 +395,12 @@ class Retriever:
         with write_artefact(directory, "index", force, inputs) as tmp:
             self.index.write_to(tmp, encoder_id=self.pipeline.encoder.model_id,
                                 pipeline_config=self.spec.pipeline)
-            if self.lexical is not None:
-                (tmp / LEXICAL_DIR).mkdir()
-                self.lexical.write_to(tmp / LEXICAL_DIR)
-            if self.phrase is not None:
-                (tmp / PHRASE_DIR).mkdir()
-                self.phrase.write_to(tmp / PHRASE_DIR)
-            if self.concepts is not None:
-                (tmp / CONCEPTS_DIR).mkdir()
-                self.concepts.write_to(tmp / CONCEPTS_DIR)
+            # the BM25 indexes score the index's own chunks: chunks.jsonl holds their records
+            for name, bm25 in ((LEXICAL_DIR, self.lexical), (PHRASE_DIR, self.phrase),
+                               (CONCEPTS_DIR, self.concepts)):
+                if bm25 is not None:
+                    (tmp / name).mkdir()
+                    bm25.write_to(tmp / name, records=False)
             if self.scorer is not None:
                 self.scorer.save_index_state(tmp)
             if self.graph is not None:
@@ -478,10 +475,12 @@ class Retriever:
         lexical = None
         if spec.searcher == "hybrid" or (scorer is not None and scorer.lexical):
             # a trained model reads BM25 scores only: the index's own chunk list serves the hits
-            lexical = BM25Index.load(directory / LEXICAL_DIR, records=spec.searcher == "hybrid")
+            lexical = BM25Index.load(directory / LEXICAL_DIR, records=False)
             if len(lexical) != len(index):
                 raise ValueError(f"{directory / LEXICAL_DIR}: {len(lexical)} chunks, the dense index "
                                  f"{len(index)}: rebuild the index")
+            if spec.searcher == "hybrid":  # its hits are the index's chunks, row for row
+                lexical.chunks = index.chunks
         phrase = concepts = None
         if scorer is not None and scorer.phrase:
             phrase = _model_bm25(directory / PHRASE_DIR, len(index), "text",

@@ -254,7 +254,7 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
             table.save(tmp / TABLE_DIR)
             for name, bm25 in indexes.items():
                 (tmp / name).mkdir()
-                bm25.write_to(tmp / name)
+                bm25.write_to(tmp / name, records=False)
         write_spec(tmp, {k: v for k, v in spec.items() if k != "bound_files"})  # last: it binds the files above
     return merged
 

@@ -48,7 +48,8 @@ def test_hybrid_index_fuses_bm25_and_survives_reload(built, tmp_path):
     out = tmp_path / "hybrid"
     assert index_cli.main([str(ARTICLES), "--out", str(out), "--strategy", "late",
                            "--searcher", "hybrid", "fusion.lexical_weight=0.8"]) == 0
-    assert (out / "lexical" / "chunks.jsonl").is_file()
+    # the BM25 scores the index's chunks: their records are the index's chunks.jsonl, once
+    assert (out / "lexical" / "config.json").is_file() and not (out / "lexical" / "chunks.jsonl").exists()
     loaded = Retriever.load(out)
     assert loaded.spec.searcher == "hybrid" and loaded.fusion.lexical_weight == 0.8
     hits = loaded.search(QUESTION, k=5)

@@ -195,13 +195,16 @@ def test_a_permuted_faiss_index_is_detected(hybrid):
         Retriever.load(hybrid)
 
 
-def test_an_edited_lexical_chunk_list_is_detected(hybrid):
-    path = hybrid / "lexical" / "chunks.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(reversed(lines)), encoding="utf-8")
-    with pytest.raises(ArtefactError, match="lexical/chunks.jsonl was changed"):
+def test_an_edited_lexical_index_is_detected(hybrid):
+    """The hybrid searcher's BM25 keeps no chunk list of its own (the index's chunks.jsonl,
+    checked above, serves its hits); its vocabulary is checked like every file."""
+    assert not (hybrid / "lexical" / "chunks.jsonl").exists()
+    path = hybrid / "lexical" / "vocab.tokenizer.json"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("fever", "FEVER"), encoding="utf-8")
+    assert path.read_text(encoding="utf-8") != text
+    with pytest.raises(ArtefactError, match="lexical/vocab.tokenizer.json was changed"):
         Retriever.load(hybrid)
-    path.write_text("".join(lines).replace("fever", "FEVER"), encoding="utf-8")
     with pytest.raises(ArtefactError, match="was changed"):
         BM25Index.load(hybrid / "lexical")
 
@@ -233,13 +236,13 @@ def _reorder_chunks(folder: Path) -> None:
 
 
 def _inject_lexical(folder: Path) -> None:
-    (folder / "lexical" / "chunks.jsonl").write_text('{"text": "injected"}\n')
+    (folder / "lexical" / "vocab.tokenizer.json").write_text('{"injected": 0}')
 
 
 @pytest.mark.parametrize("tamper, edit", [
     pytest.param([_reorder_chunks, _inject_lexical], lambda files: files.clear(), id="files-emptied"),
     pytest.param([_reorder_chunks], lambda files: files.pop("chunks.jsonl"), id="one-entry-removed"),
-    pytest.param([_inject_lexical], lambda files: files.pop("lexical/chunks.jsonl"),
+    pytest.param([_inject_lexical], lambda files: files.pop("lexical/vocab.tokenizer.json"),
                  id="a-sub-folder-entry-removed"),
     pytest.param([_inject_lexical], lambda files: [files.pop(k) for k in list(files) if k.startswith("lexical/")],
                  id="a-whole-sub-folder-unlisted"),
@@ -350,8 +353,8 @@ def test_a_rebuild_keeps_a_listed_file_the_user_changed(corpus, hybrid):
 
 
 def test_a_missing_listed_file_is_named(hybrid):
-    (hybrid / "lexical" / "chunks.jsonl").unlink()
-    with pytest.raises(FileNotFoundError, match="chunks.jsonl is missing"):
+    (hybrid / "lexical" / "vocab.tokenizer.json").unlink()
+    with pytest.raises(FileNotFoundError, match="vocab.tokenizer.json is missing"):
         Retriever.load(hybrid)
 
 

@@ -54,7 +54,7 @@ def test_force_moves_user_files_aside_and_rebuilds_replace_our_index(corpus, tmp
     # a second build into our own index replaces it without --force and leaves nothing behind
     assert index_cli.main([str(corpus), "--out", str(out), "--strategy", "fixed",
                            "--searcher", "hybrid"]) == 0
-    assert (out / "lexical" / "chunks.jsonl").is_file()
+    assert (out / "lexical" / "config.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["corpus", aside.name, "results"])
 
 

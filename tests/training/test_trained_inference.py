@@ -177,7 +177,7 @@ def test_sentence_evidence_mixes_each_chunk_best_sentence_into_its_score(make_cf
     f = datamodule.data.features[units[0].doc_id]
     h_prime = model.enrich(f)[0]
     u0 = torch.nn.functional.normalize(h_prime[units[0].token_start:units[0].token_end].mean(0), dim=0)
-    assert torch.allclose(every.units.vectors[0], u0, atol=1e-5)
+    assert torch.allclose(every.units.vectors[0], u0, atol=1e-3)  # stored as float16
 
     parts = TrainedScorer(model, cfg.pipeline)
     parts.chunk(pipeline, prepared[:1])

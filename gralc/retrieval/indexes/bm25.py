@@ -10,8 +10,10 @@ Directory layout::
 
     bm25/                 bm25s.BM25.save (score matrix + vocab)
     vocab.tokenizer.json  the tokenizer's vocabulary
-    chunks.jsonl          one Chunk per line (row i = BM25 document i)
-    config.json           BM25 parameters, tokenizer settings, gralc version, git hash
+    chunks.jsonl          one Chunk per line (row i = BM25 document i); absent inside an index
+                          (``write_to(records=False)``: the index's own chunks.jsonl serves them)
+    config.json           BM25 parameters, tokenizer settings, gralc version, git hash,
+                          the number of documents
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gralc.retrieval.indexes.dense import CHUNKS_FILE, CONFIG_FILE
 from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
 from gralc.retrieval.ranking import rank_chunks
 from gralc.runinfo import provenance
+from gralc.safe_load import json_int
 
 VOCAB_FILE = "vocab.tokenizer.json"
 
@@ -91,15 +94,17 @@ class BM25Index(BM25Scorer):
             self.write_to(tmp)
         return Path(directory)
 
-    def write_to(self, folder: Path) -> None:
-        """Write the index files into an existing (temporary) ``folder``."""
+    def write_to(self, folder: Path, records: bool = True) -> None:
+        """Write the index files into an existing (temporary) ``folder``; ``records=False``:
+        without the chunk records (a BM25 inside an index, whose own chunk list holds them)."""
         if not self.chunks:
             raise ValueError("cannot save an empty BM25 index")
-        meta = {"format": "gralc.bm25_index/1", "bm25": asdict(self.config),
-                "bm25s_version": bm25s.__version__, **provenance()}
+        meta = {"format": "gralc.bm25_index/1", "bm25": asdict(self.config), "n_docs": len(self.chunks),
+                "records": records, "bm25s_version": bm25s.__version__, **provenance()}
         self.retriever.save(str(folder / "bm25"))
         self.tokenizer.save_vocab(str(folder), VOCAB_FILE)
-        write_chunks(folder / CHUNKS_FILE, self.chunks)
+        if records:
+            write_chunks(folder / CHUNKS_FILE, self.chunks)
         write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
@@ -118,7 +123,12 @@ class BM25Index(BM25Scorer):
         if not (d / "bm25").is_dir():
             raise FileNotFoundError(f"{d / 'bm25'} is missing: rebuild the BM25 index")
         self.retriever = bm25s.BM25.load(str(d / "bm25"))
-        if records:
+        if meta.get("records", True) is False:
+            if records:
+                raise ValueError(f"{d} keeps no chunk records (a BM25 inside an index: the index's "
+                                 f"{CHUNKS_FILE} holds them); load it with records=False")
+            self._size = json_int(meta.get("n_docs"), f"{d / CONFIG_FILE}: n_docs", minimum=1)
+        elif records:
             self.chunks = read_chunks(d / CHUNKS_FILE)
             self._size = len(self.chunks)
         else:

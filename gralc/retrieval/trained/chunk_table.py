@@ -2,7 +2,9 @@
 inside it (their GAT outputs u', for kg_prox), its sentence units (sentence evidence) and its
 token vectors as codes (late interaction), all kept per chunk row
 (:class:`~gralc.retrieval.trained.ragged.Ragged`) so a candidate set is gathered without reading
-the rest, and memory-mapped at load.
+the rest, and memory-mapped at load. Concept vectors are stored once per batch of documents
+(``concepts.npy``, float16; a concept's u' repeats in every chunk and unit of its document), the
+chunks and units holding ids into it; unit vectors are float16 too.
 
 Built batch by batch from what :meth:`GraLCModel.forward` makes of each batch of documents
 (:meth:`ChunkTable.add`); token vectors are held exactly until ``codec.train_tokens`` of them
@@ -32,15 +34,17 @@ from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
 from gralc.retrieval.trained.token_store import TokenStore, train_codec
 
 logger = logging.getLogger(__name__)
-TABLE_FILE, UNITS_DIR, TOKENS_DIR = "table.json", "units", "tokens"
+TABLE_FILE, UNITS_DIR, TOKENS_DIR, CONCEPTS_FILE = "table.json", "units", "tokens", "concepts.npy"
+FORMAT = "gralc.chunk_table/2"
 #: fewer token vectors than this and a codec is not trained (FAISS's 39 points per centroid)
 MIN_CODEC_TOKENS = 256 * 39
 
 
 @dataclass
 class UnitTable:
-    """Sentence units: ``vectors`` (U, d), ``entities`` (by unit), ``pairs`` (unit rows by
-    chunk), ``chunks`` (chunk rows by unit), ``bm25`` their lexical index.
+    """Sentence units: ``vectors`` (U, d) float16, ``entities`` (by unit: ids into the table's
+    ``concepts``), ``pairs`` (unit rows by chunk), ``chunks`` (chunk rows by unit), ``bm25``
+    their lexical index.
 
     Example: ``table.units.vectors.shape`` -> ``(U, d)``: one vector per sentence unit of the
     indexed chunks (``table``: a :class:`ChunkTable` of a model that scores sentence evidence).
@@ -66,6 +70,10 @@ class ChunkTable:
         self.codec_config = codec.config if isinstance(codec, TokenCodec) else (codec or TokenCodecConfig())
         self._codec = codec if isinstance(codec, TokenCodec) else None
         self.n_chunks = 0
+        # concepts: one float16 table, chunks and units hold ids (int32) into it
+        self._concepts: list[np.ndarray] = []
+        self._n_concepts = 0
+        self.concepts: np.ndarray | None = None
         self._entities: list[Ragged] = []
         self.entities: Ragged | None = None
         # units, while building
@@ -91,15 +99,18 @@ class ChunkTable:
         """Append one batch of chunks (what the model made of a batch of documents); with
         sentence units, ``unit_chunks`` are their records (texts for their BM25)."""
         k = made.n_chunks
+        u = made.units
         ent = F.normalize(made.entity_vectors.detach().float(), dim=-1).cpu().numpy()
-        self._entities.append(Ragged.from_groups(ent, made.entity_chunk.cpu().numpy(), k))
-        if made.units is not None:
-            u = made.units
+        uent = (F.normalize(u.entity_vectors.detach().float(), dim=-1).cpu().numpy()
+                if u is not None else ent[:0])
+        ids = self._add_concepts(np.concatenate([ent, uent]))
+        self._entities.append(Ragged.from_groups(ids[: len(ent)], made.entity_chunk.cpu().numpy(), k))
+        if u is not None:
             n_units = u.n_chunks
             self.has_units = True
-            self._unit_vectors.append(F.normalize(u.vectors.detach().float(), dim=-1).cpu().numpy())
-            uent = F.normalize(u.entity_vectors.detach().float(), dim=-1).cpu().numpy()
-            self._unit_entities.append(Ragged.from_groups(uent, u.entity_chunk.cpu().numpy(), n_units))
+            self._unit_vectors.append(
+                F.normalize(u.vectors.detach().float(), dim=-1).cpu().numpy().astype(np.float16))
+            self._unit_entities.append(Ragged.from_groups(ids[len(ent):], u.entity_chunk.cpu().numpy(), n_units))
             base = sum(len(v) for v in self._unit_vectors[:-1])
             p = made.unit_pairs.cpu().numpy()
             self._unit_pairs.append(np.stack([p[0] + self.n_chunks, p[1] + base]))
@@ -108,8 +119,24 @@ class ChunkTable:
             self.has_tokens = True
             self._add_tokens(made.token_vectors.detach(), made.token_chunk.cpu(), k)
         self.n_chunks += k
-        self.entities = None
-        self.units = None
+        self.concepts = self.entities = self.units = None
+
+    def _add_concepts(self, vectors: np.ndarray) -> np.ndarray:
+        """Ids of ``vectors`` (N, d') in the concept table: each distinct float16 row stored
+        once (per batch: a concept's u' is one vector per document), int32."""
+        half = np.ascontiguousarray(vectors, dtype=np.float16)
+        if not len(half):
+            return np.zeros(0, np.int32)
+        unique, inverse = np.unique(half, axis=0, return_inverse=True)
+        ids = (inverse.reshape(-1) + self._n_concepts).astype(np.int32)
+        self._concepts.append(unique)
+        self._n_concepts += len(unique)
+        return ids
+
+    def concept_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """(N, d') float32 vectors of concept ``ids`` (from :attr:`entities` or a unit's)."""
+        self.finish()
+        return np.asarray(self.concepts[np.asarray(ids, dtype=np.int64)], dtype=np.float32)
 
     def _add_tokens(self, vectors: torch.Tensor, rows: torch.Tensor, k: int) -> None:
         if self.tokens is None and self._codec is None:
@@ -140,9 +167,13 @@ class ChunkTable:
     def finish(self) -> ChunkTable:
         """Join the batches (trains the codec if the corpus was shorter than its sample; builds
         the units' BM25). Idempotent; reading methods call it."""
+        if self.concepts is None:
+            self.concepts = (np.concatenate(self._concepts) if self._concepts
+                             else np.zeros((0, 1), np.float16))
+            self._concepts = [self.concepts]
         if self.entities is None:
             self.entities = Ragged.concat(self._entities) if self._entities else Ragged(
-                np.zeros((0, 1), np.float32), np.zeros(1, np.int64))
+                np.zeros(0, np.int32), np.zeros(1, np.int64))
             self._entities = [self.entities]
         if self.has_tokens and self.tokens is None:
             self._flush_backlog()
@@ -200,16 +231,16 @@ class ChunkTable:
         self.finish()
         rows = np.arange(self.n_chunks) if rows is None else np.asarray(rows, dtype=np.int64)
         vecs = torch.from_numpy(np.ascontiguousarray(chunk_vectors[rows], dtype=np.float32))
-        ev, el = self.entities.gather(rows)
-        out = ChunkSet(vecs, torch.from_numpy(np.ascontiguousarray(ev)), torch.from_numpy(el))
+        ids, el = self.entities.gather(rows)
+        out = ChunkSet(vecs, torch.from_numpy(self.concept_vectors(ids)), torch.from_numpy(el))
         unit_rows = None
         if self.units is not None:
             u = self.units
             ids, local = u.pairs.gather(rows)
             unit_rows, inverse = np.unique(ids, return_inverse=True)
-            uev, uel = u.entities.gather(unit_rows)
+            uids, uel = u.entities.gather(unit_rows)
             out.units = ChunkSet(torch.from_numpy(np.ascontiguousarray(u.vectors[unit_rows], dtype=np.float32)),
-                                 torch.from_numpy(np.ascontiguousarray(uev)), torch.from_numpy(uel))
+                                 torch.from_numpy(self.concept_vectors(uids)), torch.from_numpy(uel))
             out.unit_pairs = torch.from_numpy(np.stack([local, inverse.reshape(-1)]).astype(np.int64))
         if tokens and self.tokens is not None:
             codes, local = self.tokens.codes.gather(rows)
@@ -221,14 +252,16 @@ class ChunkTable:
     def save(self, folder: Path) -> None:
         """Write the table into ``folder`` (an index being written)."""
         self.finish()
-        self.entities.save(folder, "entities")
-        meta = {"format": "gralc.chunk_table/1", "n_chunks": self.n_chunks,
+        with atomic_write(folder / CONCEPTS_FILE, "wb") as f:
+            np.save(f, np.ascontiguousarray(self.concepts, dtype=np.float16))
+        Ragged(np.asarray(self.entities.values, dtype=np.int32), self.entities.offsets).save(folder, "entities")
+        meta = {"format": FORMAT, "n_chunks": self.n_chunks, "n_concepts": len(self.concepts),
                 "units": self.units is not None, "tokens": self.tokens is not None}
         if self.units is not None:
             d = folder / UNITS_DIR
             d.mkdir()
             with atomic_write(d / "vectors.npy", "wb") as f:
-                np.save(f, self.units.vectors)
+                np.save(f, np.ascontiguousarray(self.units.vectors, dtype=np.float16))
             self.units.entities.save(d, "entities")
             self.units.pairs.save(d, "pairs")
             self.units.chunks.save(d, "chunks")
@@ -249,12 +282,21 @@ class ChunkTable:
         from gralc.retrieval.indexes.folder import read_json
 
         meta = read_json(folder / TABLE_FILE)
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{folder / TABLE_FILE}: format {meta.get('format')!r}, this GraLC reads "
+                             f"{FORMAT!r} (concept vectors stored once, float16): rebuild the index")
         if meta.get("n_chunks") != n_chunks:
             raise ValueError(f"{folder / TABLE_FILE}: {meta.get('n_chunks')} chunks, the index "
                              f"{n_chunks}: rebuild the index")
         self = cls()
         self.n_chunks = n_chunks
-        self.entities = _sized(Ragged.load(folder, "entities", mmap), n_chunks, folder / "entities.offsets.npy")
+        self.concepts = _npy(folder / CONCEPTS_FILE, mmap)
+        if self.concepts.ndim != 2 or self.concepts.dtype != np.float16:
+            raise ValueError(f"{folder / CONCEPTS_FILE}: expected a (concepts, dim) float16 table, got "
+                             f"{self.concepts.dtype} {self.concepts.shape}: rebuild the index")
+        self._concepts = [self.concepts]
+        self.entities = _ids(_sized(Ragged.load(folder, "entities", mmap), n_chunks,
+                                    folder / "entities.offsets.npy"), len(self.concepts), folder / "entities.values.npy")
         self._entities = [self.entities]
         if meta.get("units"):
             d = folder / UNITS_DIR
@@ -262,7 +304,8 @@ class ChunkTable:
             n_units = len(vectors)
             self.units = UnitTable(
                 vectors,
-                _sized(Ragged.load(d, "entities", mmap), n_units, d / "entities.offsets.npy"),
+                _ids(_sized(Ragged.load(d, "entities", mmap), n_units, d / "entities.offsets.npy"),
+                     len(self.concepts), d / "entities.values.npy"),
                 _sized(Ragged.load(d, "pairs", mmap), n_chunks, d / "pairs.offsets.npy"),
                 _sized(Ragged.load(d, "chunks", mmap), n_units, d / "chunks.offsets.npy"),
                 BM25Index.load(d / "bm25", records=records))
@@ -294,7 +337,10 @@ class ChunkTable:
         for t in tables:
             t.finish()
         out.n_chunks = sum(t.n_chunks for t in tables)
-        out.entities = Ragged.concat([t.entities for t in tables])
+        concept_base = np.cumsum([0] + [len(t.concepts) for t in tables])
+        out.concepts = np.concatenate([np.asarray(t.concepts) for t in tables])
+        out._concepts = [out.concepts]
+        out.entities = Ragged.concat([_shifted(t.entities, b) for t, b in zip(tables, concept_base)])
         out._entities = [out.entities]
         if any(t.units is not None for t in tables):
             if not all(t.units is not None for t in tables):
@@ -304,7 +350,8 @@ class ChunkTable:
             pairs = np.concatenate([_pairs_of(t.units.pairs) + np.array([[cb], [ub]])
                                     for t, cb, ub in zip(tables, chunk_base, unit_base)], axis=1)
             out._unit_vectors = [np.concatenate([np.asarray(t.units.vectors) for t in tables])]
-            out._unit_entities = [Ragged.concat([t.units.entities for t in tables])]
+            out._unit_entities = [Ragged.concat([_shifted(t.units.entities, b)
+                                                 for t, b in zip(tables, concept_base)])]
             out._unit_pairs = [pairs]
             out.unit_chunks = [c for t in tables for c in t.unit_chunks]
             out.has_units = True
@@ -332,6 +379,21 @@ def unit_links(pairs: np.ndarray, n_chunks: int, n_units: int) -> tuple[Ragged, 
 def _pairs_of(by_chunk: Ragged) -> np.ndarray:
     """(2, P) pairs (chunk row, unit row) of a units-by-chunk table."""
     return np.stack([np.repeat(np.arange(len(by_chunk)), by_chunk.counts), np.asarray(by_chunk.values)])
+
+
+def _shifted(ids: Ragged, base: int) -> Ragged:
+    """Concept ids moved by ``base`` (a table appended after ``base`` concepts)."""
+    return Ragged((np.asarray(ids.values, dtype=np.int64) + base).astype(np.int32), ids.offsets)
+
+
+def _ids(table: Ragged, n_concepts: int, path: Path) -> Ragged:
+    """``table`` when it holds integer ids inside a concept table of ``n_concepts`` rows."""
+    values = table.values
+    if values.ndim != 1 or values.dtype.kind not in "iu" or (
+            len(values) and (int(values.min()) < 0 or int(values.max()) >= n_concepts)):
+        raise ValueError(f"{path}: not ids into the {n_concepts} concepts of {CONCEPTS_FILE}: "
+                         "rebuild the index")
+    return table
 
 
 def _sized(table: Ragged, n: int, path: Path) -> Ragged:
