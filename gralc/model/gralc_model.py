@@ -323,6 +323,18 @@ class GraLCModel(nn.Module):
             score = score + c * concepts.to(score.device, score.dtype)
         return score, cos, prox
 
+    def late_replaced(self, score: torch.Tensor, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+        """:meth:`score_parts`' score with the MaxSim ``before`` replaced by ``after`` (same
+        shape), without scoring again: the late term enters once, linearly, with weight
+        ``scoring.late_interaction`` m (every term after it is added), so the new score is
+        ``score + m (after - before)``. Two-stage search scores every candidate with centroid
+        MaxSim, then decodes the best few (:mod:`gralc.retrieval.trained.search`).
+
+        Example: with m = 0.8, a score of 0.5 whose MaxSim goes from 0.6 to 0.7 becomes 0.58.
+        """
+        m = self.scoring.late_interaction
+        return score + m * (after.to(score.dtype) - before.to(score.dtype))
+
     def _score_parts(self, q, q_ent, q_mask, chunks: ChunkSet, lexical,
                      what: str = "lexical=(Q, K): the chunks"):
         if self.hybrid is None:

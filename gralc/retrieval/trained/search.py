@@ -221,12 +221,13 @@ class TrainedSearch:
         if depth and depth < len(rows) and not (self.config.exhaustive or exact_all):
             pieces = q.tokens[i, q.token_mask[i]]
             late = store.centroid_maxsim(pieces, rows)  # every candidate, from centroids
-            first = self._parts(q, i, rows, late)[0]
-            best = torch.topk(first, depth).indices.numpy()
+            score, cos, prox = self._parts(q, i, rows, late)
+            best = torch.topk(score, depth).indices.numpy()
             exact[:] = False
             exact[best] = True
+            centroid = late[best].clone()
             late[best] = store.maxsim(pieces, rows[best])
-            score, cos, prox = self._parts(q, i, rows, late)
+            score[best] = s.model.late_replaced(score[best], centroid, late[best])  # no second pass
         else:
             score, cos, prox, late = self._exact(q, i, rows)
         chunks = [self.index.chunks[r] for r in rows]

@@ -151,6 +151,28 @@ def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp
     assert top1 >= len(QUESTIONS) - 1
 
 
+def test_a_replaced_maxsim_scores_as_a_second_pass_would(exact):
+    """Two-stage search decodes its best candidates' tokens and moves their scores by the late
+    term's change (``GraLCModel.late_replaced``) instead of scoring them again: the same score
+    as a pass with the new MaxSim, every other term included."""
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    search = _every_chunk(scorer, pipeline, index, bm25, pairs, concepts)
+    q = search.encode(QUESTIONS[:1])
+    rows = np.arange(len(chunks))
+    gathered, unit_rows = search.table.gather(index.vectors, rows)
+    inputs = q.inputs.select(0, rows, unit_rows).tensors(dtype=torch.float32)
+    g = torch.Generator().manual_seed(0)
+    before, after = torch.rand(1, len(rows), generator=g), torch.rand(1, len(rows), generator=g)
+    model = scorer.model
+
+    def scored(late):
+        return model.score_parts(q.vectors, q.entities, q.entity_mask, gathered, late=late, **inputs)[0]
+
+    first, second = scored(before), scored(after)
+    assert not torch.allclose(first, second)
+    assert torch.allclose(model.late_replaced(first, before, after), second, atol=1e-6)
+
+
 def test_validation_ranks_the_candidates_a_search_would_score():
     cos = torch.tensor([[0.9, 0.1, 0.8, 0.2, 0.3], [0.1, 0.2, 0.3, 0.4, 0.5]])
     lex = torch.tensor([[0.0, 5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
