@@ -127,17 +127,20 @@ def scale_search_md(results: dict) -> str:
              f"model `{results.get('args', {}).get('model')}`.", "",
              "| chunks | tokens | build s (no encoding) | disk bytes / chunk | token bytes / token | "
              "RSS after load MB | load s | one question p50 / p95 ms | batches of 64: ms / question p50 | "
-             "candidates / question | recall@20 of exhaustive | exhaustive ms / question |",
-             "|" + "---|" * 12]
+             "candidates / question | recall@20 of exhaustive | exhaustive ms / question | "
+             "x encoder pass (one / batched) |",
+             "|" + "---|" * 13]
     for v in rows:
         m = v["measure"]
         rec = m["recall_at_20_of_exhaustive"]
+        ratio = m.get("ratio_to_floor") or {}  # measured since the floor was added
         lines.append(
             f"| {m['n_chunks']:,} | {m['n_tokens']:,} | {v.get('build_s', nan):.0f} | "
             f"{m['disk_bytes_per_chunk']:.0f} | {m['token_bytes_per_token']} | {m['rss_after_load_mb']:.0f} | "
             f"{m['load_s']:.1f} | {m['single_ms']['p50']:.1f} / {m['single_ms']['p95']:.1f} | "
             f"{m['batched_ms_per_question']['p50'] or nan:.1f} | {m['candidates_per_question']:.0f} | "
-            f"{rec if rec is not None else nan:.3f} ({m['recall_questions']} q) | {m['exhaustive_ms'] or nan:.0f} |")
+            f"{rec if rec is not None else nan:.3f} ({m['recall_questions']} q) | {m['exhaustive_ms'] or nan:.0f} | "
+            + (f"{ratio['single']:.2f} / {ratio.get('batched') or nan:.2f} |" if ratio else "not measured |"))
     failed = [f"{k}: {v['failed'].splitlines()[-1] if v['failed'] else ''}" for k, v in results["indexes"].items()
               if "failed" in v and "measure" not in v]
     if failed:
