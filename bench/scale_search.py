@@ -18,15 +18,14 @@ question latency single and batched, and the candidate stage's recall of the exh
    memory fails alone).
 3. each index measured in a fresh process (``--measure DIR``): load seconds and peak RSS,
    bytes per chunk and per token on disk, question latency p50 / p95 one question at a time and
-   per question in batches of 64 (COVID-QA dev questions), each also as a ratio to the floor
-   measured in the same process (the question encoder's pass alone, single and batched: the
-   bar on any CPU), stage one's candidates per question, and the two-stage top 20's recall of the exhaustive top 20 (``--recall-questions``
-   questions, every chunk scored and every token decoded).
+   per question in batches of 64 (COVID-QA dev questions), each over the encoder pass alone
+   (the floor, same process), stage one's candidates per question, and the two-stage top 20's
+   recall of the exhaustive top 20 (``--recall-questions`` questions, every chunk scored).
 
-Writes ``results.json`` (each index's numbers as they arrive), writes its copy and generated table
-``docs/results/scale_search.{json,md}`` (:mod:`gralc.experiments.tables`) and plots
-``docs/img/scale_search.png``; ``--report`` only rewrites them from ``results.json``. A size that does not fit this machine fails alone; the exponent of search
-latency in corpus size is fitted to the sizes measured.
+Writes ``results.json`` (each index's numbers as they arrive), its copy and generated table
+``docs/results/scale_search.{json,md}`` (:mod:`gralc.experiments.tables`) and the plot
+``docs/img/scale_search.png``; ``--report`` only rewrites them from ``results.json``. A size that
+does not fit this machine fails alone; the exponent of latency in corpus size is fitted.
 """
 
 from __future__ import annotations
@@ -66,24 +65,6 @@ def rss_mb(field: str = "VmHWM") -> float:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def encoder_floor(encoder, questions: list[str], batch: int, single: int) -> dict[str, float]:
-    """The floor a search is measured against, in the same process: the question encoder's
-    pass alone (the vector and word-pieces of :meth:`encode_questions`, nothing else), ms for
-    one question (p50 of ``single``) and per question in batches of ``batch`` (p50)."""
-    one, per_q = [], []
-    encoder.encode_questions(questions[:2])  # warm-up
-    for q in questions[:single]:
-        t = time.perf_counter()
-        encoder.encode_questions([q])
-        one.append(1000 * (time.perf_counter() - t))
-    for start in range(0, len(questions) - batch + 1, batch):
-        t = time.perf_counter()
-        encoder.encode_questions(questions[start : start + batch])
-        per_q.append(1000 * (time.perf_counter() - t) / batch)
-    return {"single_p50": float(np.percentile(one, 50)),
-            "batched_p50": float(np.percentile(per_q, 50)) if per_q else float("nan")}
 
 
 def disk_bytes(folder: Path) -> dict[str, int]:
@@ -211,6 +192,7 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
 def measure(index_dir: Path, questions: list[str], recall_questions: int, batch: int = 64,
             single: int = 100) -> dict:
     """Load ``index_dir`` in this (fresh) process and time it (see the module docstring)."""
+    from gralc.experiments.search_cost import encoder_floor
     from gralc.inference import Retriever
     from gralc.retrieval.trained.candidates import CandidateConfig
     from gralc.retrieval.trained.search import TrainedSearch
@@ -235,7 +217,7 @@ def measure(index_dir: Path, questions: list[str], recall_questions: int, batch:
         t = time.perf_counter()
         search.search_batch(questions[start : start + batch], 10)
         per_q.append(1000 * (time.perf_counter() - t) / batch)
-    floor = encoder_floor(search.pipeline.encoder, questions, batch, single)
+    floor = encoder_floor(search.pipeline.encoder, questions, batch, single)  # the bar's unit
     exhaustive = TrainedSearch(search.scorer, search.pipeline, search.index, search.lexical, search.phrase,
                                CandidateConfig(exhaustive=True))
     recall, exhaustive_ms, refs = [], [], []

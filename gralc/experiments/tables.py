@@ -162,6 +162,39 @@ def scale_search_md(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _short_hash(git_hash: str | None) -> str:
+    """A git hash as 7 hex digits, keeping a ``+dirty`` mark.
+
+    >>> _short_hash("42805b6c0ffee+dirty"), _short_hash(None)
+    ('42805b6+dirty', '?')
+    """
+    if not git_hash:
+        return "?"
+    return git_hash[:7] + ("+dirty" if git_hash.endswith("+dirty") else "")
+
+
+def index_bytes_md(results: dict, least: float = 50.0) -> str:
+    """``gralc.experiments.search_cost``: bytes per chunk of every file of each index (files under
+    ``least`` bytes a chunk in every index summed as one row), largest first, and the total."""
+    indexes = results["indexes"]
+    names = list(indexes)
+    per = {n: {f: b / max(1, v["n_chunks"]) for f, b in v["files"].items()} for n, v in indexes.items()}
+    files = sorted({f for v in per.values() for f in v},
+                   key=lambda f: (-round(max(v.get(f, 0.0) for v in per.values())), f))
+    big = [f for f in files if max(v.get(f, 0.0) for v in per.values()) >= least]
+    lines = [f"Measured by `python -m gralc.experiments.search_cost` (git {results.get('git_hash')}): bytes per chunk "
+             "on disk, file by file.", "",
+             "| file | " + " | ".join(f"{n} ({indexes[n]['n_chunks']:,} chunks, git "
+                                      f"{_short_hash(indexes[n].get('git_hash'))})" for n in names) + " |",
+             "|---|" + "---|" * len(names)]
+    for f in big:
+        lines.append(f"| `{f}` | " + " | ".join(f"{per[n][f]:,.0f}" if f in per[n] else "-" for n in names) + " |")
+    lines.append(f"| other files (each under {least:.0f} B a chunk) | " + " | ".join(
+        f"{sum(b for f, b in per[n].items() if f not in big):,.0f}" for n in names) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{indexes[n]['bytes_per_chunk']:,.0f}**" for n in names) + " |")
+    return "\n".join(lines) + "\n"
+
+
 #: the strategy gralc.index uses by default (marked in the memory table)
 DEFAULT_STRATEGY = "structure_aware"
 #: article size (MB) whose peak memory is each strategy's baseline in the memory table
@@ -280,6 +313,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "graph_cost": graph_cost_md,
     "linking_speed": linking_speed_md,
     "scale_search": scale_search_md,
+    "index_bytes": index_bytes_md,  # issue 59: where an index's bytes go
     "memory_per_strategy": memory_md,
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user

@@ -10,10 +10,8 @@ Directory layout::
 
     bm25/                 bm25s.BM25.save (score matrix + vocab)
     vocab.tokenizer.json  the tokenizer's vocabulary
-    chunks.jsonl          one Chunk per line (row i = BM25 document i); absent inside an index
-                          (``write_to(records=False)``: the index's own chunks.jsonl serves them)
-    config.json           BM25 parameters, tokenizer settings, gralc version, git hash,
-                          the number of documents
+    chunks.jsonl          one Chunk per line (row i = BM25 document i); none inside an index
+    config.json           BM25 parameters, tokenizer settings, gralc version, git hash, count
 """
 
 from __future__ import annotations
