@@ -28,7 +28,6 @@ import logging
 import math
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -44,16 +43,12 @@ from gralc.documents.corpus import corpus_files
 from gralc.documents.jats import parse_jats
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
 from gralc.experiments.real_data import SHARED_DATA, require_files
+from gralc.experiments.search_cost import memory_mb
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig
 from gralc.runinfo import blas_kernel, git_hash
 
 DATA = SHARED_DATA
 STRATEGIES = ("late", "structure_aware")
-
-
-def rss_mb() -> float:
-    """Peak resident set size of this process so far (MB; ru_maxrss is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cpu_model() -> str:
@@ -81,10 +76,10 @@ def timed(fn):
 
 def stage(results: dict[str, Any], name: str, out: Path) -> None:
     """Record peak RSS after stage ``name`` and rewrite the JSON (a cut-short run keeps it)."""
-    results["peak_rss_mb_after"][name] = round(rss_mb(), 1)
+    results["peak_rss_mb_after"][name] = round(memory_mb(field="VmHWM"), 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
-    print(f"[{time.strftime('%H:%M:%S')}] {name} done, peak RSS {rss_mb():.0f} MB, "
+    print(f"[{time.strftime('%H:%M:%S')}] {name} done, peak RSS {memory_mb(field='VmHWM'):.0f} MB, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
 
 
@@ -131,7 +126,7 @@ def token_stats(encoder: DocumentEncoder, docs: list) -> dict[str, Any]:
 
 def bench_encode(encoder: DocumentEncoder, texts: list[str]) -> tuple[list, dict[str, Any]]:
     encoder.encode_document(texts[0][:2000])  # warm-up
-    rss0 = rss_mb()
+    rss0 = memory_mb(field="VmHWM")
     out, seconds, cpu_s = timed(lambda: encoder.encode_documents(texts, progress=False))
     n_tok = sum(t.n_tokens for t in out)
     return out, {
@@ -143,7 +138,7 @@ def bench_encode(encoder: DocumentEncoder, texts: list[str]) -> tuple[list, dict
         "tokens_per_s": n_tok / seconds,
         "cpu_s": cpu_s,
         "tokens_per_cpu_s": n_tok / cpu_s,
-        "peak_rss_growth_mb": rss_mb() - rss0,
+        "peak_rss_growth_mb": memory_mb(field="VmHWM") - rss0,
         "token_vectors_mb": sum(t.vectors.numel() * 4 for t in out) / 1e6,
     }
 

@@ -35,7 +35,6 @@ import json
 import logging
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gralc.experiments.search_cost import disk_bytes, memory_mb
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 SOURCES = ("covidqa/covidqa_dev.json", "pubmedqa/ori_pqal.json", "pmc")
@@ -53,27 +54,6 @@ QUESTIONS = "covidqa/covidqa_dev.json"
 SWEEP = [{"dense": d, "lexical": d, "exact": e} for d in (25, 50, 100, 200) for e in (32, 64)] + [
     {"dense": 100, "lexical": 100, "exact": 0}]
 logger = logging.getLogger("bench.scale_search")
-
-
-def rss_mb(field: str = "VmHWM") -> float:
-    """This process's peak (``VmHWM``) or current (``VmRSS``) resident memory in MB, from
-    /proc (getrusage's ru_maxrss survives exec, so a child started by a big parent would
-    report the parent's peak)."""
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def disk_bytes(folder: Path) -> dict[str, int]:
-    """Bytes on disk per part of an index folder (top-level files and folders)."""
-    out: dict[str, int] = {}
-    for p in sorted(folder.iterdir()):
-        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        out[p.name] = sum(f.stat().st_size for f in files)
-    return out
 
 
 # ----- 1. the real index --------------------------------------------------------------------
@@ -93,7 +73,7 @@ def build_real(model: str, out: Path, data: Path) -> dict:
     table = r.scorer.table
     return {"files": len(files), "documents": len({c.doc_id for c in r.index.chunks}),
             "n_chunks": len(r.index), "n_units": len(table.units.vectors) if table.units else 0,
-            "n_tokens": table.tokens.n_tokens, "build_s": built, "build_rss_mb": rss_mb()}
+            "n_tokens": table.tokens.n_tokens, "build_s": built, "build_rss_mb": memory_mb(field="VmHWM")}
 
 
 # ----- 2. synthetic copies ------------------------------------------------------------------
@@ -166,13 +146,18 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     t0 = time.perf_counter()
     big = ChunkTable(table.tokens.codec)
     big.n_chunks = n * copies
-    big.concepts = np.asarray(table.concepts)  # every copy's concepts are its source's
+    n_concepts = len(table.concepts)  # each copy holds its own concept vectors, as real documents do
+    big.concepts = np.concatenate([np.asarray(table.concepts)] * copies)
     big._concepts = [big.concepts]
-    big.entities = Ragged.concat([table.entities] * copies)
+
+    def ids(r: Ragged) -> Ragged:
+        return Ragged.concat([Ragged(np.asarray(r.values) + c * n_concepts, r.offsets) for c in range(copies)])
+
+    big.entities = ids(table.entities)
     big._entities = [big.entities]
     all_pairs = np.concatenate(pairs, axis=1)
     n_units = len(units.vectors) * copies
-    big.units = UnitTable(np.concatenate(uvecs), Ragged.concat([units.entities] * copies),
+    big.units = UnitTable(np.concatenate(uvecs), ids(units.entities),
                           *unit_links(all_pairs, n * copies, n_units), unit_bm25)
     big.has_units, big.unit_chunks = True, unit_chunks
     big.tokens = TokenStore(table.tokens.codec, Ragged(np.concatenate(code_parts), np.concatenate(
@@ -185,7 +170,7 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     timings["write_s"] = time.perf_counter() - t0
     return {"copies": copies, "n_chunks": n * copies, "n_units": n_units,
             "n_tokens": big.tokens.n_tokens, "build": timings, "build_s": sum(timings.values()),
-            "build_rss_mb": rss_mb()}
+            "build_rss_mb": memory_mb(field="VmHWM")}
 
 
 # ----- 3. measuring -------------------------------------------------------------------------
@@ -200,7 +185,7 @@ def measure(index_dir: Path, questions: list[str], recall_questions: int, batch:
     t0 = time.perf_counter()
     r = Retriever.load(index_dir)
     load_s = time.perf_counter() - t0
-    rss_load = rss_mb()
+    rss_load = memory_mb(field="VmHWM")
     search = r.trained_search()
     search.search_batch(questions[:2], 20)  # warm-up (lazy imports, first page faults)
     for key in list(search.timings):
@@ -243,7 +228,7 @@ def measure(index_dir: Path, questions: list[str], recall_questions: int, batch:
     n, t = len(r.index), table.tokens.n_tokens
     return {
         "n_chunks": n, "n_tokens": t, "load_s": load_s, "rss_after_load_mb": rss_load,
-        "rss_peak_mb": rss_mb(), "disk_bytes": disk, "disk_bytes_per_chunk": sum(disk.values()) / n,
+        "rss_peak_mb": memory_mb(field="VmHWM"), "disk_bytes": disk, "disk_bytes_per_chunk": sum(disk.values()) / n,
         "token_bytes_per_token": table.tokens.codec.code_size,
         "token_disk_bytes_per_token": disk.get("trained", 0) and
         sum(f.stat().st_size for f in (index_dir / "trained" / "tokens").rglob("*") if f.is_file()) / t,

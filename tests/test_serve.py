@@ -227,3 +227,19 @@ def test_the_command_serves_and_refuses_bad_arguments(index):
         out, err = proc.communicate(timeout=60)
     assert f"on http://127.0.0.1:{port}" in err and "POST /search" not in out
     assert "Traceback" not in err and "INFO" not in err  # nothing per request, no library chatter
+
+
+@pytest.mark.slow  # a server subprocess: make test-all (CI) runs it
+def test_the_load_test_counts_every_answer_and_stops_its_server(index, tmp_path):
+    """gralc.experiments.serve_load: its server on a free loopback port, bounded by requests
+    and time, every answer counted, no error, the server gone afterwards, the table renders."""
+    from gralc.experiments.search_cost import memory_mb
+    from gralc.experiments.serve_load import load_test
+    from gralc.experiments.tables import serve_load_md
+
+    got = load_test(index / "index", QUESTIONS, clients=3, seconds=60, max_requests=24)
+    assert got["answered"] == 24 and got["n_errors"] == 0 and got["chunks"] > 0
+    assert got["latency_ms"]["p50"] <= got["latency_ms"]["p99"] and got["server_questions"] >= 24
+    assert got["rss_mb"]["after_warmup"] > 0 and got["rss_mb"]["end"] > 0
+    assert memory_mb(got["server_pid"]) is None  # stopped and reaped
+    assert "| 24 |" in serve_load_md(got)

@@ -22,6 +22,40 @@ import numpy as np
 from gralc.experiments.tables import RESULTS
 
 
+def memory_mb(pid: int | str = "self", field: str = "VmRSS") -> float | None:
+    """Resident memory of process ``pid`` in MB from /proc: ``VmRSS`` now, ``VmHWM`` its peak
+    (getrusage's ru_maxrss survives exec, so a child of a big parent would report the
+    parent's); this process's peak from getrusage where /proc is missing; None when the
+    process is gone.
+
+    >>> memory_mb() > 0
+    True
+    """
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        if pid == "self":
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return None
+    return None
+
+
+def disk_bytes(folder: Path) -> dict[str, int]:
+    """Bytes on disk per part of an index folder (top-level files and folders).
+
+    Example: ``disk_bytes(Path("index"))`` -> ``{"chunks.jsonl": 1955912, "trained": ...}``.
+    """
+    out: dict[str, int] = {}
+    for p in sorted(folder.iterdir()):
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        out[p.name] = sum(f.stat().st_size for f in files)
+    return out
+
+
 def index_bytes(folder: Path) -> dict:
     """Bytes per file of index ``folder`` (relative paths), its chunk count and provenance.
 

@@ -162,6 +162,24 @@ def scale_search_md(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def serve_load_md(r: dict) -> str:
+    """``gralc.experiments.serve_load``: one load test of ``gralc serve`` against issue 59's bar."""
+    lat, rss = r["latency_ms"], r["rss_mb"]
+    growth = r.get("rss_growth")
+    return "\n".join([
+        f"Measured by `python -m gralc.experiments.serve_load` (git {r.get('git_hash')}, {r.get('cpu_count')} x "
+        f"{r.get('cpu_model')}); index `{r['index']}`, {r['clients']} clients, one question a request, k = {r['k']}.",
+        "",
+        "| chunks | seconds | answered | questions / s | p50 / p95 / p99 ms | errors | server RSS MB after warm-up -> end (growth) | of it anonymous MB | mean batch |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {r['chunks']:,} | {r['elapsed_s']:.0f} | {r['answered']:,} | {r['questions_per_s']:.1f} | "
+        f"{lat['p50']:.0f} / {lat['p95']:.0f} / {lat['p99']:.0f} | {r['n_errors']} | "
+        f"{rss['after_warmup']:.0f} -> {rss['end']:.0f} ({100 * growth:+.1f} %) | "
+        f"{rss.get('anon_after_warmup') or float('nan'):.0f} -> {rss.get('anon_end') or float('nan'):.0f} | {r['mean_batch']:.1f} |",
+        "", "Bar (issue 59, at 100k chunks): >= 50 questions/s, p99 <= 500 ms, 0 errors, RSS growth <= 10 %.",
+    ]) + "\n"
+
+
 def _short_hash(git_hash: str | None) -> str:
     """A git hash as 7 hex digits, keeping a ``+dirty`` mark.
 
@@ -314,6 +332,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "linking_speed": linking_speed_md,
     "scale_search": scale_search_md,
     "index_bytes": index_bytes_md,  # issue 59: where an index's bytes go
+    "serve_load": serve_load_md,  # issue 59: gralc serve under 16 clients
     "memory_per_strategy": memory_md,
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user
