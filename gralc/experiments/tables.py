@@ -168,7 +168,8 @@ def serve_load_md(r: dict) -> str:
     growth = r.get("rss_growth")
     return "\n".join([
         f"Measured by `python -m gralc.experiments.serve_load` (git {r.get('git_hash')}, {r.get('cpu_count')} x "
-        f"{r.get('cpu_model')}); index `{r['index']}`, {r['clients']} clients, one question a request, k = {r['k']}.",
+        f"{r.get('cpu_model')}); index `{r['index']}`, {r['clients']} clients, one question a request, k = {r['k']}"
+        + (f"; `gralc serve ... {' '.join(r['serve_args'])}`." if r.get("serve_args") else "."),
         "",
         "| chunks | seconds | answered | questions / s | p50 / p95 / p99 ms | errors | server RSS MB after warm-up -> end (growth) | of it anonymous MB | mean batch |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -333,6 +334,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "scale_search": scale_search_md,
     "index_bytes": index_bytes_md,  # issue 59: where an index's bytes go
     "serve_load": serve_load_md,  # issue 59: gralc serve under 16 clients
+    "serve_load_padded": serve_load_md,  # the same with search.padded_questions=true
     "memory_per_strategy": memory_md,
     "headline": headline_md,
     "first_hour": first_hour_md,  # issue 55: the scripted first hour of a new user

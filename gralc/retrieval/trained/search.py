@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gralc.encoding.encoder import ONE_BY_ONE, PADDED
 from gralc.model.score_inputs import ScoreInputs
 from gralc.pipeline import Pipeline
 from gralc.retrieval.hits import Hit
@@ -105,7 +106,8 @@ class TrainedSearch:
         s, enc = self.scorer, self.pipeline.encoder
         tokens = mask = None
         if s.uses_tokens:  # the vector and the word-pieces from one encoder pass
-            vectors, tokens, mask = enc.encode_questions(texts)
+            vectors, tokens, mask = enc.encode_questions(
+                texts, PADDED if self.config.padded_questions else ONE_BY_ONE)
             vectors = vectors.float()
         else:
             vectors = enc.encode_queries(texts).float()

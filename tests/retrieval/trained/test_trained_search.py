@@ -173,6 +173,21 @@ def test_a_replaced_maxsim_scores_as_a_second_pass_would(exact):
     assert torch.allclose(model.late_replaced(first, before, after), second, atol=1e-6)
 
 
+def test_padded_questions_rank_as_one_pass_each(exact):
+    """search.padded_questions=true reads a batch of questions in padded passes: the same hits,
+    scores within float noise; one question alone is read identically; a non-boolean value is
+    refused naming the key."""
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    one = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(), concepts)
+    padded = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(padded_questions=True), concepts)
+    for a, b in zip(one.search_batch(QUESTIONS, 5), padded.search_batch(QUESTIONS, 5)):
+        assert [h.chunk.chunk_id for h in a] == [h.chunk.chunk_id for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+    assert [h.score for h in one.search(QUESTIONS[0], 5)] == [h.score for h in padded.search(QUESTIONS[0], 5)]
+    with pytest.raises(ValueError, match="search.padded_questions must be true or false"):
+        CandidateConfig(padded_questions="yes")
+
+
 def test_validation_ranks_the_candidates_a_search_would_score():
     cos = torch.tensor([[0.9, 0.1, 0.8, 0.2, 0.3], [0.1, 0.2, 0.3, 0.4, 0.5]])
     lex = torch.tensor([[0.0, 5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
