@@ -13,13 +13,13 @@ vocabulary) are shared by every chunk, so a small index overstates them per chun
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
 from gralc.experiments.tables import RESULTS
+from gralc.safe_load import read_json_untrusted
 
 
 def memory_mb(pid: int | str = "self", field: str = "VmRSS") -> float | None:
@@ -62,7 +62,7 @@ def index_bytes(folder: Path) -> dict:
     Example: ``index_bytes(Path("index"))["bytes_per_chunk"]`` -> e.g. ``24857.6``.
     """
     folder = Path(folder)
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = read_json_untrusted(folder / "config.json")
     with open(folder / "chunks.jsonl", "rb") as f:
         n_chunks = sum(1 for _ in f)
     files = {p.relative_to(folder).as_posix(): p.stat().st_size
