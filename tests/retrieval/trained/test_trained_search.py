@@ -297,7 +297,8 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     assert np.array_equal(a.tokens.codes.values, b.tokens.codes.values)
     assert np.array_equal(a.tokens.codes.offsets, b.tokens.codes.offsets)
     assert np.array_equal(a.units.pairs.values, b.units.pairs.values)
-    assert np.array_equal(a.concept_vectors(a.entities.values), b.concept_vectors(b.entities.values))
+    # float16 concept vectors: a shard's batches round a value's last float32 bits to either side
+    assert np.allclose(a.concept_vectors(a.entities.values), b.concept_vectors(b.entities.values), atol=2e-3)
     assert np.allclose(single.lexical.scores(QUESTIONS[0]), merged.lexical.scores(QUESTIONS[0]))
     probe = " ".join(sorted(t for t in single.concepts.retriever.vocab_dict if t))
     assert np.allclose(single.concepts.scores(probe), merged.concepts.scores(probe))
