@@ -182,9 +182,13 @@ def main(argv: list[str] | None = None) -> int:
 
     questions = [text for _, text in read_queries(args.queries, None)]
     extra = tuple(shlex.split(args.serve_args))
-    result = run_metadata({"args": {k: str(v) for k, v in vars(args).items()},
-                           **load_test(args.index, questions, args.clients, args.seconds, args.k,
-                                       args.max_requests, extra)})
+    try:
+        measured = load_test(args.index, questions, args.clients, args.seconds, args.k,
+                             args.max_requests, extra)
+    except RuntimeError as exc:  # the server did not start: its own message says why
+        print(f"error: {str(exc).strip()}", file=sys.stderr)
+        return 2
+    result = run_metadata({"args": {k: str(v) for k, v in vars(args).items()}, **measured})
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "serve_load.json", result)
     if args.publish:
