@@ -97,7 +97,13 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     from gralc.inference import Retriever
     from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
     from gralc.retrieval.indexes.dense import ChunkIndex
-    from gralc.retrieval.trained.chunk_table import ChunkTable, UnitTable, unit_links
+    from gralc.retrieval.trained.chunk_table import (
+        ChunkTable,
+        Int8Rows,
+        UnitTable,
+        unit_links,
+        unit_texts,
+    )
     from gralc.retrieval.trained.ragged import Ragged
     from gralc.retrieval.trained.token_store import TokenStore
 
@@ -107,7 +113,8 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     n, chunks0 = len(real.index), real.index.chunks
     vectors0 = np.asarray(real.index.vectors)
     units = table.units
-    unit_texts0 = BM25Index.load(real_dir / "trained" / "units" / "bm25", records=True).chunks
+    unit_records0 = ChunkTable.load(real_dir / "trained", n, chunks=chunks0).unit_chunks
+    spans0 = np.array([(u.char_start, u.char_end) for u in unit_records0], dtype=np.int64)
     pairs0 = np.stack([np.repeat(np.arange(n), units.pairs.counts), np.asarray(units.pairs.values)])
     codes0 = np.asarray(table.tokens.codes.values)
     head = 2 if table.tokens.codec.n_centroids > 256 else 1  # the coarse code's bytes
@@ -116,14 +123,15 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     chunks, unit_chunks, vecs, uvecs, code_parts, pairs = [], [], [], [], [], []
     for c in range(copies):
         tag = "" if c == 0 else f"~{c}"
-        for ch in chunks0:
-            chunks.append(ch if c == 0 else replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag,
-                                                    text=drop_words(ch.text, rng)))
-        for u in unit_texts0:
-            unit_chunks.append(u if c == 0 else replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag,
-                                                        text=drop_words(u.text, rng)))
+        copy = [ch if c == 0 else replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag,
+                                          text=drop_words(ch.text, rng)) for ch in chunks0]
+        chunks.extend(copy)
+        # a copy's units are cut from its chunks' texts, as a real index's are
+        texts = unit_texts(spans0, units.chunks, copy) if c else [u.text for u in unit_records0]
+        unit_chunks.extend(replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag, text=t)
+                           for u, t in zip(unit_records0, texts))
         vecs.append(vectors0 if c == 0 else moved(vectors0, rng))
-        uvecs.append(np.asarray(units.vectors) if c == 0 else moved(np.asarray(units.vectors), rng))
+        uvecs.append(units.vectors if c == 0 else Int8Rows.encode(moved(units.vectors[:], rng)))
         codes = codes0.copy()
         if c:
             redraw = rng.random((len(codes), codes.shape[1] - head)) < 0.2
@@ -157,7 +165,7 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     big._entities = [big.entities]
     all_pairs = np.concatenate(pairs, axis=1)
     n_units = len(units.vectors) * copies
-    big.units = UnitTable(np.concatenate(uvecs), ids(units.entities),
+    big.units = UnitTable(Int8Rows.concat(uvecs), ids(units.entities),
                           *unit_links(all_pairs, n * copies, n_units), unit_bm25)
     big.has_units, big.unit_chunks = True, unit_chunks
     big.tokens = TokenStore(table.tokens.codec, Ragged(np.concatenate(code_parts), np.concatenate(

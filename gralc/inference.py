@@ -402,7 +402,7 @@ class Retriever:
                     (tmp / name).mkdir()
                     bm25.write_to(tmp / name, records=False)
             if self.scorer is not None:
-                self.scorer.save_index_state(tmp)
+                self.scorer.save_index_state(tmp, self.index.chunks)
             if self.graph is not None:
                 self.graph.save(tmp / GRAPH_DIR)
             if bundle_model:

@@ -251,7 +251,7 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
         if trained is not None:
             table, indexes = trained
             (tmp / TABLE_DIR).mkdir()
-            table.save(tmp / TABLE_DIR)
+            table.save(tmp / TABLE_DIR, merged.chunks)
             for name, bm25 in indexes.items():
                 (tmp / name).mkdir()
                 bm25.write_to(tmp / name, records=False)
@@ -266,7 +266,7 @@ def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged
     from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
     from gralc.retrieval.trained.chunk_table import ChunkTable
 
-    tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), records=True) for m, p in zip(shards, parts)]
+    tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), chunks=p.chunks) for m, p in zip(shards, parts)]
     table = ChunkTable.concat(tables)
     indexes = {}
     from gralc.retrieval.trained.concept_match import CONCEPT_BM25

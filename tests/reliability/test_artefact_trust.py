@@ -183,15 +183,12 @@ def test_an_index_inside_its_model_export_is_refused(tmp_path):
 
 
 # ----- 3. no wrong answer without an error ----------------------------------------------------
-def test_a_permuted_faiss_index_is_detected(hybrid):
-    import faiss
-
-    index = faiss.read_index(str(hybrid / "index.faiss"))
-    vecs = index.reconstruct_n(0, index.ntotal)
-    permuted = faiss.IndexFlatIP(index.d)
-    permuted.add(np.ascontiguousarray(vecs[::-1]))
-    faiss.write_index(permuted, str(hybrid / "index.faiss"))  # same size, rows reversed
-    with pytest.raises(ArtefactError, match="index.faiss was changed"):
+def test_permuted_vectors_are_detected(hybrid):
+    """A flat index searches its vectors.npy itself (no index.faiss): rows reversed, same size."""
+    assert not (hybrid / "index.faiss").exists()
+    vecs = np.load(hybrid / "vectors.npy")
+    np.save(hybrid / "vectors.npy", np.ascontiguousarray(vecs[::-1]))
+    with pytest.raises(ArtefactError, match="vectors.npy was changed"):
         Retriever.load(hybrid)
 
 

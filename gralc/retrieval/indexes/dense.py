@@ -2,7 +2,8 @@
 
 Directory layout written by :meth:`ChunkIndex.save` (atomically)::
 
-    index.faiss   the FAISS index (faiss.write_index)
+    index.faiss   the FAISS index (faiss.write_index) of an hnsw or ivf index; a flat index has
+                  none: it is searched over vectors.npy itself (``faiss.knn``), one copy
     vectors.npy   the normalised (n, d) float32 vectors, so any index type can be rebuilt/merged
     chunks.jsonl  one Chunk.to_dict() per line, without embedding; line i = FAISS row i
     config.json   index config, encoder id, pipeline config, gralc version, git hash
@@ -75,10 +76,24 @@ class IndexConfig:
                 raise ValueError(f"index.{name} must be an integer >= 1, got {getattr(self, name)!r}")
 
 
-#: what :meth:`ChunkIndex.write_to` writes since the files are bound by digest
-CHUNK_INDEX_FORMAT = "gralc.chunk_index/2"
-#: the files whose rows are the same chunks, in the same order
+#: what :meth:`ChunkIndex.write_to` writes since the files are bound by digest (3: a flat
+#: index without index.faiss)
+CHUNK_INDEX_FORMAT = "gralc.chunk_index/3"
+#: the files whose rows are the same chunks, in the same order (index.faiss: hnsw and ivf only)
 BOUND_FILES = (INDEX_FILE, VECTORS_FILE, CHUNKS_FILE)
+
+
+def bound_files(meta: dict) -> tuple[str, ...]:
+    """The :data:`BOUND_FILES` an index with ``meta`` (its ``config.json``) holds: a flat
+    index keeps no ``index.faiss``.
+
+    >>> bound_files({"format": CHUNK_INDEX_FORMAT, "index": {"kind": "flat"}})
+    ('vectors.npy', 'chunks.jsonl')
+    """
+    kind = (meta.get("index") or {}).get("kind") if isinstance(meta.get("index"), dict) else None
+    if kind == "flat":
+        return BOUND_FILES[1:]
+    return BOUND_FILES
 
 
 def check_bound_files(directory: Path, meta: dict) -> None:
@@ -100,13 +115,40 @@ def check_bound_files(directory: Path, meta: dict) -> None:
         raise ValueError(f"{where}: format {got!r}, not {CHUNK_INDEX_FORMAT!r} (an index written "
                          "before its files were bound by digest, or edited): rebuild the index")
     recorded, listed = meta.get("digests"), listed_files(read_marker(directory)) or {}
-    for name in BOUND_FILES:
+    for name in bound_files(meta):
         entry = listed.get(name)
         want = recorded.get(name) if isinstance(recorded, dict) else None
         if not isinstance(entry, dict) or not isinstance(want, str) or entry.get("sha256") != want:
             raise ValueError(f"{directory / name} is not the file this index was built with ({where} "
                              f"records another SHA-256 for it): files of two indexes were mixed, or "
                              "a file was replaced; rebuild the index")
+
+
+class VectorsIP:
+    """A flat index's search: FAISS's exact inner product (``faiss.knn``, the code
+    ``IndexFlatIP`` runs) straight over its owner's ``vectors`` (in memory, or memory-mapped
+    from ``vectors.npy``), so the vectors are held and stored once.
+
+    >>> ix = ChunkIndex(2); ix.add([Chunk("d", "c", "x", 0, 1, embedding=np.array([3, 4], "float32"))])
+    >>> type(ix.index).__name__, ix.index.ntotal, ix.index.search(np.array([[1, 0]], "float32"), 1)[1].tolist()
+    ('VectorsIP', 1, [[0]])
+    """
+
+    is_trained = True
+
+    def __init__(self, owner: ChunkIndex) -> None:
+        self.owner = owner
+
+    @property
+    def ntotal(self) -> int:
+        return len(self.owner.vectors)
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Nothing to do: the owner appends ``vectors`` to its own."""
+
+    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        faiss = _faiss()
+        return faiss.knn(q, self.owner.vectors, k, faiss.METRIC_INNER_PRODUCT)
 
 
 # ----- the index ---------------------------------------------------------------------------
@@ -137,7 +179,7 @@ class ChunkIndex:
     def _build(self, n: int) -> faiss.Index:
         faiss, cfg = _faiss(), self.config
         if cfg.kind == "flat":
-            return faiss.IndexFlatIP(self.dim)
+            return VectorsIP(self)
         if cfg.kind == "hnsw":
             return faiss.IndexHNSWFlat(self.dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         # about 4 sqrt(n) lists, capped so each list gets the >= 39 training points FAISS wants
@@ -260,14 +302,15 @@ class ChunkIndex:
             "faiss_version": _faiss().__version__,
             **provenance(),
         }
-        with atomic_path(folder / INDEX_FILE) as tmp:
-            _faiss().write_index(self.index, str(tmp))
+        if not isinstance(self.index, VectorsIP):  # a flat index is its vectors.npy
+            with atomic_path(folder / INDEX_FILE) as tmp:
+                _faiss().write_index(self.index, str(tmp))
         with atomic_write(folder / VECTORS_FILE, "wb") as f:
             np.save(f, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
         # the three files belong together (row i of each is chunk i): each one's digest, so a
         # file of another index, or a reordered chunk list, is refused even under a re-signed manifest
-        meta["digests"] = {name: file_sha256(folder / name) for name in BOUND_FILES}
+        meta["digests"] = {name: file_sha256(folder / name) for name in bound_files(meta)}
         write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
@@ -291,11 +334,14 @@ class ChunkIndex:
             self.vectors = np.load(d / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as e:
             raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
-        require(d / INDEX_FILE)
-        try:
-            self.index = _faiss().read_index(str(d / INDEX_FILE))
-        except RuntimeError as e:
-            raise ValueError(f"{d / INDEX_FILE}: corrupt FAISS index ({e})") from e
+        if self.config.kind == "flat":  # searched over vectors.npy itself
+            self.index = VectorsIP(self)
+        else:
+            require(d / INDEX_FILE)
+            try:
+                self.index = _faiss().read_index(str(d / INDEX_FILE))
+            except RuntimeError as e:
+                raise ValueError(f"{d / INDEX_FILE}: corrupt FAISS index ({e})") from e
         sizes = {"chunks": len(self.chunks), "vectors": len(self.vectors), "faiss": self.index.ntotal}
         if len(set(sizes.values())) != 1 or self.vectors.shape[1:] != (self.dim,):
             raise ValueError(f"index directory {d} is inconsistent: sizes {sizes}, dim {self.dim}")

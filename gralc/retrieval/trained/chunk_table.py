@@ -1,18 +1,17 @@
 """What a trained model's score reads of each indexed chunk besides its vector: the concepts
 inside it (their GAT outputs u', for kg_prox), its sentence units (sentence evidence) and its
-token vectors as codes (late interaction), all kept per chunk row
-(:class:`~gralc.retrieval.trained.ragged.Ragged`) so a candidate set is gathered without reading
-the rest, and memory-mapped at load. Concept vectors are stored once per batch of documents
-(``concepts.npy``, float16; a concept's u' repeats in every chunk and unit of its document), the
-chunks and units holding ids into it; unit vectors are float16 too.
+token vectors as codes (late interaction), kept per chunk row
+(:class:`~gralc.retrieval.trained.ragged.Ragged`) and memory-mapped at load. Concept vectors are
+stored once per batch of documents (``concepts.npy``, float16; ids in chunks and units), unit
+vectors as int8 (:class:`Int8Rows`), unit texts as character spans cut from the index's chunk
+texts when a merge rebuilds their BM25 (``units/texts.json`` keeps the few no chunk holds whole).
 
-Built batch by batch from what :meth:`GraLCModel.forward` makes of each batch of documents
-(:meth:`ChunkTable.add`); token vectors are held exactly until ``codec.train_tokens`` of them
-(the first of the corpus) have arrived, the codec is trained on those, and from then on every
-batch is stored as codes (:mod:`gralc.retrieval.trained.token_store`). A corpus with fewer tokens
-than a codec needs keeps them exactly (float16). :meth:`ChunkTable.gather` turns chunk rows
-into the :class:`~gralc.model.chunk_set.ChunkSet` the model scores. The folder layout inside
-an index: docs/inference.md ("Under the hood: the serving stack").
+Built batch by batch (:meth:`ChunkTable.add`); token vectors are held exactly until
+``codec.train_tokens`` of them have arrived, the codec is trained on those, and from then on
+every batch is stored as codes (:mod:`gralc.retrieval.trained.token_store`; too few tokens for a
+codec: float16). :meth:`ChunkTable.gather` turns chunk rows into the
+:class:`~gralc.model.chunk_set.ChunkSet` the model scores. The layout: docs/inference.md
+("Under the hood: the serving stack").
 """
 
 from __future__ import annotations
@@ -35,14 +34,69 @@ from gralc.retrieval.trained.token_store import TokenStore, train_codec
 
 logger = logging.getLogger(__name__)
 TABLE_FILE, UNITS_DIR, TOKENS_DIR, CONCEPTS_FILE = "table.json", "units", "tokens", "concepts.npy"
-FORMAT = "gralc.chunk_table/2"
+FORMAT = "gralc.chunk_table/3"
+SPANS_FILE, TEXTS_FILE = "spans.npy", "texts.json"
 #: fewer token vectors than this and a codec is not trained (FAISS's 39 points per centroid)
 MIN_CODEC_TOKENS = 256 * 39
 
 
 @dataclass
+class Int8Rows:
+    """Unit-length vectors stored as int8 with one float16 scale a row (``max |x| / 127``):
+    half of float16's bytes; a component moves by at most half a step (``max |x| / 254``, about
+    1e-3 for a 384-d unit vector), a cosine by about 1e-4. Reading ``rows[i]`` gives float32.
+
+    >>> x = np.array([[0.6, -0.8], [1.0, 0.0]], np.float32)
+    >>> r = Int8Rows.encode(x); r.codes.tolist(), bool(np.abs(r[np.arange(2)] - x).max() < 4e-3)
+    ([[95, -127], [127, 0]], True)
+    """
+
+    codes: np.ndarray  # (n, d) int8
+    scales: np.ndarray  # (n,) float16
+
+    @classmethod
+    def encode(cls, x: np.ndarray) -> Int8Rows:
+        """Rows of ``x`` (n, d) as codes and scales."""
+        x = np.asarray(x, dtype=np.float32).reshape(len(x), -1)
+        scales = (np.abs(x).max(axis=1, initial=0.0) / 127).astype(np.float16)
+        step = np.where(scales > 0, scales, 1).astype(np.float32)[:, None]
+        return cls(np.clip(np.rint(x / step), -127, 127).astype(np.int8), scales)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return np.asarray(self.codes[rows], dtype=np.float32) * np.asarray(
+            self.scales[rows], dtype=np.float32)[..., None]
+
+    @classmethod
+    def concat(cls, parts: list[Int8Rows]) -> Int8Rows:
+        return cls(np.concatenate([np.asarray(p.codes) for p in parts]),
+                   np.concatenate([np.asarray(p.scales) for p in parts]))
+
+    def save(self, folder: Path) -> None:
+        """``vectors.npy`` (codes) and ``scales.npy`` in ``folder``."""
+        for name, a in (("vectors.npy", self.codes), ("scales.npy", self.scales)):
+            with atomic_write(folder / name, "wb") as f:
+                np.save(f, np.ascontiguousarray(a))
+
+    @classmethod
+    def load(cls, folder: Path, mmap: bool) -> Int8Rows:
+        """What :meth:`save` wrote; codes or scales of another type or length are an error
+        naming the file."""
+        codes, scales = _npy(folder / "vectors.npy", mmap), _npy(folder / "scales.npy", mmap)
+        if codes.dtype != np.int8 or codes.ndim != 2:
+            raise ValueError(f"{folder / 'vectors.npy'}: expected (units, dim) int8 codes, got "
+                             f"{codes.dtype} {codes.shape}: rebuild the index")
+        if scales.dtype != np.float16 or scales.shape != (len(codes),):
+            raise ValueError(f"{folder / 'scales.npy'}: expected ({len(codes)},) float16 scales, got "
+                             f"{scales.dtype} {scales.shape}: rebuild the index")
+        return cls(codes, scales)
+
+
+@dataclass
 class UnitTable:
-    """Sentence units: ``vectors`` (U, d) float16, ``entities`` (by unit: ids into the table's
+    """Sentence units: ``vectors`` (U, d) as :class:`Int8Rows`, ``entities`` (by unit: ids into the table's
     ``concepts``), ``pairs`` (unit rows by chunk), ``chunks`` (chunk rows by unit), ``bm25``
     their lexical index.
 
@@ -50,7 +104,7 @@ class UnitTable:
     indexed chunks (``table``: a :class:`ChunkTable` of a model that scores sentence evidence).
     """
 
-    vectors: np.ndarray
+    vectors: Int8Rows
     entities: Ragged
     pairs: Ragged
     chunks: Ragged
@@ -77,7 +131,7 @@ class ChunkTable:
         self._entities: list[Ragged] = []
         self.entities: Ragged | None = None
         # units, while building
-        self._unit_vectors: list[np.ndarray] = []
+        self._unit_vectors: list[Int8Rows] = []
         self._unit_entities: list[Ragged] = []
         self._unit_pairs: list[np.ndarray] = []
         self.unit_chunks: list[Chunk] = []
@@ -109,7 +163,7 @@ class ChunkTable:
             n_units = u.n_chunks
             self.has_units = True
             self._unit_vectors.append(
-                F.normalize(u.vectors.detach().float(), dim=-1).cpu().numpy().astype(np.float16))
+                Int8Rows.encode(F.normalize(u.vectors.detach().float(), dim=-1).cpu().numpy()))
             self._unit_entities.append(Ragged.from_groups(ids[len(ent):], u.entity_chunk.cpu().numpy(), n_units))
             base = sum(len(v) for v in self._unit_vectors[:-1])
             p = made.unit_pairs.cpu().numpy()
@@ -184,7 +238,7 @@ class ChunkTable:
     def _finish_units(self) -> UnitTable:
         from gralc.retrieval.indexes.bm25 import BM25Index
 
-        vectors = np.concatenate(self._unit_vectors)
+        vectors = Int8Rows.concat(self._unit_vectors)
         self._unit_vectors = [vectors]
         entities = Ragged.concat(self._unit_entities)
         self._unit_entities = [entities]
@@ -249,8 +303,9 @@ class ChunkTable:
         return out, unit_rows
 
     # ----- persistence ----------------------------------------------------------------------
-    def save(self, folder: Path) -> None:
-        """Write the table into ``folder`` (an index being written)."""
+    def save(self, folder: Path, chunks: list[Chunk] | None = None) -> None:
+        """Write the table into ``folder`` (an index being written); ``chunks``: the index's
+        chunk records, row by row (a unit's text is stored only where they do not hold it)."""
         self.finish()
         with atomic_write(folder / CONCEPTS_FILE, "wb") as f:
             np.save(f, np.ascontiguousarray(self.concepts, dtype=np.float16))
@@ -260,31 +315,56 @@ class ChunkTable:
         if self.units is not None:
             d = folder / UNITS_DIR
             d.mkdir()
-            with atomic_write(d / "vectors.npy", "wb") as f:
-                np.save(f, np.ascontiguousarray(self.units.vectors, dtype=np.float16))
+            self.units.vectors.save(d)
             self.units.entities.save(d, "entities")
             self.units.pairs.save(d, "pairs")
             self.units.chunks.save(d, "chunks")
             (d / "bm25").mkdir()
-            self.units.bm25.write_to(d / "bm25")
+            self.units.bm25.write_to(d / "bm25", records=False)
             meta["n_units"] = len(self.units.vectors)
+            meta["unit_texts_kept"] = self._save_unit_spans(d, chunks)
         if self.tokens is not None:
             self.tokens.save(folder / TOKENS_DIR)
             meta["token_codec"] = self.tokens.codec.describe()
         write_text_atomic(folder / TABLE_FILE, json.dumps(meta, indent=2))
 
+    def _save_unit_spans(self, d: Path, chunks: list[Chunk] | None) -> int:
+        """``units/spans.npy`` and the texts of the units ``chunks`` do not hold whole
+        (``units/texts.json``); how many those are."""
+        records = self.unit_chunks
+        if len(records) != len(self.units.vectors):
+            raise ValueError(f"{len(self.units.vectors)} sentence units but {len(records)} unit records")
+        if chunks is not None and len(chunks) != self.n_chunks:
+            raise ValueError(f"{self.n_chunks} chunks in the table, {len(chunks)} chunk records given")
+        spans = np.array([(u.char_start, u.char_end) for u in records], dtype=np.int64).reshape(-1, 2)
+        with atomic_write(d / SPANS_FILE, "wb") as f:
+            np.save(f, spans)
+        by_unit = self.units.chunks
+        rebuilt = unit_texts(spans, by_unit, chunks) if chunks is not None else [None] * len(records)
+
+        def held(i: int, u: Chunk, text: str | None) -> bool:
+            rows = by_unit.row(i)
+            return text == u.text and len(rows) > 0 and chunks[int(rows[0])].doc_id == u.doc_id
+
+        kept = {str(i): {"doc_id": u.doc_id, "text": u.text}
+                for i, (u, text) in enumerate(zip(records, rebuilt)) if not held(i, u, text)}
+        write_text_atomic(d / TEXTS_FILE, json.dumps({"units": kept}, ensure_ascii=False))
+        return len(kept)
+
     @classmethod
-    def load(cls, folder: Path, n_chunks: int, mmap: bool = True, records: bool = False) -> ChunkTable:
+    def load(cls, folder: Path, n_chunks: int, mmap: bool = True,
+             chunks: list[Chunk] | None = None) -> ChunkTable:
         """Read what :meth:`save` wrote for an index of ``n_chunks`` chunks; anything missing
-        or of the wrong size is an error naming the file. ``records``: also the sentence
-        units' records (texts; a merge rebuilds their BM25 from them)."""
+        or of the wrong size is an error naming the file. ``chunks`` (the index's chunk
+        records): also rebuild the sentence units' records from them (their texts; a merge
+        rebuilds the units' BM25 from those)."""
         from gralc.retrieval.indexes.bm25 import BM25Index
         from gralc.retrieval.indexes.folder import read_json
 
         meta = read_json(folder / TABLE_FILE)
         if meta.get("format") != FORMAT:
             raise ValueError(f"{folder / TABLE_FILE}: format {meta.get('format')!r}, this GraLC reads "
-                             f"{FORMAT!r} (concept vectors stored once, float16): rebuild the index")
+                             f"{FORMAT!r} (unit texts as spans, unit vectors int8): rebuild the index")
         if meta.get("n_chunks") != n_chunks:
             raise ValueError(f"{folder / TABLE_FILE}: {meta.get('n_chunks')} chunks, the index "
                              f"{n_chunks}: rebuild the index")
@@ -300,7 +380,7 @@ class ChunkTable:
         self._entities = [self.entities]
         if meta.get("units"):
             d = folder / UNITS_DIR
-            vectors = _npy(d / "vectors.npy", mmap)
+            vectors = Int8Rows.load(d, mmap)
             n_units = len(vectors)
             self.units = UnitTable(
                 vectors,
@@ -308,8 +388,9 @@ class ChunkTable:
                      len(self.concepts), d / "entities.values.npy"),
                 _sized(Ragged.load(d, "pairs", mmap), n_chunks, d / "pairs.offsets.npy"),
                 _sized(Ragged.load(d, "chunks", mmap), n_units, d / "chunks.offsets.npy"),
-                BM25Index.load(d / "bm25", records=records))
-            self.unit_chunks = list(self.units.bm25.chunks) if records else []
+                BM25Index.load(d / "bm25", records=False))
+            if chunks is not None:
+                self.unit_chunks = _unit_records(d, self.units.chunks, chunks, n_units)
             if len(self.units.bm25) != n_units:
                 raise ValueError(f"{d / 'bm25'}: {len(self.units.bm25)} units, {d / 'vectors.npy'} "
                                  f"{n_units}: rebuild the index")
@@ -349,7 +430,7 @@ class ChunkTable:
             unit_base = np.cumsum([0] + [len(t.units.vectors) for t in tables])
             pairs = np.concatenate([_pairs_of(t.units.pairs) + np.array([[cb], [ub]])
                                     for t, cb, ub in zip(tables, chunk_base, unit_base)], axis=1)
-            out._unit_vectors = [np.concatenate([np.asarray(t.units.vectors) for t in tables])]
+            out._unit_vectors = [Int8Rows.concat([t.units.vectors for t in tables])]
             out._unit_entities = [Ragged.concat([_shifted(t.units.entities, b)
                                                  for t, b in zip(tables, concept_base)])]
             out._unit_pairs = [pairs]
@@ -374,6 +455,62 @@ def unit_links(pairs: np.ndarray, n_chunks: int, n_units: int) -> tuple[Ragged, 
     by_unit = np.lexsort((pairs[0], pairs[1]))
     return (Ragged.from_groups(pairs[1][by_chunk].astype(np.int64), pairs[0][by_chunk], n_chunks),
             Ragged.from_groups(pairs[0][by_unit].astype(np.int64), pairs[1][by_unit], n_units))
+
+
+def unit_texts(spans: np.ndarray, chunks_of_unit: Ragged, chunks: list[Chunk]) -> list[str]:
+    """Each unit's text cut from the texts of the chunks it overlaps (``spans``: (U, 2)
+    character spans in their document; a chunk's text is ``doc.text[char_start:char_end]``),
+    joined in document order; what lies between two chunks (whitespace) is not in them.
+
+    >>> c = [Chunk("d", "c0", "Ab cd.", 0, 6), Chunk("d", "c1", "Ef.", 7, 10)]
+    >>> unit_texts(np.array([[3, 6], [3, 10]]), Ragged(np.array([0, 0, 1]), np.array([0, 1, 3])), c)
+    ['cd.', 'cd.Ef.']
+    """
+    out = []
+    for i, (start, end) in enumerate(np.asarray(spans).tolist()):
+        parts = []
+        for r in sorted(chunks_of_unit.row(i).tolist(), key=lambda r: chunks[r].char_start):
+            c = chunks[r]
+            s, e = max(start, c.char_start), min(end, c.char_end)
+            if s < e:
+                parts.append(c.text[s - c.char_start : e - c.char_start])
+        out.append("".join(parts))
+    return out
+
+
+def _unit_records(d: Path, chunks_of_unit: Ragged, chunks: list[Chunk], n_units: int) -> list[Chunk]:
+    """The sentence units' records of a table in ``d`` (``units/``): spans, texts cut from
+    ``chunks`` or kept in ``texts.json``, each checked against the table."""
+    from gralc.safe_load import read_json_untrusted
+
+    spans = _npy(d / SPANS_FILE, mmap=False)
+    if spans.shape != (n_units, 2) or spans.dtype.kind not in "iu":
+        raise ValueError(f"{d / SPANS_FILE}: expected ({n_units}, 2) integer spans, got "
+                         f"{spans.dtype} {spans.shape}: rebuild the index")
+    kept = read_json_untrusted(d / TEXTS_FILE, "unit texts", expect=dict,
+                               allow_interpolation=True).get("units")
+    if not isinstance(kept, dict):
+        raise ValueError(f"{d / TEXTS_FILE}: no 'units' object: rebuild the index")
+    if len(chunks_of_unit.values) and int(np.max(chunks_of_unit.values)) >= len(chunks):
+        raise ValueError(f"{d / 'chunks.values.npy'}: chunk rows past the index's {len(chunks)} chunks: "
+                         "rebuild the index")
+    texts = unit_texts(spans, chunks_of_unit, chunks)
+    out = []
+    for i, ((start, end), text) in enumerate(zip(spans.tolist(), texts)):
+        entry = kept.get(str(i))
+        if entry is not None:
+            if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)
+                    and isinstance(entry.get("doc_id"), str)):
+                raise ValueError(f"{d / TEXTS_FILE}: unit {i} is not {{doc_id, text}}: rebuild the index")
+            doc, text = entry["doc_id"], entry["text"]
+        else:
+            rows = chunks_of_unit.row(i)
+            if not len(rows):
+                raise ValueError(f"{d / TEXTS_FILE}: unit {i} lies in no chunk and has no text kept: "
+                                 "rebuild the index")
+            doc = chunks[int(rows[0])].doc_id
+        out.append(Chunk(doc, f"{doc}::unit::{i}", text, int(start), int(end), level="sentences"))
+    return out
 
 
 def _pairs_of(by_chunk: Ragged) -> np.ndarray:
@@ -411,4 +548,4 @@ def _npy(path: Path, mmap: bool) -> np.ndarray:
         raise ValueError(f"{path}: unreadable ({exc}); rebuild the index") from None
 
 
-__all__ = ["ChunkTable", "UnitTable", "unit_links"]
+__all__ = ["ChunkTable", "Int8Rows", "UnitTable", "unit_links", "unit_texts"]

@@ -218,10 +218,11 @@ class TrainedScorer:
                                  indexes.concepts).build(questions, concept_ids)
 
     # ----- persistence with an index --------------------------------------------------------
-    def save_index_state(self, directory: Path) -> None:
-        """Write :attr:`table` into ``directory/trained`` (an index being written)."""
+    def save_index_state(self, directory: Path, chunks: list[Chunk]) -> None:
+        """Write :attr:`table` into ``directory/trained`` (an index being written, whose
+        chunk records, row by row, are ``chunks``)."""
         (Path(directory) / TABLE_DIR).mkdir()
-        self.table.save(Path(directory) / TABLE_DIR)
+        self.table.save(Path(directory) / TABLE_DIR, chunks)
 
     def load_index_state(self, directory: Path, n_chunks: int) -> None:
         """Read the table of an index of ``n_chunks`` chunks (memory-mapped)."""

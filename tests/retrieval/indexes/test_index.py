@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gralc.chunking.chunk import Chunk
+from gralc.retrieval.indexes import dense
 from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
 
 
@@ -115,7 +116,7 @@ def test_failed_save_leaves_old_index_intact(tmp_path: Path, monkeypatch) -> Non
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(faiss, "write_index", boom)
+    monkeypatch.setattr(dense, "write_chunks", boom)  # after vectors.npy, before config.json
     with pytest.raises(RuntimeError, match="disk full"):
         new.save(tmp_path / "ix")
     assert {p.name: p.read_bytes() for p in (tmp_path / "ix").iterdir()} == before
@@ -125,7 +126,7 @@ def test_failed_save_leaves_old_index_intact(tmp_path: Path, monkeypatch) -> Non
 
 @pytest.mark.parametrize("name", ["index.faiss", "vectors.npy", "chunks.jsonl", "config.json"])
 def test_missing_file_error_names_the_file(tmp_path: Path, name: str) -> None:
-    ix = ChunkIndex(4)
+    ix = ChunkIndex(4, IndexConfig(kind="hnsw"))  # a flat index has no index.faiss
     ix.add(make_chunks(np.eye(4, dtype=np.float32)))
     ix.save(tmp_path / "ix")
     (tmp_path / "ix" / name).unlink()
@@ -134,7 +135,7 @@ def test_missing_file_error_names_the_file(tmp_path: Path, name: str) -> None:
 
 
 def test_corrupt_file_error_names_the_file(tmp_path: Path) -> None:
-    ix = ChunkIndex(4)
+    ix = ChunkIndex(4, IndexConfig(kind="hnsw"))
     ix.add(make_chunks(np.eye(4, dtype=np.float32)))
     ix.save(tmp_path / "ix")
     (tmp_path / "ix" / "index.faiss").write_bytes(b"not an index")
@@ -170,3 +171,22 @@ def test_training_and_lexical_search_never_load_faiss():
             "assert 'faiss' in sys.modules and len(i.search(np.ones((1, 2)), 1)[0]) == 1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_flat_index_keeps_its_vectors_once_and_searches_as_faiss_flat(tmp_path: Path, data) -> None:
+    """A flat index writes no index.faiss: it is searched over vectors.npy itself, with the
+    answers of FAISS's IndexFlatIP over the same vectors (ids and scores)."""
+    x, q = data
+    ix = ChunkIndex(64)
+    ix.add(make_chunks(x[:2000]))
+    ix.save(tmp_path / "ix")
+    assert not (tmp_path / "ix" / "index.faiss").exists()
+    loaded = ChunkIndex.load(tmp_path / "ix")
+    assert isinstance(loaded.vectors, np.memmap)
+    flat = faiss.IndexFlatIP(64)
+    flat.add(np.ascontiguousarray(loaded.vectors))
+    want_scores, want_ids = flat.search(np.ascontiguousarray(q[:16] / np.linalg.norm(q[:16], axis=1, keepdims=True)), 10)
+    got = loaded.search_rows(q[:16], 10)
+    assert [sorted(r.tolist()) for r in got] == [sorted(r.tolist()) for r in want_ids]
+    hits = loaded.search(q[:1], 10)[0]
+    assert np.allclose(sorted((s for _, s in hits), reverse=True), want_scores[0], atol=1e-6)

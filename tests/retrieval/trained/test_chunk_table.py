@@ -1,7 +1,8 @@
 """The chunk table's storage (gralc.retrieval.trained.chunk_table): a concept's vector stored once
 per batch however many chunks and units mention it, float16 within its rounding of what the model
-made, the same after a save and a load and after a merge of tables, and a table whose ids point
-outside its concepts refused naming the file."""
+made, unit vectors int8 within half a step, the same after a save and a load and after a merge of
+tables, unit texts cut from the chunks, and a table whose ids point outside its concepts refused
+naming the file."""
 
 from __future__ import annotations
 
@@ -61,18 +62,20 @@ def test_concepts_are_stored_once_and_gather_as_the_model_made_them(tmp_path):
     table = _table(batches)
     mentions = sum(len(m.entity_vectors) + len(m.units.entity_vectors) for m, _ in batches)
     assert table.concepts.dtype == np.float16 and len(table.concepts) <= 8 < mentions
-    assert table.units.vectors.dtype == np.float16
+    assert table.units.vectors.codes.dtype == np.int8 and table.units.vectors.scales.dtype == np.float16
     got = _gathered(table, 12)
     want = torch.cat([F.normalize(m.entity_vectors, dim=-1) for m, _ in batches])
     assert torch.allclose(got.entity_vectors, want, atol=1e-3)  # float16's rounding
     assert torch.equal(got.entity_chunk, torch.cat([m.entity_chunk + 6 * b for b, (m, _) in enumerate(batches)]))
     want_units = torch.cat([F.normalize(m.units.entity_vectors, dim=-1) for m, _ in batches])
     assert torch.allclose(got.units.entity_vectors, want_units, atol=1e-3)
-    assert torch.allclose(got.units.vectors, torch.cat([F.normalize(m.units.vectors, dim=-1) for m, _ in batches]),
-                          atol=1e-3)
+    want_vectors = torch.cat([F.normalize(m.units.vectors, dim=-1) for m, _ in batches])
+    step = want_vectors.abs().amax(dim=1, keepdim=True) / 127  # int8: within half a step (+ float16's scale)
+    assert ((got.units.vectors - want_vectors).abs() <= 0.51 * step + 1e-3 * want_vectors.abs()).all()
     # a save and a load give the same; two tables merged give the one table of both batches
     loaded = ChunkTable.load(_saved(table, tmp_path / "t"), 12)
     again = _gathered(loaded, 12)
+    assert torch.equal(again.units.vectors, got.units.vectors)
     for name in ("entity_vectors", "entity_chunk"):
         assert torch.equal(getattr(again, name), getattr(got, name))
         assert torch.equal(getattr(again.units, name), getattr(got.units, name))
@@ -80,6 +83,7 @@ def test_concepts_are_stored_once_and_gather_as_the_model_made_them(tmp_path):
     assert torch.equal(merged.entity_vectors, got.entity_vectors)
     assert torch.equal(merged.units.entity_vectors, got.units.entity_vectors)
     assert torch.equal(merged.unit_pairs, got.unit_pairs)
+    assert torch.equal(merged.units.vectors, got.units.vectors)
 
 
 @pytest.mark.parametrize("edit", ["past the table", "negative", "floats", "old format"])
@@ -96,10 +100,40 @@ def test_a_table_whose_concept_ids_do_not_fit_is_refused_naming_the_file(tmp_pat
         ids = ids.astype(np.float32)
     if edit == "old format":
         meta = json.loads((tmp_path / TABLE_FILE).read_text())
-        meta["format"] = "gralc.chunk_table/1"
+        meta["format"] = "gralc.chunk_table/2"
         (tmp_path / TABLE_FILE).write_text(json.dumps(meta))
         named = "rebuild the index"
     else:
         np.save(ids_file, ids)
     with pytest.raises(ValueError, match=named):
         ChunkTable.load(tmp_path, 6)
+
+
+def test_unit_texts_are_cut_from_the_chunks_and_kept_only_where_the_chunks_lack_them(tmp_path):
+    """An index stores a unit's span, not its text: the text is cut from the index's chunk
+    texts when a merge reads it back; a unit running across the whitespace between two chunks
+    (which no chunk holds) keeps its text."""
+    text = "Aa bb. Cc dd.\n\nEe ff. Gg."
+    chunks = [Chunk("d", "d::c0", text[0:13], 0, 13), Chunk("d", "d::c1", text[15:25], 15, 25)]
+    spans = [(0, 6), (7, 13), (7, 21), (15, 21), (22, 25)]
+    pairs = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 1, 2, 2, 3, 4]])
+    g = torch.Generator().manual_seed(0)
+    made = ChunkSet(torch.randn(2, 8, generator=g), torch.zeros(0, 8), torch.zeros(0, dtype=torch.long))
+    made.units = ChunkSet(torch.randn(5, 8, generator=g), torch.zeros(0, 8), torch.zeros(0, dtype=torch.long))
+    made.unit_pairs = pairs
+    records = [Chunk("d", f"d::u{i}", text[s:e], s, e, level="sentences") for i, (s, e) in enumerate(spans)]
+    table = ChunkTable()
+    table.add(made, records)
+    with write_artefact(tmp_path / "t", "index") as tmp:
+        table.save(tmp, chunks)
+    kept = json.loads((tmp_path / "t" / "units" / "texts.json").read_text())["units"]
+    assert kept == {"2": {"doc_id": "d", "text": "Cc dd.\n\nEe ff."}}  # the one across the gap
+    assert not (tmp_path / "t" / "units" / "bm25" / "chunks.jsonl").exists()
+    back = ChunkTable.load(tmp_path / "t", 2, chunks=chunks).unit_chunks
+    assert [(u.doc_id, u.text, u.char_start, u.char_end) for u in back] == [
+        ("d", text[s:e], s, e) for s, e in spans]
+    # a search reads no records; a span file of the wrong shape is refused naming it
+    assert ChunkTable.load(tmp_path / "t", 2).unit_chunks == []
+    np.save(tmp_path / "t" / "units" / "spans.npy", np.zeros((4, 2), np.int64))
+    with pytest.raises(ValueError, match="spans.npy"):
+        ChunkTable.load(tmp_path / "t", 2, chunks=chunks)
