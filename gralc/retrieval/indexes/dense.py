@@ -29,7 +29,7 @@ import numpy as np
 from gralc.artefacts import verify_artefact, write_artefact
 from gralc.atomic import atomic_path, atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.indexes.folder import read_chunks, read_json, require, write_chunks
+from gralc.retrieval.indexes.folder import ChunkRecords, read_json, require, write_chunks
 from gralc.retrieval.ranking import rank_chunks
 from gralc.runinfo import provenance
 from gralc.safe_load import file_sha256, json_int
@@ -167,11 +167,11 @@ class ChunkIndex:
         if self.config.kind not in KINDS:
             raise ValueError(f"unknown index kind {self.config.kind!r}: use one of {KINDS}")
         self.dim = dim
-        self.chunks: list[Chunk] = []
+        self.chunks: Sequence[Chunk] = []  # a list, or ChunkRecords of a loaded index
         self.vectors = np.zeros((0, dim), dtype=np.float32)
         self.index: faiss.Index | None = None
         self.nlist: int | None = None  # resolved IVF nlist
-        self._keys: set[tuple[str, str]] = set()
+        self._keys: set[tuple[str, str]] | None = set()
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -200,6 +200,9 @@ class ChunkIndex:
         if not chunks:
             return
         keys = [(c.doc_id, c.chunk_id) for c in chunks]
+        if self._keys is None:  # a loaded index: its records in memory before it grows
+            self.chunks = list(self.chunks)
+            self._keys = {(c.doc_id, c.chunk_id) for c in self.chunks}
         for c in chunks:
             if c.embedding is None:
                 raise ValueError(f"chunk {c.chunk_id!r} has no embedding: encode chunks first")
@@ -327,7 +330,7 @@ class ChunkIndex:
         except (KeyError, TypeError) as e:
             raise ValueError(f"{d / CONFIG_FILE}: missing or invalid field ({e})") from e
         self.nlist = meta.get("resolved_ivf_nlist")
-        self.chunks = read_chunks(d / CHUNKS_FILE)
+        self.chunks = ChunkRecords(d / CHUNKS_FILE)  # parsed when asked for
         require(d / VECTORS_FILE)
         try:
             # memory-mapped: a search reads the rows of its candidates only
@@ -345,7 +348,7 @@ class ChunkIndex:
         sizes = {"chunks": len(self.chunks), "vectors": len(self.vectors), "faiss": self.index.ntotal}
         if len(set(sizes.values())) != 1 or self.vectors.shape[1:] != (self.dim,):
             raise ValueError(f"index directory {d} is inconsistent: sizes {sizes}, dim {self.dim}")
-        self._keys = {(c.doc_id, c.chunk_id) for c in self.chunks}
+        self._keys = None  # read from the chunk records when chunks are added
         self._apply_search_params()
         return self
 

@@ -5,6 +5,7 @@ trained model's chunk table all read and write through these)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,73 @@ def read_chunks(path: Path) -> list[Chunk]:
             except (ValueError, TypeError) as e:
                 raise ValueError(f"{path}:{line_no}: corrupt chunk record ({e})") from e
     return chunks
+
+
+def _chunk(line: bytes, path: Path, line_no: int) -> Chunk:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{line_no}: not UTF-8 ({e.reason}); rebuild the index") from None
+    record = parse_json(text, path, line_no, "; rebuild the index")
+    try:
+        return Chunk.from_dict(record)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{path}:{line_no}: corrupt chunk record ({e})") from e
+
+
+class ChunkRecords(Sequence[Chunk]):
+    """The chunk records of a ``chunks.jsonl``, read when asked for: opening it finds where
+    each line starts (the file read once in blocks, 8 bytes a chunk kept); ``records[i]``
+    reads and parses line ``i`` alone (``os.pread``: safe from several threads). A search
+    parses only the records of the chunks it returns, so an index of a million chunks opens
+    without a million Python objects; a corrupt line is an error naming the file and line when
+    it is read (the file's digest is checked when the index is opened).
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "chunks.jsonl"
+    >>> write_chunks(f, [Chunk("d1", "c0", "x", 0, 1), Chunk("d2", "c1", "y", 0, 1)])
+    >>> records = ChunkRecords(f); len(records), records[1].doc_id, [c.chunk_id for c in records]
+    (2, 'd2', ['c0', 'c1'])
+    """
+
+    def __init__(self, path: Path, block: int = 1 << 24) -> None:
+        import numpy as np
+
+        require(path)
+        self.path = Path(path)
+        starts, size = [np.zeros(1, np.int64)], 0
+        with open(path, "rb") as f:
+            while buf := f.read(block):
+                ends = np.flatnonzero(np.frombuffer(buf, np.uint8) == 10) + size + 1
+                starts.append(ends.astype(np.int64))
+                size += len(buf)
+        self._starts = np.concatenate(starts)
+        if self._starts[-1] != size:  # a last line without its newline
+            self._starts = np.append(self._starts, size)
+        self._fd = os.open(path, os.O_RDONLY)  # held for os.pread while the index is open
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"chunk row {i} outside the {n} chunks of {self.path}")
+        i %= n
+        start, end = int(self._starts[i]), int(self._starts[i + 1])
+        return _chunk(os.pread(self._fd, end - start, start), self.path, i + 1)
+
+    def __iter__(self):
+        with open(self.path, "rb") as f:
+            for line_no, line in enumerate(f, start=1):
+                yield _chunk(line, self.path, line_no)
+
+    def __del__(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
 
 
 def read_json(path: Path) -> dict[str, Any]:

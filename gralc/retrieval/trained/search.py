@@ -232,10 +232,10 @@ class TrainedSearch:
             score[best] = s.model.late_replaced(score[best], centroid, late[best])  # no second pass
         else:
             score, cos, prox, late = self._exact(q, i, rows)
-        chunks = [self.index.chunks[r] for r in rows]
+        chunks = _Rows(self.index.chunks, rows)  # a record read only where the order needs it
         # the exactly scored candidates first, the rest (centroid MaxSim) after them
         key = score.numpy() + np.where(exact, 0.0, -1e6)
-        order = rank_order(chunks, key)[:k]
+        order = rank_order(chunks, key, k)
         x = q.inputs
         hits = []
         for j in order:
@@ -250,6 +250,22 @@ class TrainedSearch:
                 parts["maxsim"] = float(late[j])
             hits.append(Hit(chunks[j], float(score[j]), parts))
         return hits
+
+
+class _Rows:
+    """Chunk records of ``rows`` of ``records``, each read when first asked for (a search
+    reads those of its top k and their ties, not of every candidate)."""
+
+    def __init__(self, records, rows: np.ndarray) -> None:
+        self.records, self.rows, self._read = records, rows, {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, j: int):
+        if j not in self._read:
+            self._read[j] = self.records[int(self.rows[j])]
+        return self._read[j]
 
 
 __all__ = ["Questions", "Scores", "TrainedSearch"]

@@ -190,3 +190,29 @@ def test_a_flat_index_keeps_its_vectors_once_and_searches_as_faiss_flat(tmp_path
     assert [sorted(r.tolist()) for r in got] == [sorted(r.tolist()) for r in want_ids]
     hits = loaded.search(q[:1], 10)[0]
     assert np.allclose(sorted((s for _, s in hits), reverse=True), want_scores[0], atol=1e-6)
+
+
+def test_a_loaded_index_reads_chunk_records_when_asked(tmp_path: Path, data) -> None:
+    """Opening an index parses no chunk record (8 bytes a chunk of line offsets); a search
+    reads those it returns; a corrupt line is an error naming the file and line when read;
+    adding to a loaded index still refuses duplicate ids."""
+    from gralc.retrieval.indexes.folder import ChunkRecords
+
+    x, q = data
+    ix = ChunkIndex(64)
+    ix.add(make_chunks(x[:300]))
+    ix.save(tmp_path / "ix")
+    loaded = ChunkIndex.load(tmp_path / "ix")
+    assert isinstance(loaded.chunks, ChunkRecords) and len(loaded.chunks) == 300
+    want = [[(c.chunk_id, s) for c, s in hits] for hits in ix.search(q[:5], 7)]
+    assert [[(c.chunk_id, s) for c, s in hits] for hits in loaded.search(q[:5], 7)] == want
+    assert [c.chunk_id for c in loaded.chunks[-2:]] == ["c000298", "c000299"]
+    with pytest.raises(ValueError, match="duplicate chunk ids"):
+        loaded.add(make_chunks(x[:1]))
+    lines = (tmp_path / "ix" / "chunks.jsonl").read_bytes().split(b"\n")
+    lines[41] = b'{"doc_id": "d", "chunk_id": '  # as cut short
+    (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines))
+    records = ChunkRecords(tmp_path / "bad.jsonl")
+    assert records[40].chunk_id == "c000040"
+    with pytest.raises(ValueError, match=r"bad.jsonl:42: not valid JSON"):
+        records[41]
