@@ -47,6 +47,7 @@ from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
 from gralc.retrieval.indexes.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.rerank.diversity import SECTION_DIVERSE
 from gralc.retrieval.trained.candidates import CandidateConfig
 
 logger = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ ALL_SEARCHERS = (*SEARCHERS, *GRAPH_SEARCHERS)
 
 #: The section-diverse re-ranker of the ``*_diverse`` rows (chosen on a dev half of the PMC
 #: cross-section questions; see gralc.retrieval.rerank.diversity).
-DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
+DIVERSE = SECTION_DIVERSE
 
 _BASE: list[MethodSpec] = [
     MethodSpec("naive", "fixed"),

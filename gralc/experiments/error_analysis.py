@@ -339,18 +339,21 @@ def rankings_record(chunks: Sequence[Chunk], question_ids: Sequence[str],
                           for q, run in zip(question_ids, runs)]}
 
 
-def fold_misses(scorer, test, base_pipe, settings, budget: int) -> tuple[list[dict], int, dict, dict]:
+def fold_misses(scorer, test, base_pipe, settings, budget: int, diverse: bool = False
+                ) -> tuple[list[dict], int, dict, dict]:
     """One fold: the model chunks every article (export settings already set), searches
     exhaustively and :func:`question_misses` reads the rankings; also the fold's
     ``exhaustive, float16`` row as ``gralc.experiments.two_stage_cv`` writes it (per-question
     metric values from the same chunks), so one scoring pass serves the paired verdicts too,
-    and the rankings themselves (:func:`rankings_record`).
+    and the rankings themselves (:func:`rankings_record`). ``diverse``: the row is the search
+    re-ranked for section coverage (``search.diverse=true`` at the row's depth; the misses
+    still read the plain ranking).
 
     Example: ``fold_misses(scorer, cv_side(bench, 5, 0, 0, "test"), pipe, settings, 512)`` -> ``(misses, 126, row, rankings)``.
     """
     from dataclasses import replace
 
-    from gralc.evaluation.trained_rows import searchable, searched_rows
+    from gralc.evaluation.trained_rows import DIVERSE_ROW, PRODUCT, searchable, searched_rows
     from gralc.experiments.two_stage_cv import METRICS
     from gralc.pipeline import Pipeline, with_runtime
     from gralc.retrieval.trained.candidates import CandidateConfig
@@ -363,7 +366,8 @@ def fold_misses(scorer, test, base_pipe, settings, budget: int) -> tuple[list[di
     exhaustive = CandidateConfig(exhaustive=True)
     search = searchable(scorer, pipe, chunks, exhaustive)
     t0 = time.perf_counter()
-    kept = [q for q in searched_rows(search, test, replace(settings, search=exhaustive), rows=("",))[0].per_query
+    row_kind = DIVERSE_ROW if diverse else PRODUCT
+    kept = [q for q in searched_rows(search, test, replace(settings, search=exhaustive), rows=(row_kind,))[0].per_query
             if "ev_mrr" in q]
     row = {"questions": {m: [float(q[m]) for q in kept] for m in METRICS},
            "articles": [q["gold_doc_id"] for q in kept], "question_ids": [q["question_id"] for q in kept],
@@ -400,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--late-interaction", type=float, default=0.8)
     ap.add_argument("--phrase-weight", type=float, default=0.05)
     ap.add_argument("--cut-unit", choices=["word", "sentence"], default="sentence")
+    ap.add_argument("--diverse", action="store_true",
+                    help="score the search re-ranked for section coverage (search.diverse=true) "
+                         "instead of the plain ranking")
     run_arguments(ap, "error_analysis.json")
     args = ap.parse_args(argv)
     if args.report:
@@ -414,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         scorer = with_export_settings(TrainedScorer.load(selected_checkpoint(Path(args.run) / f"fold{k}")), args)
         require_real_graph(scorer.pipeline_config, f"gralc.experiments.error_analysis (fold {k} of {args.run})")
         test = cv_side(bench, args.folds, k, args.seed, "test")
-        misses, n, row, rankings = fold_misses(scorer, test, base_pipe, settings, args.budget)
+        misses, n, row, rankings = fold_misses(scorer, test, base_pipe, settings, args.budget, args.diverse)
         write_json_atomic(Path(args.out) / f"rankings_fold{k}.json", rankings)
         folds.append({"fold": k, "questions": n, "misses": misses, "exhaustive, float16": row})
         print(f"fold {k}: {len(misses)} misses of {n} ({time.perf_counter() - t0:.0f} s)", flush=True)

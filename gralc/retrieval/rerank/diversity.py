@@ -25,6 +25,9 @@ from gralc.chunking.chunk import Chunk
 from gralc.retrieval.hits import Candidate, Hit, as_hits, score_order
 
 SectionKey = tuple[str, "str | None"]
+#: the settings of the ``*_diverse`` evaluation rows and of a trained search's
+#: ``search.diverse`` (chosen on the PMC cross-section questions: docs/evaluation.md)
+SECTION_DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
 
 
 def section_key(chunk: Chunk) -> SectionKey:
@@ -124,6 +127,20 @@ def _complete(
                 tail.append(h)
     taken = {id(h) for h in head + tail}
     return (head + tail + [h for h in order if id(h) not in taken])[:k]
+
+
+def section_diverse(ranked: Iterable[Candidate], k: int) -> list[Hit]:
+    """``ranked`` re-ranked with :data:`SECTION_DIVERSE` into its top ``k`` (its complete
+    slots at most ``k``).
+
+    >>> from gralc.chunking.chunk import Chunk
+    >>> a = Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]); b = Chunk("d1", "c1", "y", 2, 3, section_ids=["s1"])
+    >>> c = Chunk("d1", "c2", "z", 4, 5, section_ids=["s2"])
+    >>> [h.chunk.chunk_id for h in section_diverse([(a, 0.9), (b, 0.85), (c, 0.5)], k=2)]
+    ['c0', 'c2']
+    """
+    opts = dict(SECTION_DIVERSE, complete_slots=min(SECTION_DIVERSE["complete_slots"], k))
+    return section_diverse_rerank(ranked, k, **opts)
 
 
 def section_diverse_rerank(

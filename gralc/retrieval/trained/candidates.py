@@ -48,12 +48,21 @@ class CandidateConfig:
     #: throughput) instead of one pass each; a question's vectors then move by ~1e-6 with its
     #: batch-mates, so near-ties may swap; one question alone is read the same either way
     padded_questions: bool = False
+    #: re-rank the best ``diverse_pool`` hits for section coverage
+    #: (:func:`~gralc.retrieval.rerank.diversity.section_diverse`, the ``*_diverse`` rows'
+    #: re-ranker): cross-section recall@20 +0.14 on the PMC template questions, evidence
+    #: recall -0.006 there (docs/results/crosssection_pmc.md); hits then carry rank scores,
+    #: the model's score in ``components["retrieval"]``
+    diverse: bool = False
+    diverse_pool: int = 100
 
     def __post_init__(self) -> None:
         for name in ("dense", "lexical", "phrase", "concepts", "units", "exact"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        for name in ("exhaustive", "padded_questions"):
+        if not isinstance(self.diverse_pool, int) or self.diverse_pool < 1:
+            raise ValueError(f"search.diverse_pool must be an integer >= 1, got {self.diverse_pool!r}")
+        for name in ("exhaustive", "padded_questions", "diverse"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"search.{name} must be true or false, got {getattr(self, name)!r}")
 

@@ -31,6 +31,7 @@ from gralc.retrieval.hits import Hit
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.dense import ChunkIndex
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.rerank.diversity import section_diverse
 from gralc.retrieval.trained.candidates import CandidateConfig, candidate_rows
 from gralc.retrieval.trained.concept_match import concept_idf, question_concepts
 from gralc.retrieval.trained.scorer import ScoreIndexes, TrainedScorer
@@ -159,8 +160,12 @@ class TrainedSearch:
             self.timings["candidates"] += sum(len(r) for r in rows)
             self.timings["searched"] += len(rows)
         t1 = time.perf_counter()
-        out = [self._score(q, i, np.asarray(r, dtype=np.int64), k, exact_all=given)
+        cfg = self.config
+        pool = max(k, cfg.diverse_pool) if cfg.diverse else k
+        out = [self._score(q, i, np.asarray(r, dtype=np.int64), pool, exact_all=given)
                for i, r in enumerate(rows)]
+        if cfg.diverse:  # the best `pool` re-ranked for section coverage
+            out = [section_diverse(hits, k) if hits else hits for hits in out]
         self.timings["candidates_s"] += t1 - t0
         self.timings["score_s"] += time.perf_counter() - t1
         self.timings["questions"] += len(q.texts)

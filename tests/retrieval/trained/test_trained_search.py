@@ -188,6 +188,30 @@ def test_padded_questions_rank_as_one_pass_each(exact):
         CandidateConfig(padded_questions="yes")
 
 
+def test_a_diverse_search_is_its_plain_pool_re_ranked_as_the_diverse_rows_are(exact):
+    """search.diverse=true: the plain search's best diverse_pool hits re-ranked by the
+    *_diverse rows' re-ranker (what gralc_diverse was measured with), the model's score kept
+    in components; the top-k covers more sections than the plain top-k on these questions."""
+    from gralc.evaluation.methods import diverse_reranker
+    from gralc.retrieval.rerank.diversity import section_key
+
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    plain = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(), concepts)
+    diverse = TrainedSearch(scorer, pipeline, index, bm25, pairs,
+                            CandidateConfig(diverse=True, diverse_pool=12), concepts)
+    more = 0
+    for top, got, flat in zip(plain.search_batch(QUESTIONS, 12), diverse.search_batch(QUESTIONS, 8),
+                              plain.search_batch(QUESTIONS, 8)):
+        want = diverse_reranker(8)([(h.chunk, h.score) for h in top], "")
+        assert [h.chunk.chunk_id for h in got] == [c.chunk_id for c, _ in want]
+        assert {h.chunk.chunk_id: h.components["retrieval"] for h in got} == pytest.approx(
+            {h.chunk.chunk_id: h.score for h in top if h.chunk.chunk_id in {g.chunk.chunk_id for g in got}})
+        more += len({section_key(h.chunk) for h in got}) - len({section_key(h.chunk) for h in flat})
+    assert more > 0
+    with pytest.raises(ValueError, match="search.diverse_pool must be an integer >= 1"):
+        CandidateConfig(diverse_pool=0)
+
+
 def test_validation_ranks_the_candidates_a_search_would_score():
     cos = torch.tensor([[0.9, 0.1, 0.8, 0.2, 0.3], [0.1, 0.2, 0.3, 0.4, 0.5]])
     lex = torch.tensor([[0.0, 5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
