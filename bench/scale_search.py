@@ -110,7 +110,7 @@ def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     real = Retriever.load(real_dir)
     table = real.scorer.table
-    n, chunks0 = len(real.index), real.index.chunks
+    n, chunks0 = len(real.index), list(real.index.chunks)
     vectors0 = np.asarray(real.index.vectors)
     units = table.units
     unit_records0 = ChunkTable.load(real_dir / "trained", n, chunks=chunks0).unit_chunks

@@ -390,7 +390,7 @@ class ChunkTable:
                 _sized(Ragged.load(d, "chunks", mmap), n_units, d / "chunks.offsets.npy"),
                 BM25Index.load(d / "bm25", records=False))
             if chunks is not None:
-                self.unit_chunks = _unit_records(d, self.units.chunks, chunks, n_units)
+                self.unit_chunks = _unit_records(d, self.units.chunks, list(chunks), n_units)  # parsed once
             if len(self.units.bm25) != n_units:
                 raise ValueError(f"{d / 'bm25'}: {len(self.units.bm25)} units, {d / 'vectors.npy'} "
                                  f"{n_units}: rebuild the index")
@@ -484,9 +484,10 @@ def _unit_records(d: Path, chunks_of_unit: Ragged, chunks: list[Chunk], n_units:
     from gralc.safe_load import read_json_untrusted
 
     spans = _npy(d / SPANS_FILE, mmap=False)
-    if spans.shape != (n_units, 2) or spans.dtype.kind not in "iu":
-        raise ValueError(f"{d / SPANS_FILE}: expected ({n_units}, 2) integer spans, got "
-                         f"{spans.dtype} {spans.shape}: rebuild the index")
+    if spans.shape != (n_units, 2) or spans.dtype.kind not in "iu" or (
+            n_units and (int(spans.min()) < 0 or bool((spans[:, 0] > spans[:, 1]).any()))):
+        raise ValueError(f"{d / SPANS_FILE}: expected ({n_units}, 2) integer spans (0 <= start <= end), "
+                         f"got {spans.dtype} {spans.shape}: rebuild the index")
     kept = read_json_untrusted(d / TEXTS_FILE, "unit texts", expect=dict,
                                allow_interpolation=True).get("units")
     if not isinstance(kept, dict):

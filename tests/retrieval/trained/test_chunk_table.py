@@ -134,6 +134,7 @@ def test_unit_texts_are_cut_from_the_chunks_and_kept_only_where_the_chunks_lack_
         ("d", text[s:e], s, e) for s, e in spans]
     # a search reads no records; a span file of the wrong shape is refused naming it
     assert ChunkTable.load(tmp_path / "t", 2).unit_chunks == []
-    np.save(tmp_path / "t" / "units" / "spans.npy", np.zeros((4, 2), np.int64))
-    with pytest.raises(ValueError, match="spans.npy"):
-        ChunkTable.load(tmp_path / "t", 2, chunks=chunks)
+    for bad in (np.zeros((4, 2), np.int64), np.array(spans[::-1], np.int64)[:, ::-1], np.zeros((5, 2)) - 1):
+        np.save(tmp_path / "t" / "units" / "spans.npy", bad)
+        with pytest.raises(ValueError, match="spans.npy"):
+            ChunkTable.load(tmp_path / "t", 2, chunks=chunks)
