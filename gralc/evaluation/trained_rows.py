@@ -30,6 +30,7 @@ from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_order
+from gralc.retrieval.rerank.diversity import DIVERSE_METHODS
 from gralc.retrieval.trained.scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
@@ -136,13 +137,14 @@ def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], c
 
 
 def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",
-                  timings: dict[str, float] | None = None, rows: tuple[str, ...] = ROWS
-                  ) -> list[MethodResult]:
+                  timings: dict[str, float] | None = None, rows: tuple[str, ...] = ROWS,
+                  diverse: str = "round_robin") -> list[MethodResult]:
     """The trained ``rows`` of ``bench`` from ``search`` (its chunks are the benchmark's):
     ``graph`` its top hits and each question's gold document ranked by the same score,
     ``cosine`` the chunk vectors' cosine, ``hybrid`` each fused with BM25, ``diverse`` the
     product's ranking re-ranked for section diversity (module docstring); ``rows``: the
-    suffixes to score (:data:`ROWS`, and :data:`DIVERSE_ROW`).
+    suffixes to score (:data:`ROWS`, and :data:`DIVERSE_ROW`, re-ranked by ``diverse``, a
+    :data:`~gralc.retrieval.rerank.diversity.DIVERSE_METHODS` name, as ``search.diverse`` does).
 
     Example: ``[r.method for r in searched_rows(search, bench, RunSettings())]`` ->
     ``['gralc_cosine', 'gralc', 'gralc_cosine_hybrid', 'gralc_hybrid']``.
@@ -178,7 +180,7 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
                          settings.fusion)
         row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
-        rerank = diverse_reranker(settings.depth) if name == DIVERSE_ROW else None
+        rerank = diverse_reranker(settings.depth, DIVERSE_METHODS[diverse]) if name == DIVERSE_ROW else None
         r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings, rerank)
         r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
         if name == PRODUCT:

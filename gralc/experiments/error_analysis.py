@@ -339,15 +339,15 @@ def rankings_record(chunks: Sequence[Chunk], question_ids: Sequence[str],
                           for q, run in zip(question_ids, runs)]}
 
 
-def fold_misses(scorer, test, base_pipe, settings, budget: int, diverse: bool = False
+def fold_misses(scorer, test, base_pipe, settings, budget: int, diverse: str = "off"
                 ) -> tuple[list[dict], int, dict, dict]:
     """One fold: the model chunks every article (export settings already set), searches
     exhaustively and :func:`question_misses` reads the rankings; also the fold's
     ``exhaustive, float16`` row as ``gralc.experiments.two_stage_cv`` writes it (per-question
     metric values from the same chunks), so one scoring pass serves the paired verdicts too,
-    and the rankings themselves (:func:`rankings_record`). ``diverse``: the row is the search
-    re-ranked for section coverage (``search.diverse=true`` at the row's depth; the misses
-    still read the plain ranking).
+    and the rankings themselves (:func:`rankings_record`). ``diverse`` (not ``off``): the row is
+    the search re-ranked for section coverage (``search.diverse=DIVERSE`` at the row's depth;
+    the misses still read the plain ranking).
 
     Example: ``fold_misses(scorer, cv_side(bench, 5, 0, 0, "test"), pipe, settings, 512)`` -> ``(misses, 126, row, rankings)``.
     """
@@ -366,8 +366,9 @@ def fold_misses(scorer, test, base_pipe, settings, budget: int, diverse: bool = 
     exhaustive = CandidateConfig(exhaustive=True)
     search = searchable(scorer, pipe, chunks, exhaustive)
     t0 = time.perf_counter()
-    row_kind = DIVERSE_ROW if diverse else PRODUCT
-    kept = [q for q in searched_rows(search, test, replace(settings, search=exhaustive), rows=(row_kind,))[0].per_query
+    row_kind = PRODUCT if diverse == "off" else DIVERSE_ROW
+    kept = [q for q in searched_rows(search, test, replace(settings, search=exhaustive), rows=(row_kind,),
+                                     diverse="round_robin" if diverse == "off" else diverse)[0].per_query
             if "ev_mrr" in q]
     row = {"questions": {m: [float(q[m]) for q in kept] for m in METRICS},
            "articles": [q["gold_doc_id"] for q in kept], "question_ids": [q["question_id"] for q in kept],
@@ -404,8 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--late-interaction", type=float, default=0.8)
     ap.add_argument("--phrase-weight", type=float, default=0.05)
     ap.add_argument("--cut-unit", choices=["word", "sentence"], default="sentence")
-    ap.add_argument("--diverse", action="store_true",
-                    help="score the search re-ranked for section coverage (search.diverse=true) "
+    ap.add_argument("--diverse", choices=["off", "round_robin", "complete_tail"], default="off",
+                    help="score the search re-ranked for section coverage (search.diverse=...) "
                          "instead of the plain ranking")
     run_arguments(ap, "error_analysis.json")
     args = ap.parse_args(argv)

@@ -343,6 +343,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "training_cost": driver_table("training_cost"),  # issue 57: seconds x the encoder's tokens/s, per recipe
     "training_verdicts": driver_table("paired_runs"),  # issue 57: recipes against the record, paired
     "index_storage_paired": driver_table("paired_runs"),  # issue 59: new index storage, same models
+    "search_diverse_paired": driver_table("paired_runs"),  # issue 57: search.diverse on the five folds
     "error_analysis": driver_table("error_analysis"),  # issue 57: what the trained model still misses
     "article_stage": driver_table("article_stage"),  # issue 57: an article-level stage, screened on five folds
     "query_expansion": driver_table("article_stage"),  # issue 57: MeSH-synonym question expansion, screened

@@ -5,9 +5,10 @@ Cross-section questions need evidence from several top-level sections of the rel
 article; plain top-k tends to return several chunks of one section. Re-rankers of one
 query's candidates: ``mmr`` (maximal marginal relevance, with a same-section and an embedding
 redundancy), ``quota`` (round-robin over the sections of the ``top_docs`` best documents,
-``per_section_quota`` chunks each) and ``complete`` (what ``eval.py``'s ``*_diverse`` rows use:
+``per_section_quota`` chunks each), ``complete`` (what ``eval.py``'s ``*_diverse`` rows use:
 the ``quota`` order over all documents, the last ``complete_slots`` of the top ``k`` given
-to the unseen top-level sections of the ``top_docs`` best documents).
+to the unseen top-level sections of the ``top_docs`` best documents) and ``tail`` (the same
+completion after the plain ranking's first ``k - complete_slots``: the head is untouched).
 
 A chunk's section key is ``(doc_id, section_ids[0])`` (``(doc_id, None)`` without one); ties
 follow :mod:`gralc.retrieval.ranking`. The hits come in the new order with a rank score
@@ -25,9 +26,12 @@ from gralc.chunking.chunk import Chunk
 from gralc.retrieval.hits import Candidate, Hit, as_hits, score_order
 
 SectionKey = tuple[str, "str | None"]
-#: the settings of the ``*_diverse`` evaluation rows and of a trained search's
-#: ``search.diverse`` (chosen on the PMC cross-section questions: docs/evaluation.md)
+#: the settings of the ``*_diverse`` evaluation rows (chosen on the PMC cross-section
+#: questions: docs/evaluation.md)
 SECTION_DIVERSE = {"method": "complete", "per_section_quota": 1, "top_docs": 3, "complete_slots": 6}
+#: a trained search's ``search.diverse`` choices: ``round_robin`` (:data:`SECTION_DIVERSE`) and
+#: ``complete_tail`` (the plain ranking first, its last slots for unseen sections)
+DIVERSE_METHODS = {"round_robin": SECTION_DIVERSE, "complete_tail": {**SECTION_DIVERSE, "method": "tail"}}
 
 
 def section_key(chunk: Chunk) -> SectionKey:
@@ -105,9 +109,10 @@ def _quota(hits: list[Hit], k: int, per_section_quota: int, top_docs: int | None
 
 
 def _complete(
-    hits: list[Hit], k: int, per_section_quota: int, top_docs: int | None, complete_slots: int
+    hits: list[Hit], k: int, per_section_quota: int, top_docs: int | None, complete_slots: int,
+    plain_head: bool = False,
 ) -> list[Hit]:
-    order = _quota(hits, len(hits), per_section_quota, None)
+    order = hits if plain_head else _quota(hits, len(hits), per_section_quota, None)
     head = order[: max(0, k - complete_slots)]
     shown = {section_key(h.chunk) for h in head}
     docs = list(dict.fromkeys(h.chunk.doc_id for h in order))
@@ -129,17 +134,22 @@ def _complete(
     return (head + tail + [h for h in order if id(h) not in taken])[:k]
 
 
-def section_diverse(ranked: Iterable[Candidate], k: int) -> list[Hit]:
-    """``ranked`` re-ranked with :data:`SECTION_DIVERSE` into its top ``k`` (its complete
-    slots at most ``k``).
+def section_diverse(ranked: Iterable[Candidate], k: int, name: str = "round_robin") -> list[Hit]:
+    """``ranked`` re-ranked with :data:`DIVERSE_METHODS` ``[name]`` into its top ``k`` (its
+    complete slots at most ``k``).
 
     >>> from gralc.chunking.chunk import Chunk
     >>> a = Chunk("d1", "c0", "x", 0, 1, section_ids=["s1"]); b = Chunk("d1", "c1", "y", 2, 3, section_ids=["s1"])
     >>> c = Chunk("d1", "c2", "z", 4, 5, section_ids=["s2"])
     >>> [h.chunk.chunk_id for h in section_diverse([(a, 0.9), (b, 0.85), (c, 0.5)], k=2)]
     ['c0', 'c2']
+    >>> d = Chunk("d1", "c3", "w", 6, 7, section_ids=["s1"])  # the plain head kept, one slot completes s2:
+    >>> [h.chunk.chunk_id for h in section_diverse_rerank([(a, 0.9), (b, 0.85), (d, 0.6), (c, 0.5)], 3, "tail",
+    ...                                                   complete_slots=1)]
+    ['c0', 'c1', 'c2']
     """
-    opts = dict(SECTION_DIVERSE, complete_slots=min(SECTION_DIVERSE["complete_slots"], k))
+    opts = dict(DIVERSE_METHODS[name])
+    opts["complete_slots"] = min(opts["complete_slots"], k)
     return section_diverse_rerank(ranked, k, **opts)
 
 
@@ -170,11 +180,11 @@ def section_diverse_rerank(
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    if method not in ("mmr", "quota", "complete"):
+    if method not in ("mmr", "quota", "complete", "tail"):
         raise ValueError(
-            f"unknown diversity method {method!r}: use 'mmr', 'quota' or 'complete'"
+            f"unknown diversity method {method!r}: use 'mmr', 'quota', 'complete' or 'tail'"
         )
-    if method == "complete" and not 0 <= complete_slots <= k:
+    if method in ("complete", "tail") and not 0 <= complete_slots <= k:
         raise ValueError(f"complete_slots must be in [0, k={k}], got {complete_slots}")
     if not 0.0 <= lambda_ <= 1.0:
         raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
@@ -190,7 +200,7 @@ def section_diverse_rerank(
     elif method == "quota":
         out = _quota(hits, k, per_section_quota, top_docs)
     else:
-        out = _complete(hits, k, per_section_quota, top_docs, complete_slots)
+        out = _complete(hits, k, per_section_quota, top_docs, complete_slots, plain_head=method == "tail")
     for i, h in enumerate(out):
         h.score = float(len(out) - i)
     return out

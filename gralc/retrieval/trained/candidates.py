@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gralc.retrieval.rerank.diversity import DIVERSE_METHODS
+
 
 @dataclass
 class CandidateConfig:
@@ -49,11 +51,12 @@ class CandidateConfig:
     #: batch-mates, so near-ties may swap; one question alone is read the same either way
     padded_questions: bool = False
     #: re-rank the best ``diverse_pool`` hits for section coverage
-    #: (:func:`~gralc.retrieval.rerank.diversity.section_diverse`, the ``*_diverse`` rows'
-    #: re-ranker): cross-section recall@20 +0.14 on the PMC template questions, evidence
-    #: recall -0.006 there (docs/results/crosssection_pmc.md); hits then carry rank scores,
-    #: the model's score in ``components["retrieval"]``
-    diverse: bool = False
+    #: (:func:`~gralc.retrieval.rerank.diversity.section_diverse`): ``off``, ``round_robin``
+    #: (the ``*_diverse`` rows' re-ranker: cross-section recall@20 +0.14 on the PMC template
+    #: questions, evidence recall -0.06 on COVID-QA) or ``complete_tail`` (the plain ranking,
+    #: its last slots for unseen sections); hits then carry rank scores, the model's score in
+    #: ``components["retrieval"]`` (docs/inference.md)
+    diverse: str = "off"
     diverse_pool: int = 100
 
     def __post_init__(self) -> None:
@@ -62,7 +65,10 @@ class CandidateConfig:
                 raise ValueError(f"search.{name} must be an integer >= 0, got {getattr(self, name)!r}")
         if not isinstance(self.diverse_pool, int) or self.diverse_pool < 1:
             raise ValueError(f"search.diverse_pool must be an integer >= 1, got {self.diverse_pool!r}")
-        for name in ("exhaustive", "padded_questions", "diverse"):
+        if self.diverse not in ("off", *DIVERSE_METHODS):
+            raise ValueError(f"search.diverse must be one of off, {', '.join(DIVERSE_METHODS)}; "
+                             f"got {self.diverse!r}")
+        for name in ("exhaustive", "padded_questions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"search.{name} must be true or false, got {getattr(self, name)!r}")
 

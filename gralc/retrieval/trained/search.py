@@ -161,11 +161,12 @@ class TrainedSearch:
             self.timings["searched"] += len(rows)
         t1 = time.perf_counter()
         cfg = self.config
-        pool = max(k, cfg.diverse_pool) if cfg.diverse else k
+        diverse = cfg.diverse != "off"
+        pool = max(k, cfg.diverse_pool) if diverse else k
         out = [self._score(q, i, np.asarray(r, dtype=np.int64), pool, exact_all=given)
                for i, r in enumerate(rows)]
-        if cfg.diverse:  # the best `pool` re-ranked for section coverage
-            out = [section_diverse(hits, k) if hits else hits for hits in out]
+        if diverse:  # the best `pool` re-ranked for section coverage
+            out = [section_diverse(hits, k, cfg.diverse) if hits else hits for hits in out]
         self.timings["candidates_s"] += t1 - t0
         self.timings["score_s"] += time.perf_counter() - t1
         self.timings["questions"] += len(q.texts)

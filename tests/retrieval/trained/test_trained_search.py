@@ -189,27 +189,33 @@ def test_padded_questions_rank_as_one_pass_each(exact):
 
 
 def test_a_diverse_search_is_its_plain_pool_re_ranked_as_the_diverse_rows_are(exact):
-    """search.diverse=true: the plain search's best diverse_pool hits re-ranked by the
-    *_diverse rows' re-ranker (what gralc_diverse was measured with), the model's score kept
-    in components; the top-k covers more sections than the plain top-k on these questions."""
+    """search.diverse=round_robin / complete_tail: the plain search's best diverse_pool hits
+    re-ranked as the *_diverse rows' re-ranker does with those settings (round_robin: what
+    gralc_diverse was measured with), the model's score kept in components; the top-k covers
+    more sections than the plain top-k on these questions; complete_tail keeps the plain head."""
     from gralc.evaluation.methods import diverse_reranker
-    from gralc.retrieval.rerank.diversity import section_key
+    from gralc.retrieval.rerank.diversity import DIVERSE_METHODS, section_key
 
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
     plain = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(), concepts)
-    diverse = TrainedSearch(scorer, pipeline, index, bm25, pairs,
-                            CandidateConfig(diverse=True, diverse_pool=12), concepts)
-    more = 0
-    for top, got, flat in zip(plain.search_batch(QUESTIONS, 12), diverse.search_batch(QUESTIONS, 8),
-                              plain.search_batch(QUESTIONS, 8)):
-        want = diverse_reranker(8)([(h.chunk, h.score) for h in top], "")
-        assert [h.chunk.chunk_id for h in got] == [c.chunk_id for c, _ in want]
-        assert {h.chunk.chunk_id: h.components["retrieval"] for h in got} == pytest.approx(
-            {h.chunk.chunk_id: h.score for h in top if h.chunk.chunk_id in {g.chunk.chunk_id for g in got}})
-        more += len({section_key(h.chunk) for h in got}) - len({section_key(h.chunk) for h in flat})
-    assert more > 0
+    tops, flats = plain.search_batch(QUESTIONS, 12), plain.search_batch(QUESTIONS, 8)
+    for name in DIVERSE_METHODS:
+        diverse = TrainedSearch(scorer, pipeline, index, bm25, pairs,
+                                CandidateConfig(diverse=name, diverse_pool=12), concepts)
+        more = 0
+        for top, got, flat in zip(tops, diverse.search_batch(QUESTIONS, 8), flats):
+            want = diverse_reranker(8, DIVERSE_METHODS[name])([(h.chunk, h.score) for h in top], "")
+            assert [h.chunk.chunk_id for h in got] == [c.chunk_id for c, _ in want]
+            assert {h.chunk.chunk_id: h.components["retrieval"] for h in got} == pytest.approx(
+                {h.chunk.chunk_id: h.score for h in top if h.chunk.chunk_id in {g.chunk.chunk_id for g in got}})
+            more += len({section_key(h.chunk) for h in got}) - len({section_key(h.chunk) for h in flat})
+            if name == "complete_tail":  # the plain head untouched: 8 - 6 completion slots
+                assert [h.chunk.chunk_id for h in got[:2]] == [h.chunk.chunk_id for h in flat[:2]]
+        assert more > 0, name
     with pytest.raises(ValueError, match="search.diverse_pool must be an integer >= 1"):
         CandidateConfig(diverse_pool=0)
+    with pytest.raises(ValueError, match="search.diverse must be one of off, round_robin, complete_tail"):
+        CandidateConfig(diverse=True)
 
 
 def test_validation_ranks_the_candidates_a_search_would_score():
