@@ -54,7 +54,7 @@ CHOSEN = "+ concept match (c on dev)"
 #: its section-diverse one, and the trained model's rows (gralc.evaluation.trained_rows)
 CROSS_SECTION_BASELINES = ("naive", "naive_diverse", "structure_aware", "section_diverse",
                            "multilevel", "multilevel_diverse")
-TRAINED, TRAINED_DIVERSE = "gralc", "gralc_diverse"
+TRAINED, TRAINED_DIVERSE, TRAINED_TAIL = "gralc", "gralc_diverse", "gralc_complete_tail"
 
 
 @contextmanager
@@ -191,7 +191,8 @@ def crosssection_rows(scorer: TrainedScorer, base: Pipeline, test, settings, met
     ``base`` (one chunking per strategy), then the model's search as exported (:data:`TRAINED`,
     as ``gralc eval`` scores it: its own pipeline settings, the product's two-stage search) and
     that search's top ``candidates`` re-ranked as the ``*_diverse`` rows are
-    (:data:`TRAINED_DIVERSE`)."""
+    (:data:`TRAINED_DIVERSE`, ``search.diverse=round_robin``), and with its head kept
+    (:data:`TRAINED_TAIL`, ``search.diverse=complete_tail``)."""
     from gralc.evaluation.methods import DEFAULT_METHODS, chunk_key, evaluate_method, make_chunker
     from gralc.evaluation.trained_rows import DIVERSE_ROW, PRODUCT, own_pipeline, searchable
 
@@ -210,6 +211,8 @@ def crosssection_rows(scorer: TrainedScorer, base: Pipeline, test, settings, met
     search = searchable(scorer, pipe, scorer.chunk(pipe, own), settings.search)
     product, diverse = searched_rows(search, test, settings, TRAINED, rows=(PRODUCT, DIVERSE_ROW))
     out[TRAINED], out[TRAINED_DIVERSE] = per_question(product, metrics), per_question(diverse, metrics)
+    tail = searched_rows(search, test, settings, TRAINED, rows=(DIVERSE_ROW,), diverse="complete_tail")[0]
+    out[TRAINED_TAIL] = per_question(tail, metrics)
     return out
 
 
@@ -219,7 +222,8 @@ def crosssection_comparisons() -> list[tuple[str, str]]:
     diverse row against its plain counterpart (the row before it)."""
     diverse = [n for n in CROSS_SECTION_BASELINES if n.endswith("_diverse")]
     own = [(n, CROSS_SECTION_BASELINES[CROSS_SECTION_BASELINES.index(n) - 1]) for n in diverse]
-    return [*((t, d) for t in (TRAINED, TRAINED_DIVERSE) for d in diverse), (TRAINED_DIVERSE, TRAINED), *own]
+    trained = (TRAINED, TRAINED_DIVERSE, TRAINED_TAIL)
+    return [*((t, d) for t in trained for d in diverse), (TRAINED_DIVERSE, TRAINED), (TRAINED_TAIL, TRAINED), *own]
 
 
 def default_comparisons(folds: list[dict[str, dict]]) -> list[tuple[str, str]]:
@@ -265,6 +269,8 @@ def report(saved: dict) -> str:
                 f"{len(set(first['articles']))} articles; `{a['questions']}` over `{a['pmc']}`, full text); "
                 f"`{TRAINED}`: model `{a['model']}` as exported (two-stage search), `{TRAINED_DIVERSE}`: its "
                 f"top {saved.get('candidates', 100)} re-ranked as the untrained `*_diverse` rows are; "
+                + (f"`{TRAINED_TAIL}`: with its first ranks kept (`search.diverse=complete_tail`); "
+                   if TRAINED_TAIL in folds[0] else "") +
                 f"differences paired over articles; git {saved.get('git_hash')}.")
     elif a.get("pmc"):
         head = (f"PMC template questions ({len(first['articles'])} with evidence; "

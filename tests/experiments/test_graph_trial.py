@@ -18,6 +18,7 @@ from gralc.experiments.graph_trial import (
     PMC_METRICS,
     TRAINED,
     TRAINED_DIVERSE,
+    TRAINED_TAIL,
     crosssection_comparisons,
     crosssection_rows,
     gains_of,
@@ -60,7 +61,7 @@ def setup(make_cfg, datamodule, tmp_path_factory):
 
 def test_every_row_scores_the_same_questions(setup):
     *_, bench, _, _, rows = setup
-    assert list(rows) == [*CROSS_SECTION_BASELINES, TRAINED, TRAINED_DIVERSE]
+    assert list(rows) == [*CROSS_SECTION_BASELINES, TRAINED, TRAINED_DIVERSE, TRAINED_TAIL]
     articles = rows[TRAINED]["articles"]
     assert len(articles) == len(bench.questions)  # every demo question has evidence
     cross = sum(len(set(q.gold_section_types)) >= 2 for q in bench.questions)
@@ -102,12 +103,18 @@ def test_the_trained_rows_are_gralc_eval_s_and_the_diverse_one_re_ranks_its_cand
         assert d["top"] == [c.chunk_id for c, _ in rerank([(h.chunk, h.score) for h in hits], q.id)]
         changed += d["top"] != p["top"]
     assert changed  # the re-ranker moved something
+    tail = searched_rows(search, bench, settings, rows=("diverse",), diverse="complete_tail")[0]
+    assert same(per_question(tail, PMC_METRICS), rows[TRAINED_TAIL])
+    keep = settings.depth - DIVERSE["complete_slots"]
+    for p, t in zip(plain.per_query, tail.per_query):  # the head as ranked
+        assert t["top"][:keep] == p["top"][:keep]
 
 
 def test_each_trained_row_is_paired_with_each_diverse_row_and_reported(setup):
     *_, rows = setup
     comparisons = crosssection_comparisons()
     assert ("gralc", "section_diverse") in comparisons and ("gralc_diverse", "gralc") in comparisons
+    assert ("gralc_complete_tail", "gralc") in comparisons
     assert ("multilevel_diverse", "multilevel") in comparisons
     gains = gains_of([rows], comparisons)
     assert list(gains) == [f"{a} vs {b}" for a, b in comparisons]
