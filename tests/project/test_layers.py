@@ -37,11 +37,13 @@ CLI = 6
 
 #: gralc.retrieval's rooms -> order (a room imports its own and lower rooms; peers of one order
 #: never import each other): the shared parts (one Hit, the one tie-break, rank metrics, TREC
-#: files), the baseline chunk indexes, then three jobs built on them
+#: files), the baseline chunk indexes and the re-rankers over any ranking of hits, then two jobs
+#: built on them (a trained search may re-rank its own hits)
 ROOMS: dict[str, int] = {
     **dict.fromkeys(("hits", "ranking", "rank_metrics", "trec"), 0),
     "indexes": 1,  # dense (FAISS), BM25, fusion, the index folder
-    **dict.fromkeys(("trained", "rerank", "graph"), 2),  # serving stack, re-rankers, SemRAG
+    "rerank": 1,  # section diversity, Chunk-Link, MAL-RAG: hits in, hits out
+    **dict.fromkeys(("trained", "graph"), 2),  # serving stack, SemRAG
 }
 
 

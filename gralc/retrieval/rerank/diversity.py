@@ -11,9 +11,8 @@ to the unseen top-level sections of the ``top_docs`` best documents) and ``tail`
 completion after the plain ranking's first ``k - complete_slots``: the head is untouched).
 
 A chunk's section key is ``(doc_id, section_ids[0])`` (``(doc_id, None)`` without one); ties
-follow :mod:`gralc.retrieval.ranking`. The hits come in the new order with a rank score
-(``n - position``, strictly decreasing), the retrieval score in ``components["retrieval"]``.
-The formulas in full: docs/evaluation.md."""
+follow :mod:`gralc.retrieval.ranking`. Hits come with a rank score (``n - position``), the
+retrieval score in ``components["retrieval"]``. The formulas: docs/evaluation.md."""
 
 from __future__ import annotations
 
