@@ -50,13 +50,13 @@ class CandidateConfig:
     #: throughput) instead of one pass each; a question's vectors then move by ~1e-6 with its
     #: batch-mates, so near-ties may swap; one question alone is read the same either way
     padded_questions: bool = False
-    #: re-rank the best ``diverse_pool`` hits for section coverage
-    #: (:func:`~gralc.retrieval.rerank.diversity.section_diverse`): ``off``, ``round_robin``
-    #: (the ``*_diverse`` rows' re-ranker: cross-section recall@20 +0.14 on the PMC template
-    #: questions, evidence recall -0.06 on COVID-QA) or ``complete_tail`` (the plain ranking,
-    #: its last slots for unseen sections); hits then carry rank scores, the model's score in
-    #: ``components["retrieval"]`` (docs/inference.md)
+    #: section coverage: off, round_robin or complete_tail (best hits kept, last 6 slots for
+    #: unseen sections: the one that keeps evidence recall); re-ranks the best ``diverse_pool``
+    #: with :func:`~gralc.retrieval.rerank.diversity.section_diverse` (round_robin: the
+    #: ``*_diverse`` rows' re-ranker, -0.06 evidence recall on COVID-QA); hits then carry rank
+    #: scores, the model's score in ``components["retrieval"]`` (docs/inference.md)
     diverse: str = "off"
+    #: how many of the best hits ``diverse`` re-ranks (at least k)
     diverse_pool: int = 100
 
     def __post_init__(self) -> None:
