@@ -25,12 +25,12 @@ from gralc.chunking.base import PreparedDocument
 from gralc.chunking.chunk import Chunk
 from gralc.config import config_conflicts
 from gralc.data.benchmarks import Benchmark
-from gralc.evaluation.methods import MethodResult, Run, RunSettings, diverse_reranker, score_scorer
+from gralc.evaluation.methods import MethodResult, Run, RunSettings, score_scorer
 from gralc.pipeline import MODEL_INPUT_KEYS, Pipeline, with_runtime
 from gralc.retrieval.indexes.bm25 import BM25Index
 from gralc.retrieval.indexes.fusion import FusionConfig, fuse
 from gralc.retrieval.ranking import rank_order
-from gralc.retrieval.rerank.diversity import DIVERSE_METHODS
+from gralc.retrieval.rerank.diversity import section_diverse
 from gralc.retrieval.trained.scorer import TrainedScorer
 
 logger = logging.getLogger(__name__)
@@ -136,6 +136,11 @@ def searchable(scorer: TrainedScorer, pipeline: Pipeline, chunks: list[Chunk], c
     return TrainedSearch(scorer, pipeline, index, made.lexical, made.phrase, config, made.concepts)
 
 
+def _section_reranker(depth: int, name: str):
+    """The ``diverse`` row's re-ranker: ``search.diverse=NAME`` at ``depth``."""
+    return lambda hits, _q: [(h.chunk, h.score) for h in section_diverse(hits, depth, name)]
+
+
 def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str = "gralc",
                   timings: dict[str, float] | None = None, rows: tuple[str, ...] = ROWS,
                   diverse: str = "round_robin") -> list[MethodResult]:
@@ -180,7 +185,7 @@ def searched_rows(search, bench: Benchmark, settings: RunSettings, prefix: str =
         row = RankedRows(runs, within, gold, lexical if name.endswith("hybrid") else None,
                          settings.fusion)
         row_timings = dict(timings or {}, score_s=0.0 if name.startswith("cosine") else t_graph)
-        rerank = diverse_reranker(settings.depth, DIVERSE_METHODS[diverse]) if name == DIVERSE_ROW else None
+        rerank = _section_reranker(settings.depth, diverse) if name == DIVERSE_ROW else None
         r = score_scorer(row_name(prefix, name), bench, chunks, row, settings, row_timings, rerank)
         r.metrics.update({f"learned/{k}": v for k, v in search.scorer.learned_values().items()})
         if name == PRODUCT:

@@ -141,12 +141,15 @@ class VectorsIP:
 
     @property
     def ntotal(self) -> int:
+        """How many vectors the owner holds (FAISS's name for it)."""
         return len(self.owner.vectors)
 
     def add(self, vectors: np.ndarray) -> None:
         """Nothing to do: the owner appends ``vectors`` to its own."""
 
     def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, rows)`` (Q, k) of the ``k`` best inner products of each row of ``q``, as
+        ``IndexFlatIP.search`` returns them."""
         faiss = _faiss()
         return faiss.knn(q, self.owner.vectors, k, faiss.METRIC_INNER_PRODUCT)
 

@@ -71,6 +71,7 @@ class Int8Rows:
 
     @classmethod
     def concat(cls, parts: list[Int8Rows]) -> Int8Rows:
+        """The rows of ``parts`` in order, as one table."""
         return cls(np.concatenate([np.asarray(p.codes) for p in parts]),
                    np.concatenate([np.asarray(p.scales) for p in parts]))
 

@@ -193,8 +193,8 @@ def test_a_diverse_search_is_its_plain_pool_re_ranked_as_the_diverse_rows_are(ex
     re-ranked as the *_diverse rows' re-ranker does with those settings (round_robin: what
     gralc_diverse was measured with), the model's score kept in components; the top-k covers
     more sections than the plain top-k on these questions; complete_tail keeps the plain head."""
-    from gralc.evaluation.methods import diverse_reranker
-    from gralc.retrieval.rerank.diversity import DIVERSE_METHODS, section_key
+    from gralc.evaluation.methods import DIVERSE, diverse_reranker
+    from gralc.retrieval.rerank.diversity import DIVERSE_METHODS, section_diverse, section_key
 
     scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
     plain = TrainedSearch(scorer, pipeline, index, bm25, pairs, CandidateConfig(), concepts)
@@ -204,13 +204,16 @@ def test_a_diverse_search_is_its_plain_pool_re_ranked_as_the_diverse_rows_are(ex
                                 CandidateConfig(diverse=name, diverse_pool=12), concepts)
         more = 0
         for top, got, flat in zip(tops, diverse.search_batch(QUESTIONS, 8), flats):
-            want = diverse_reranker(8, DIVERSE_METHODS[name])([(h.chunk, h.score) for h in top], "")
-            assert [h.chunk.chunk_id for h in got] == [c.chunk_id for c, _ in want]
+            want = section_diverse([(h.chunk, h.score) for h in top], 8, name)
+            assert [h.chunk.chunk_id for h in got] == [h.chunk.chunk_id for h in want]
+            if name == "round_robin":  # the *_diverse rows' own re-ranker
+                rows = diverse_reranker(8, DIVERSE)([(h.chunk, h.score) for h in top], "")
+                assert [h.chunk.chunk_id for h in got] == [c.chunk_id for c, _ in rows]
             assert {h.chunk.chunk_id: h.components["retrieval"] for h in got} == pytest.approx(
                 {h.chunk.chunk_id: h.score for h in top if h.chunk.chunk_id in {g.chunk.chunk_id for g in got}})
             more += len({section_key(h.chunk) for h in got}) - len({section_key(h.chunk) for h in flat})
-            if name == "complete_tail":  # the plain head untouched: 8 - 6 completion slots
-                assert [h.chunk.chunk_id for h in got[:2]] == [h.chunk.chunk_id for h in flat[:2]]
+            if name == "complete_tail":  # the plain head untouched: 8 - int(0.3 * 8) = 6 ranks
+                assert [h.chunk.chunk_id for h in got[:6]] == [h.chunk.chunk_id for h in flat[:6]]
         assert more > 0, name
     with pytest.raises(ValueError, match="search.diverse_pool must be an integer >= 1"):
         CandidateConfig(diverse_pool=0)
