@@ -337,6 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     seed_everything(args.seed)
     os.environ.setdefault("WANDB_MODE", "offline")
     t0 = time.perf_counter()
+    if args.train and args.train_only:  # train fold by fold, score nothing: no untrained rows
+        for variant in args.variants:
+            for k in args.train_folds if args.train_folds is not None else range(args.folds):
+                ckpt, _ = train_fold(args, k, variant)
+                logger.warning("%s fold %d trained (%.0f s): %s", variant, k, time.perf_counter() - t0, ckpt)
+        return 0
     bench, base_pipe, prepared, settings = covidqa_setup(args.data, args.cache_dir,
                                                          pipeline_part(args.set))
     fold_of = article_folds([d.id for d in bench.documents], args.folds, args.seed)
@@ -349,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         logger.warning("%s done (%.0f s)", name, time.perf_counter() - t0)
     folds_run = args.train_folds if args.train and args.train_folds is not None else list(range(args.folds))
     # GraLC at each variant's initial values (no training): what training must improve on
-    for variant in args.variants if args.train and not args.train_only else []:
+    for variant in args.variants if args.train else []:
         from gralc.model.gralc_model import GraLCModel
         from gralc.retrieval.trained.scorer import TrainedScorer
 
@@ -380,9 +386,6 @@ def main(argv: list[str] | None = None) -> int:
         for k in folds_run:
             ckpt, seconds = train_fold(args, k, variant)
             epochs.extend(seconds)
-            if args.train_only:
-                logger.warning("%s fold %d trained (%.0f s): %s", variant, k, time.perf_counter() - t0, ckpt)
-                continue
             test = cv_side(bench, args.folds, k, args.seed, "test")
             from gralc.retrieval.trained.scorer import TrainedScorer
 
