@@ -249,21 +249,23 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
         if trained is not None:
+            from gralc.retrieval.indexes.bm25_blocks import write_bm25_blocks
+
             table, indexes = trained
             (tmp / TABLE_DIR).mkdir()
             table.save(tmp / TABLE_DIR, merged.chunks)
-            for name, bm25 in indexes.items():
+            for name, config in indexes.items():  # in blocks of chunks: memory bounded by a block
                 (tmp / name).mkdir()
-                bm25.write_to(tmp / name, records=False)
+                write_bm25_blocks(tmp / name, merged.chunks, config)
         write_spec(tmp, {k: v for k, v in spec.items() if k != "bound_files"})  # last: it binds the files above
     return merged
 
 
 def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged: ChunkIndex):
-    """``(ChunkTable, {folder: BM25Index})`` of a trained model's merged index: the shards'
-    tables joined (one codec), BM25, the term-pair BM25 and the concept match rebuilt over every
-    chunk."""
-    from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
+    """``(ChunkTable, {folder: BM25Config})`` of a trained model's merged index: the shards'
+    tables joined (one codec), and the BM25 indexes to rebuild over every chunk (BM25, the
+    term-pair BM25, the concept match: those the shards hold)."""
+    from gralc.retrieval.indexes.bm25 import BM25Config
     from gralc.retrieval.trained.chunk_table import ChunkTable
 
     tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), chunks=p.chunks) for m, p in zip(shards, parts)]
@@ -274,9 +276,7 @@ def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged
     for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
                          (CONCEPTS_DIR, CONCEPT_BM25)):
         if (shards[0]["dir"] / name).is_dir():
-            bm25 = BM25Index(config)
-            bm25.index(merged.chunks)
-            indexes[name] = bm25
+            indexes[name] = config
     return table, indexes
 
 

@@ -347,6 +347,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "error_analysis": driver_table("error_analysis"),  # issue 57: what the trained model still misses
     "article_stage": driver_table("article_stage"),  # issue 57: an article-level stage, screened on five folds
     "query_expansion": driver_table("article_stage"),  # issue 57: MeSH-synonym question expansion, screened
+    "bm25_build_cost": driver_table("bm25_build_cost"),  # issue 59: BM25 in memory vs in blocks
 }
 
 

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from gralc.atomic import atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.model.chunk_set import ChunkSet
+from gralc.retrieval.indexes.bm25_blocks import write_bm25_blocks
 from gralc.retrieval.trained.ragged import Ragged
 from gralc.retrieval.trained.token_codec import TokenCodec, TokenCodecConfig
 from gralc.retrieval.trained.token_store import TokenStore, train_codec
@@ -98,8 +99,9 @@ class Int8Rows:
 @dataclass
 class UnitTable:
     """Sentence units: ``vectors`` (U, d) as :class:`Int8Rows`, ``entities`` (by unit: ids into the table's
-    ``concepts``), ``pairs`` (unit rows by chunk), ``chunks`` (chunk rows by unit), ``bm25``
-    their lexical index.
+    ``concepts``), ``pairs`` (unit rows by chunk), ``chunks`` (chunk rows by unit), :attr:`bm25`
+    their lexical index (loaded, or built from ``records`` when first asked for: a table that
+    is only written never holds it, :meth:`ChunkTable.save` writes it in blocks).
 
     Example: ``table.units.vectors.shape`` -> ``(U, d)``: one vector per sentence unit of the
     indexed chunks (``table``: a :class:`ChunkTable` of a model that scores sentence evidence).
@@ -109,7 +111,20 @@ class UnitTable:
     entities: Ragged
     pairs: Ragged
     chunks: Ragged
-    bm25: object
+    built: object = None  # the units' BM25Index once loaded or built
+    records: list[Chunk] | None = None  # what it is built from
+
+    @property
+    def bm25(self):
+        """The units' BM25 (:class:`~gralc.retrieval.indexes.bm25.BM25Index`, scores only)."""
+        if self.built is None:
+            from gralc.retrieval.indexes.bm25 import BM25Index
+
+            if self.records is None:
+                raise ValueError("the sentence units' BM25 is neither loaded nor buildable (no unit records)")
+            self.built = BM25Index()
+            self.built.index(self.records)
+        return self.built
 
 
 class ChunkTable:
@@ -237,8 +252,6 @@ class ChunkTable:
         return self
 
     def _finish_units(self) -> UnitTable:
-        from gralc.retrieval.indexes.bm25 import BM25Index
-
         vectors = Int8Rows.concat(self._unit_vectors)
         self._unit_vectors = [vectors]
         entities = Ragged.concat(self._unit_entities)
@@ -247,9 +260,8 @@ class ChunkTable:
         self._unit_pairs = [pairs]
         if len(self.unit_chunks) != len(vectors):
             raise ValueError(f"{len(vectors)} sentence units but {len(self.unit_chunks)} unit records")
-        bm25 = BM25Index()
-        bm25.index(self.unit_chunks)
-        return UnitTable(vectors, entities, *unit_links(pairs, self.n_chunks, len(vectors)), bm25)
+        return UnitTable(vectors, entities, *unit_links(pairs, self.n_chunks, len(vectors)),
+                         records=self.unit_chunks)  # their BM25 built when first searched or saved
 
     def with_codec(self, codec: TokenCodecConfig | TokenCodec) -> ChunkTable:
         """A copy whose token vectors are stored with ``codec`` (a config is trained on the
@@ -321,7 +333,10 @@ class ChunkTable:
             self.units.pairs.save(d, "pairs")
             self.units.chunks.save(d, "chunks")
             (d / "bm25").mkdir()
-            self.units.bm25.write_to(d / "bm25", records=False)
+            if self.units.built is not None:
+                self.units.built.write_to(d / "bm25", records=False)
+            else:  # in blocks: a merge of a million chunks never holds the units' token lists
+                write_bm25_blocks(d / "bm25", self.unit_chunks)
             meta["n_units"] = len(self.units.vectors)
             meta["unit_texts_kept"] = self._save_unit_spans(d, chunks)
         if self.tokens is not None:

@@ -333,6 +333,9 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     # float16 concept vectors: a shard's batches round a value's last float32 bits to either side
     assert np.allclose(a.concept_vectors(a.entities.values), b.concept_vectors(b.entities.values), atol=2e-3)
     assert np.allclose(single.lexical.scores(QUESTIONS[0]), merged.lexical.scores(QUESTIONS[0]))
+    for q in QUESTIONS[:3]:  # the BM25 indexes a merge writes in blocks (term pairs, sentence units)
+        assert np.allclose(single.phrase.scores(q), merged.phrase.scores(q))
+        assert np.allclose(a.units.bm25.scores(q), b.units.bm25.scores(q)) and a.units.bm25.scores(q).max() > 0
     probe = " ".join(sorted(t for t in single.concepts.retriever.vocab_dict if t))
     assert np.allclose(single.concepts.scores(probe), merged.concepts.scores(probe))
     for x, y in zip(single.search_batch(QUESTIONS, 5), merged.search_batch(QUESTIONS, 5)):
