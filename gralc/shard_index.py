@@ -235,49 +235,45 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
         raise ValueError(f"the shards list {len(set(listed))} distinct files of a corpus of "
                          f"{first['corpus_listing'].get('n_files')}: not the shards of one build; "
                          "rebuild them")
-    parts = [ChunkIndex.load(m["dir"]) for m in shards]
-    merged = ChunkIndex.merge(parts)
+    # streamed file by file from the shards' memory-mapped arrays: a merge's memory does not
+    # grow with the corpus (a block of rows, the FAISS index of an hnsw / ivf kind, and the
+    # BM25 vocabularies; docs/scaling.md)
+    parts = [ChunkIndex.load(m["dir"], faiss_index=False) for m in shards]
     graph = _merge_graphs(shards, corpus)
-    trained = _merge_trained(shards, parts, merged) if first["spec"].get("model") is not None else None
     meta = read_json(first["dir"] / CONFIG_FILE)
     with write_artefact(out, "index", force, [*shard_dirs, corpus]) as tmp:
-        merged.write_to(tmp, encoder_id=meta.get("encoder_id"), pipeline_config=meta.get("pipeline_config"))
+        ChunkIndex.write_joined(tmp, parts, encoder_id=meta.get("encoder_id"),
+                                pipeline_config=meta.get("pipeline_config"))
         spec = dict(first["spec"])
         if spec.get("model") is not None:  # relative to the merged index, as a single build's
             spec["model_origin"] = spec["model"]
             spec["model"] = Path(os.path.relpath(spec["model"], Path(out).resolve())).as_posix()
+            _merge_trained(shards, parts, tmp)
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
-        if trained is not None:
-            from gralc.retrieval.indexes.bm25_blocks import write_bm25_blocks
-
-            table, indexes = trained
-            (tmp / TABLE_DIR).mkdir()
-            table.save(tmp / TABLE_DIR, merged.chunks)
-            for name, config in indexes.items():  # in blocks of chunks: memory bounded by a block
-                (tmp / name).mkdir()
-                write_bm25_blocks(tmp / name, merged.chunks, config)
         write_spec(tmp, {k: v for k, v in spec.items() if k != "bound_files"})  # last: it binds the files above
-    return merged
+    return ChunkIndex.load(out)
 
 
-def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], merged: ChunkIndex):
-    """``(ChunkTable, {folder: BM25Config})`` of a trained model's merged index: the shards'
-    tables joined (one codec), and the BM25 indexes to rebuild over every chunk (BM25, the
-    term-pair BM25, the concept match: those the shards hold)."""
+def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], tmp: Path) -> None:
+    """A trained model's part of the merged index in ``tmp``: the shards' tables joined (one
+    codec), then BM25, the term-pair BM25 and the concept match (those the shards hold) built
+    in blocks over every chunk of the merged ``chunks.jsonl``."""
     from gralc.retrieval.indexes.bm25 import BM25Config
-    from gralc.retrieval.trained.chunk_table import ChunkTable
-
-    tables = [ChunkTable.load(m["dir"] / TABLE_DIR, len(p), chunks=p.chunks) for m, p in zip(shards, parts)]
-    table = ChunkTable.concat(tables)
-    indexes = {}
+    from gralc.retrieval.indexes.bm25_blocks import write_bm25_blocks
+    from gralc.retrieval.indexes.dense import CHUNKS_FILE
+    from gralc.retrieval.indexes.folder import ChunkRecords
+    from gralc.retrieval.trained.chunk_table import ChunkTable, write_joined
     from gralc.retrieval.trained.concept_match import CONCEPT_BM25
 
+    tables = [(m["dir"] / TABLE_DIR, ChunkTable.load(m["dir"] / TABLE_DIR, len(p))) for m, p in zip(shards, parts)]
+    (tmp / TABLE_DIR).mkdir()
+    write_joined(tmp / TABLE_DIR, tables, [p.chunks for p in parts])
     for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
                          (CONCEPTS_DIR, CONCEPT_BM25)):
         if (shards[0]["dir"] / name).is_dir():
-            indexes[name] = config
-    return table, indexes
+            (tmp / name).mkdir()
+            write_bm25_blocks(tmp / name, iter(ChunkRecords(tmp / CHUNKS_FILE)), config)
 
 
 def _merge_graphs(shards: list[dict[str, Any]], corpus: Path | None):

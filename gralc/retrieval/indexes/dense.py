@@ -29,7 +29,13 @@ import numpy as np
 from gralc.artefacts import verify_artefact, write_artefact
 from gralc.atomic import atomic_path, atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
-from gralc.retrieval.indexes.folder import ChunkRecords, read_json, require, write_chunks
+from gralc.retrieval.indexes.folder import (
+    ChunkRecords,
+    read_json,
+    require,
+    write_chunks,
+    write_concat,
+)
 from gralc.retrieval.ranking import rank_chunks
 from gralc.runinfo import provenance
 from gralc.safe_load import file_sha256, json_int
@@ -193,6 +199,8 @@ class ChunkIndex:
         return faiss.IndexIVFFlat(quantizer, self.dim, self.nlist, faiss.METRIC_INNER_PRODUCT)
 
     def _apply_search_params(self) -> None:
+        if isinstance(self.index, VectorsIP):
+            return
         if self.config.kind == "hnsw":
             self.index.hnsw.efSearch = self.config.ef_search
         elif self.config.kind == "ivf":
@@ -297,31 +305,91 @@ class ChunkIndex:
         """Write the index files into an existing (temporary) ``folder``."""
         if self.index is None:
             raise ValueError("cannot save an empty index: add chunks first")
-        meta = {
-            "format": CHUNK_INDEX_FORMAT,
-            "index": asdict(self.config),
-            "resolved_ivf_nlist": self.nlist,
-            "dim": self.dim,
-            "n_vectors": len(self.chunks),
-            "encoder_id": encoder_id,
-            "pipeline_config": pipeline_config,
-            "faiss_version": _faiss().__version__,
-            **provenance(),
-        }
         if not isinstance(self.index, VectorsIP):  # a flat index is its vectors.npy
             with atomic_path(folder / INDEX_FILE) as tmp:
                 _faiss().write_index(self.index, str(tmp))
         with atomic_write(folder / VECTORS_FILE, "wb") as f:
             np.save(f, self.vectors)
         write_chunks(folder / CHUNKS_FILE, self.chunks)
+        self._write_config(folder, len(self.chunks), encoder_id, pipeline_config)
+
+    def _write_config(self, folder: Path, n: int, encoder_id: str | None, pipeline_config: dict | None) -> None:
+        meta = {
+            "format": CHUNK_INDEX_FORMAT,
+            "index": asdict(self.config),
+            "resolved_ivf_nlist": self.nlist,
+            "dim": self.dim,
+            "n_vectors": n,
+            "encoder_id": encoder_id,
+            "pipeline_config": pipeline_config,
+            "faiss_version": _faiss().__version__,
+            **provenance(),
+        }
         # the three files belong together (row i of each is chunk i): each one's digest, so a
         # file of another index, or a reordered chunk list, is refused even under a re-signed manifest
         meta["digests"] = {name: file_sha256(folder / name) for name in bound_files(meta)}
         write_text_atomic(folder / CONFIG_FILE, json.dumps(meta, indent=2))
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str]) -> ChunkIndex:
-        """Read a directory written by :meth:`save`; errors name the missing/corrupt file."""
+    def write_joined(cls, folder: Path, parts: Sequence[ChunkIndex], encoder_id: str | None = None,
+                     pipeline_config: dict[str, Any] | None = None, config: IndexConfig | None = None,
+                     block_rows: int = 65_536) -> int:
+        """Write into ``folder`` (an index being written) one index of the ``parts``' chunks in
+        order (loaded from their folders; ``faiss_index=False`` spares reading their FAISS
+        files), streamed: their vectors and chunk lines copied in blocks, a FAISS index (hnsw /
+        ivf; ``config``, default the first part's) filled a block at a time from the written
+        vectors. Memory: a block, the FAISS index itself (none for flat) and 8 bytes a chunk for
+        the duplicate check. Returns the number of chunks.
+
+        Example: ``ChunkIndex.write_joined(tmp, [ChunkIndex.load(d, faiss_index=False) for d in
+        shard_dirs])`` -> ``97552``; ``ChunkIndex.load`` of the folder then answers as one
+        index built over all the chunks (:mod:`gralc.shard_index`).
+        """
+        import hashlib
+
+        if not parts:
+            raise ValueError("merge needs at least one index")
+        dims = {ix.dim for ix in parts}
+        if len(dims) != 1:
+            raise ValueError(f"cannot merge indexes of different dimensions {sorted(dims)}")
+        out = cls(dims.pop(), config or parts[0].config)
+        seen: set[int] = set()
+        for ix in parts:  # a chunk id twice would answer with the wrong text
+            for c in ix.chunks:
+                key = int.from_bytes(hashlib.blake2b(f"{c.doc_id}\0{c.chunk_id}".encode(), digest_size=8).digest(), "little")
+                if key in seen:
+                    raise ValueError(f"duplicate chunk ids (doc_id, chunk_id): e.g. {(c.doc_id, c.chunk_id)}")
+                seen.add(key)
+        del seen
+        n, _ = write_concat(folder / VECTORS_FILE, [ix.vectors for ix in parts], dtype=np.float32)
+        with atomic_write(folder / CHUNKS_FILE, "wb") as f:  # the parts' lines, byte for byte
+            for ix in parts:
+                path = ix.chunks.path if isinstance(ix.chunks, ChunkRecords) else None
+                if path is None:
+                    raise ValueError("write_joined reads the parts' chunks.jsonl: load them from their folders")
+                with open(path, "rb") as src:
+                    for block in iter(lambda: src.read(1 << 22), b""):
+                        f.write(block)
+        vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+        if out.config.kind != "flat":
+            out.index = out._build(n)
+            if not out.index.is_trained:  # IVF: trained on up to 256 rows a list, evenly spread
+                step = max(1, n // (256 * (out.nlist or 1)))
+                out.index.train(np.ascontiguousarray(vectors[::step]))
+            for start in range(0, n, block_rows):
+                out.index.add(np.ascontiguousarray(vectors[start : start + block_rows]))
+            with atomic_path(folder / INDEX_FILE) as tmp:
+                _faiss().write_index(out.index, str(tmp))
+            out.index = None
+        del vectors
+        out._write_config(folder, n, encoder_id, pipeline_config)
+        return n
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str], faiss_index: bool = True) -> ChunkIndex:
+        """Read a directory written by :meth:`save`; errors name the missing/corrupt file.
+        ``faiss_index=False``: its FAISS file is not read, searches run exactly over the
+        vectors (a merge's part: only its records and vectors are read)."""
         d = Path(directory)
         if not d.is_dir():
             raise FileNotFoundError(f"index directory {d} does not exist")
@@ -340,7 +408,7 @@ class ChunkIndex:
             self.vectors = np.load(d / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as e:
             raise ValueError(f"{d / VECTORS_FILE}: corrupt vectors file ({e})") from e
-        if self.config.kind == "flat":  # searched over vectors.npy itself
+        if self.config.kind == "flat" or not faiss_index:  # flat: searched over vectors.npy itself
             self.index = VectorsIP(self)
         else:
             require(d / INDEX_FILE)
@@ -354,19 +422,3 @@ class ChunkIndex:
         self._keys = None  # read from the chunk records when chunks are added
         self._apply_search_params()
         return self
-
-    @classmethod
-    def merge(cls, indexes: Sequence[ChunkIndex], config: IndexConfig | None = None) -> ChunkIndex:
-        """One index over the shards' chunks, in shard order, rebuilt from the stored vectors
-        (so any kind can be merged). ``config`` defaults to the first shard's."""
-        if not indexes:
-            raise ValueError("merge needs at least one index")
-        dims = {ix.dim for ix in indexes}
-        if len(dims) != 1:
-            raise ValueError(f"cannot merge indexes of different dimensions {sorted(dims)}")
-        merged = cls(dims.pop(), config or indexes[0].config)
-        chunks = []
-        for ix in indexes:
-            chunks.extend(replace(c, embedding=v) for c, v in zip(ix.chunks, ix.vectors))
-        merged.add(chunks)
-        return merged

@@ -1,6 +1,7 @@
 """What every index folder holds besides its index: chunk records as JSONL, its JSON files read
-as untrusted (:func:`gralc.safe_load.read_json_untrusted`), and one message when a file is missing (the dense index, the BM25 index and the
-trained model's chunk table all read and write through these)."""
+as untrusted (:func:`gralc.safe_load.read_json_untrusted`), arrays joined into one ``.npy``
+a block at a time (a merge), and one message when a file is missing (the dense index, the BM25
+index and the trained model's chunk table all read and write through these)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gralc.atomic import atomic_write
 from gralc.chunking.chunk import Chunk
 from gralc.safe_load import parse_json, read_json_untrusted
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
@@ -113,6 +117,40 @@ class ChunkRecords(Sequence[Chunk]):
         fd, self._fd = getattr(self, "_fd", None), None
         if fd is not None:
             os.close(fd)
+
+
+def write_concat(path: Path, parts: Sequence[np.ndarray], shifts: Sequence[int] | None = None,
+                 dtype=None, block_rows: int = 1 << 18) -> tuple[int, ...]:
+    """Write the rows of ``parts`` (arrays of one row shape, e.g. memory-mapped) in order as
+    one ``.npy`` at ``path``, ``shifts[i]`` added to part ``i``'s values (ids moving into a
+    joined table), a block of rows at a time: memory bounded by ``block_rows``, whatever the
+    total. Returns the written shape.
+
+    >>> import tempfile, numpy as np
+    >>> f = Path(tempfile.mkdtemp()) / "a.npy"
+    >>> write_concat(f, [np.array([0, 1]), np.array([0])], shifts=[0, 2])
+    (3,)
+    >>> np.load(f).tolist()
+    [0, 1, 2]
+    """
+    import numpy as np
+
+    parts = [np.asarray(p) for p in parts]  # memory-mapped parts stay mapped
+    if not parts or len({p.shape[1:] for p in parts}) != 1:
+        raise ValueError(f"{path}: parts of one row shape needed, got {[p.shape for p in parts]}")
+    dtype = np.dtype(dtype or parts[0].dtype)
+    shape = (sum(len(p) for p in parts), *parts[0].shape[1:])
+    with atomic_write(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                 "fortran_order": False, "shape": shape})
+        for i, p in enumerate(parts):
+            shift = 0 if shifts is None else int(shifts[i])
+            for start in range(0, len(p), block_rows):
+                block = np.asarray(p[start : start + block_rows])
+                if shift:
+                    block = block.astype(np.int64) + shift
+                f.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
+    return shape
 
 
 def read_json(path: Path) -> dict[str, Any]:

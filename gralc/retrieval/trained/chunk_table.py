@@ -425,39 +425,61 @@ class ChunkTable:
             self.has_tokens = True
         return self
 
-    @classmethod
-    def concat(cls, tables: list[ChunkTable]) -> ChunkTable:
-        """One table of the tables' chunks in order (the shards of one build: their token
-        stores must share one codec); the units' BM25 is rebuilt over all units, from
-        ``unit_chunks`` (records) of each table."""
-        out = cls()
-        for t in tables:
-            t.finish()
-        out.n_chunks = sum(t.n_chunks for t in tables)
-        concept_base = np.cumsum([0] + [len(t.concepts) for t in tables])
-        out.concepts = np.concatenate([np.asarray(t.concepts) for t in tables])
-        out._concepts = [out.concepts]
-        out.entities = Ragged.concat([_shifted(t.entities, b) for t, b in zip(tables, concept_base)])
-        out._entities = [out.entities]
-        if any(t.units is not None for t in tables):
-            if not all(t.units is not None for t in tables):
-                raise ValueError("some shards have sentence units and others not: rebuild them with one model")
-            chunk_base = np.cumsum([0] + [t.n_chunks for t in tables])
-            unit_base = np.cumsum([0] + [len(t.units.vectors) for t in tables])
-            pairs = np.concatenate([_pairs_of(t.units.pairs) + np.array([[cb], [ub]])
-                                    for t, cb, ub in zip(tables, chunk_base, unit_base)], axis=1)
-            out._unit_vectors = [Int8Rows.concat([t.units.vectors for t in tables])]
-            out._unit_entities = [Ragged.concat([_shifted(t.units.entities, b)
-                                                 for t, b in zip(tables, concept_base)])]
-            out._unit_pairs = [pairs]
-            out.unit_chunks = [c for t in tables for c in t.unit_chunks]
-            out.has_units = True
-        if any(t.tokens is not None for t in tables):
-            out.tokens = TokenStore.concat([t.tokens for t in tables])
-            out._codec = out.tokens.codec
-            out.codec_config = out._codec.config
-            out.has_tokens = True
-        return out.finish()
+
+def write_joined(folder: Path, parts: list[tuple[Path, ChunkTable]], chunks: list) -> dict:
+    """Write into ``folder`` (an index being written) the table of the loaded tables' chunks in
+    order, as :meth:`ChunkTable.save` writes one, file by file from their memory-mapped arrays: memory bounded by a block
+    of rows and one part's chunk records, whatever the total (a merge of a million chunks).
+    ``parts``: (the folder each table was loaded from, the table); ``chunks``: each part's chunk
+    records (its units' texts are cut from them for the units' BM25, one part at a time).
+    Returns the ``table.json`` written."""
+    from gralc.retrieval.indexes.folder import write_concat
+    from gralc.retrieval.trained.ragged import write_ragged_concat
+    from gralc.safe_load import read_json_untrusted
+
+    tables = [t for _, t in parts]
+    concept_base = np.cumsum([0] + [len(t.concepts) for t in tables])[:-1]
+    chunk_base = np.cumsum([0] + [t.n_chunks for t in tables])[:-1]
+    write_concat(folder / CONCEPTS_FILE, [t.concepts for t in tables], dtype=np.float16)
+    write_ragged_concat(folder, "entities", [t.entities for t in tables], concept_base)
+    meta = {"format": FORMAT, "n_chunks": int(sum(t.n_chunks for t in tables)),
+            "n_concepts": int(sum(len(t.concepts) for t in tables)),
+            "units": tables[0].units is not None, "tokens": tables[0].tokens is not None}
+    if any((t.units is None) != (tables[0].units is None) for t in tables):
+        raise ValueError("some shards have sentence units and others not: rebuild them with one model")
+    if any((t.tokens is None) != (tables[0].tokens is None) for t in tables):
+        raise ValueError("some shards store token codes and others not: rebuild them with one model")
+    if meta["units"]:
+        d = folder / UNITS_DIR
+        d.mkdir()
+        units = [t.units for t in tables]
+        unit_base = np.cumsum([0] + [len(u.vectors) for u in units])[:-1]
+        write_concat(d / "vectors.npy", [u.vectors.codes for u in units])
+        write_concat(d / "scales.npy", [u.vectors.scales for u in units])
+        write_ragged_concat(d, "entities", [u.entities for u in units], concept_base)
+        write_ragged_concat(d, "pairs", [u.pairs for u in units], unit_base)
+        write_ragged_concat(d, "chunks", [u.chunks for u in units], chunk_base)
+        write_concat(d / SPANS_FILE, [_npy(f / UNITS_DIR / SPANS_FILE, True) for f, _ in parts])
+        kept = {}
+        for (f, _), base in zip(parts, unit_base):
+            got = read_json_untrusted(f / UNITS_DIR / TEXTS_FILE, "unit texts", expect=dict,
+                                      allow_interpolation=True).get("units")
+            kept.update({str(int(i) + int(base)): v for i, v in (got or {}).items()})
+        write_text_atomic(d / TEXTS_FILE, json.dumps({"units": kept}, ensure_ascii=False))
+
+        def records():  # one part's unit records at a time, cut from its own chunk texts
+            for (f, t), part_chunks in zip(parts, chunks):
+                yield from _unit_records(f / UNITS_DIR, t.units.chunks, list(part_chunks), len(t.units.vectors))
+
+        (d / "bm25").mkdir()
+        write_bm25_blocks(d / "bm25", records())
+        meta["n_units"] = int(sum(len(u.vectors) for u in units))
+        meta["unit_texts_kept"] = len(kept)
+    if meta["tokens"]:
+        stores = [t.tokens for t in tables]
+        meta["token_codec"] = stores[0].write_joined(folder / TOKENS_DIR, stores)
+    write_text_atomic(folder / TABLE_FILE, json.dumps(meta, indent=2))
+    return meta
 
 
 def unit_links(pairs: np.ndarray, n_chunks: int, n_units: int) -> tuple[Ragged, Ragged]:
@@ -530,16 +552,6 @@ def _unit_records(d: Path, chunks_of_unit: Ragged, chunks: list[Chunk], n_units:
     return out
 
 
-def _pairs_of(by_chunk: Ragged) -> np.ndarray:
-    """(2, P) pairs (chunk row, unit row) of a units-by-chunk table."""
-    return np.stack([np.repeat(np.arange(len(by_chunk)), by_chunk.counts), np.asarray(by_chunk.values)])
-
-
-def _shifted(ids: Ragged, base: int) -> Ragged:
-    """Concept ids moved by ``base`` (a table appended after ``base`` concepts)."""
-    return Ragged((np.asarray(ids.values, dtype=np.int64) + base).astype(np.int32), ids.offsets)
-
-
 def _ids(table: Ragged, n_concepts: int, path: Path) -> Ragged:
     """``table`` when it holds integer ids inside a concept table of ``n_concepts`` rows."""
     values = table.values
@@ -565,4 +577,4 @@ def _npy(path: Path, mmap: bool) -> np.ndarray:
         raise ValueError(f"{path}: unreadable ({exc}); rebuild the index") from None
 
 
-__all__ = ["ChunkTable", "Int8Rows", "UnitTable", "unit_links", "unit_texts"]
+__all__ = ["ChunkTable", "Int8Rows", "UnitTable", "unit_links", "unit_texts", "write_joined"]

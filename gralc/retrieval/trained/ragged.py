@@ -122,4 +122,18 @@ class Ragged:
             raise ValueError(f"{paths[1]}: {exc}; rebuild the index") from None
 
 
-__all__ = ["Ragged"]
+def write_ragged_concat(folder: Path, name: str, parts: Sequence[Ragged],
+                        shifts: Sequence[int] | None = None) -> list[str]:
+    """:meth:`Ragged.save` of ``Ragged.concat(parts)`` (values moved by ``shifts``, as
+    :func:`write_concat`) without holding the joined values; the file names."""
+    from gralc.retrieval.indexes.folder import write_concat
+
+    base = np.cumsum([0] + [int(p.offsets[-1]) for p in parts])
+    offsets = np.concatenate([np.zeros(1, np.int64)] + [p.offsets[1:] + b for p, b in zip(parts, base)])
+    write_concat(folder / f"{name}.values.npy", [p.values for p in parts], shifts)
+    with atomic_write(folder / f"{name}.offsets.npy", "wb") as f:
+        np.save(f, offsets)
+    return [f"{name}.values.npy", f"{name}.offsets.npy"]
+
+
+__all__ = ["Ragged", "write_ragged_concat"]

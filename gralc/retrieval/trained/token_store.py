@@ -75,15 +75,6 @@ class TokenStore:
         """Tokens stored, over every chunk."""
         return int(self.codes.offsets[-1])
 
-    @classmethod
-    def concat(cls, stores: list[TokenStore]) -> TokenStore:
-        """One store of the stores' chunks in order; they must share one codec."""
-        digests = {s.codec.digest() for s in stores}
-        if len(digests) != 1:
-            raise ValueError("token stores of different codecs cannot be merged: build every shard "
-                             "with one codec (gralc shard codec, then build --codec)")
-        return cls(stores[0].codec, Ragged.concat([s.codes for s in stores]))
-
     # ----- scoring --------------------------------------------------------------------------
     def _pieces(self, pieces: torch.Tensor) -> torch.Tensor:
         return F.normalize(pieces.float(), dim=-1)
@@ -134,14 +125,32 @@ class TokenStore:
         folder.mkdir(parents=True, exist_ok=True)
         self.codec.save(folder / CODEC_FILE)
         names = self.codes.save(folder, NAME)
+        self._write_meta(folder, names, len(self), self.n_tokens)
+        return [CODEC_FILE, META_FILE, *names]
+
+    def _write_meta(self, folder: Path, names: list[str], n_chunks: int, n_tokens: int) -> None:
         meta = {"format": "gralc.token_store/2", "codec": asdict(self.codec.config),
                 "dim": self.codec.dim, "bytes_per_token": self.codec.code_size,
-                "n_chunks": len(self), "n_tokens": self.n_tokens, "codec_sha256": self.codec.digest(),
+                "n_chunks": n_chunks, "n_tokens": n_tokens, "codec_sha256": self.codec.digest(),
                 # cross-file digests: codes from another table (or reordered) under a re-signed
                 # manifest still differ from what this file records
                 "codes_sha256": {name: file_sha256(folder / name) for name in names}}
         write_text_atomic(folder / META_FILE, json.dumps(meta, indent=2))
-        return [CODEC_FILE, META_FILE, *names]
+
+    def write_joined(self, folder: Path, stores: list[TokenStore]) -> dict:
+        """Write what :meth:`save` of one store of ``stores``' chunks in order writes (this
+        store's codec, which they share; every store's codes) without holding the joined codes;
+        the codec's description (``describe()``)."""
+        from gralc.retrieval.trained.ragged import write_ragged_concat
+
+        if any(s.codec.digest() != self.codec.digest() for s in stores):
+            raise ValueError("token stores of different codecs cannot be merged: build every shard "
+                             "with one codec (gralc shard codec, then build --codec)")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.codec.save(folder / CODEC_FILE)
+        names = write_ragged_concat(folder, NAME, [s.codes for s in stores])
+        self._write_meta(folder, names, sum(len(s) for s in stores), sum(s.n_tokens for s in stores))
+        return self.codec.describe()
 
     @classmethod
     def load(cls, folder: Path, mmap: bool = True) -> TokenStore:

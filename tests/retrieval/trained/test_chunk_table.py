@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from gralc.artefacts import write_artefact
 from gralc.chunking.chunk import Chunk
 from gralc.model.chunk_set import ChunkSet
-from gralc.retrieval.trained.chunk_table import CONCEPTS_FILE, TABLE_FILE, ChunkTable
+from gralc.retrieval.trained.chunk_table import CONCEPTS_FILE, TABLE_FILE, ChunkTable, write_joined
 
 
 def _made(seed: int, n_chunks: int = 6, n_concepts: int = 4, dim: int = 8) -> tuple[ChunkSet, list[Chunk]]:
@@ -79,7 +79,18 @@ def test_concepts_are_stored_once_and_gather_as_the_model_made_them(tmp_path):
     for name in ("entity_vectors", "entity_chunk"):
         assert torch.equal(getattr(again, name), getattr(got, name))
         assert torch.equal(getattr(again.units, name), getattr(got.units, name))
-    merged = _gathered(ChunkTable.concat([_table([batches[0]]), _table([batches[1]])]), 12)
+    # joined file by file from the two saved one-batch tables (as a shard merge writes them)
+    parts = []
+    for b, batch in enumerate(batches):
+        folder = _saved(_table([batch]), tmp_path / f"part{b}")
+        parts.append((folder, ChunkTable.load(folder, 6)))
+    records = [[Chunk(f"d{b}", f"c{i}", "chunk text", 0, 10) for i in range(6)] for b in range(2)]
+    with write_artefact(tmp_path / "joined", "index") as tmp:
+        assert write_joined(tmp, parts, records)["n_units"] == 24
+    joined = ChunkTable.load(tmp_path / "joined", 12)
+    merged = _gathered(joined, 12)
+    for q in ("unit 3 of batch 1", "batch 0"):
+        assert np.allclose(joined.units.bm25.scores(q), table.units.bm25.scores(q))
     assert torch.equal(merged.entity_vectors, got.entity_vectors)
     assert torch.equal(merged.units.entity_vectors, got.units.entity_vectors)
     assert torch.equal(merged.unit_pairs, got.unit_pairs)

@@ -180,7 +180,11 @@ def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path, monkeypatch):
     other = TokenStore(TokenCodec.train(x, TokenCodecConfig(pq_bytes=16, centroids=512, seed=1)))
     other.add(x[:10], np.zeros(10, np.int64), 1)
     with pytest.raises(ValueError, match="different codecs"):
-        TokenStore.concat([store, other])
+        store.write_joined(tmp_path / "joined", [store, other])
+    store.write_joined(tmp_path / "joined", [loaded, store])  # one store of both, file by file
+    joined = TokenStore.load(tmp_path / "joined")
+    assert len(joined) == 2 * len(store) and np.array_equal(joined.codes.row(len(store)), store.codes.row(0))
+    assert torch.equal(joined.maxsim(q, rows + len(store)), decoded)
 
 
 def test_a_chunk_without_tokens_scores_minus_one():
