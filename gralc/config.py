@@ -265,7 +265,10 @@ def config_from_dict(schema: type[T], values: Any, source: str) -> T:
     try:
         cfg = _merge(OmegaConf.structured(schema_obj), OmegaConf.create(values or {}), source, schema_obj)
         return OmegaConf.to_object(cfg)  # type: ignore[return-value]
-    except (OmegaConfBaseException, TypeError) as exc:  # e.g. a mapping where a list belongs
+    except ConfigError:
+        raise
+    except (OmegaConfBaseException, TypeError, ValueError) as exc:  # a mapping where a list
+        # belongs; a value the schema's own check refuses (its __post_init__): the file named
         raise ConfigError(f"config in {source} incomplete or invalid: {exc}") from None
 
 

@@ -57,3 +57,17 @@ def test_a_scoring_key_given_to_eval_says_where_it_is_set():
     for key in ("scoring.late_interaction=0.5", "model.late_interaction=0.5"):
         with pytest.raises(ConfigError, match=r"set it at export \(gralc export RUN --out DIR scoring"):
             load_config(EvalConfig, CONFIG_DIR / "eval.yaml", [key])
+
+
+def test_a_stored_config_its_schema_refuses_names_the_file():
+    """config_from_dict (a config stored in an artefact: an index's search settings, a run's
+    config): a value the schema's own check refuses is one ConfigError naming the file and the
+    key, as a wrong type is, never a bare ValueError from the dataclass."""
+    from gralc.config import config_from_dict
+    from gralc.retrieval.trained.candidates import CandidateConfig
+
+    with pytest.raises(ConfigError, match=r"INDEX/retriever.json \(search\).*search.diverse"):
+        config_from_dict(CandidateConfig, {"diverse": False}, "INDEX/retriever.json (search)")
+    with pytest.raises(ConfigError, match=r"INDEX/retriever.json \(search\)"):
+        config_from_dict(CandidateConfig, {"dense": "many"}, "INDEX/retriever.json (search)")
+    assert config_from_dict(CandidateConfig, {"diverse": "complete_tail"}, "x").diverse == "complete_tail"
