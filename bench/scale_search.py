@@ -13,9 +13,10 @@ question latency single and batched, and the candidate stage's recall of the exh
    redrawn (another MaxSim), its concepts and sentence units copied alike (units' vectors
    moved, words dropped); copy 0 is the real index. So the corpus keeps the real vectors',
    texts' and codes' statistics, and each real chunk has C - 1 near-duplicates competing with
-   it: a hard case for the candidate stage. Built with the library's own writers
-   (``Retriever.save``), timed, in a process of its own (``--grow C``: one that runs out of
-   memory fails alone).
+   it: a hard case for the candidate stage. Built with the library's own writers, each copy
+   an index folder (``Retriever.save``) joined streamed as ``gralc shard merge`` joins shards,
+   timed, peak RSS read, in a process of its own (``--grow C``: one that runs out of memory
+   fails alone).
 3. each index measured in a fresh process (``--measure DIR``): load seconds and peak RSS,
    bytes per chunk and per token on disk, question latency p50 / p95 one question at a time and
    per question in batches of 64 (COVID-QA dev questions), each over the encoder pass alone
@@ -93,91 +94,69 @@ def moved(vectors: np.ndarray, rng: np.random.Generator, cos: float = 0.95) -> n
 
 
 def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
-    """A synthetic index of ``copies`` copies of the real index (see the module docstring)."""
-    from gralc.inference import Retriever
-    from gralc.retrieval.indexes.bm25 import BM25Config, BM25Index
-    from gralc.retrieval.indexes.dense import ChunkIndex
-    from gralc.retrieval.trained.chunk_table import (
-        ChunkTable,
-        Int8Rows,
-        UnitTable,
-        unit_links,
-        unit_texts,
-    )
+    """A synthetic index of ``copies`` copies of the real index (see the module docstring): each
+    copy made in memory alone and written as an index folder of its own (resumable: a copy
+    written is kept), then all joined as a shard merge joins shards (streamed,
+    :func:`gralc.shard_index.write_joined_index`): memory bounded by one copy and a block."""
+    import shutil
+
+    from gralc.artefacts import write_artefact
+    from gralc.inference import RETRIEVER_FILE, Retriever, write_spec
+    from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
+    from gralc.retrieval.trained.chunk_table import ChunkTable, Int8Rows, UnitTable, unit_texts
     from gralc.retrieval.trained.ragged import Ragged
     from gralc.retrieval.trained.token_store import TokenStore
+    from gralc.safe_load import read_json_untrusted
+    from gralc.shard_index import write_joined_index
 
-    rng = np.random.default_rng(seed)
     real = Retriever.load(real_dir)
-    table = real.scorer.table
+    table, units = real.scorer.table, real.scorer.table.units
     n, chunks0 = len(real.index), list(real.index.chunks)
     vectors0 = np.asarray(real.index.vectors)
-    units = table.units
     unit_records0 = ChunkTable.load(real_dir / "trained", n, chunks=chunks0).unit_chunks
     spans0 = np.array([(u.char_start, u.char_end) for u in unit_records0], dtype=np.int64)
-    pairs0 = np.stack([np.repeat(np.arange(n), units.pairs.counts), np.asarray(units.pairs.values)])
     codes0 = np.asarray(table.tokens.codes.values)
     head = 2 if table.tokens.codec.n_centroids > 256 else 1  # the coarse code's bytes
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    chunks, unit_chunks, vecs, uvecs, code_parts, pairs = [], [], [], [], [], []
-    for c in range(copies):
-        tag = "" if c == 0 else f"~{c}"
-        copy = [ch if c == 0 else replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag,
-                                          text=drop_words(ch.text, rng)) for ch in chunks0]
-        chunks.extend(copy)
-        # a copy's units are cut from its chunks' texts, as a real index's are
-        texts = unit_texts(spans0, units.chunks, copy) if c else [u.text for u in unit_records0]
-        unit_chunks.extend(replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag, text=t)
-                           for u, t in zip(unit_records0, texts))
-        vecs.append(vectors0 if c == 0 else moved(vectors0, rng))
-        uvecs.append(units.vectors if c == 0 else Int8Rows.encode(moved(units.vectors[:], rng)))
+    parts, dirs, t0 = out.parent / f".{out.name}.parts", [real_dir], time.perf_counter()
+    for c in range(1, copies):  # copy 0 is the real index itself
+        dirs.append(parts / f"copy_{c:05d}")
+        if (dirs[-1] / RETRIEVER_FILE).is_file():
+            continue
+        rng, tag = np.random.default_rng([seed, c]), f"~{c}"
+        copy = [replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag, text=drop_words(ch.text, rng))
+                for ch in chunks0]
+        for ch, v in zip(copy, moved(vectors0, rng)):
+            ch.embedding = v
+        index = ChunkIndex(real.index.dim, IndexConfig(kind="flat"))  # the join builds the real kind
+        index.add(copy)
         codes = codes0.copy()
-        if c:
-            redraw = rng.random((len(codes), codes.shape[1] - head)) < 0.2
-            codes[:, head:][redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
-        code_parts.append(codes)
-        pairs.append(pairs0 + np.array([[c * n], [c * len(units.vectors)]]))
-    for ch, v in zip(chunks, np.concatenate(vecs)):
-        ch.embedding = v
-    timings["copy_s"] = time.perf_counter() - t0
+        redraw = rng.random((len(codes), codes.shape[1] - head)) < 0.2
+        codes[:, head:][redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
+        part = ChunkTable(table.tokens.codec)  # its own concept vectors, as a real document's
+        part.n_chunks, part.concepts, part.entities = n, np.asarray(table.concepts), table.entities
+        part._concepts, part._entities = [part.concepts], [part.entities]
+        # a copy's units are cut from its chunks' texts, as a real index's are
+        part.unit_chunks = [replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag, text=t)
+                            for u, t in zip(unit_records0, unit_texts(spans0, units.chunks, copy))]
+        part.units = UnitTable(Int8Rows.encode(moved(units.vectors[:], rng)), units.entities, units.pairs,
+                               units.chunks, records=part.unit_chunks)
+        part.has_units = part.has_tokens = True
+        part.tokens = TokenStore(table.tokens.codec, Ragged(codes, table.tokens.codes.offsets))
+        real.scorer.table = part
+        Retriever(real.spec, index, real.pipeline, real.scorer).save(dirs[-1], force=True)
+    timings = {"copies_s": time.perf_counter() - t0}
     t0 = time.perf_counter()
-    index = ChunkIndex(real.index.dim, real.index.config)
-    index.add(chunks)
-    timings["faiss_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    lexical, phrase, unit_bm25 = BM25Index(), BM25Index(BM25Config(ngram=2)), BM25Index()
-    lexical.index(chunks)
-    phrase.index(chunks)
-    unit_bm25.index(unit_chunks)
-    timings["bm25_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    big = ChunkTable(table.tokens.codec)
-    big.n_chunks = n * copies
-    n_concepts = len(table.concepts)  # each copy holds its own concept vectors, as real documents do
-    big.concepts = np.concatenate([np.asarray(table.concepts)] * copies)
-    big._concepts = [big.concepts]
-
-    def ids(r: Ragged) -> Ragged:
-        return Ragged.concat([Ragged(np.asarray(r.values) + c * n_concepts, r.offsets) for c in range(copies)])
-
-    big.entities = ids(table.entities)
-    big._entities = [big.entities]
-    all_pairs = np.concatenate(pairs, axis=1)
-    n_units = len(units.vectors) * copies
-    big.units = UnitTable(Int8Rows.concat(uvecs), ids(units.entities),
-                          *unit_links(all_pairs, n * copies, n_units), unit_bm25)
-    big.has_units, big.unit_chunks = True, unit_chunks
-    big.tokens = TokenStore(table.tokens.codec, Ragged(np.concatenate(code_parts), np.concatenate(
-        [[0], np.cumsum(np.tile(table.tokens.codes.counts, copies))]).astype(np.int64)))
-    big.has_tokens = True
-    real.scorer.table = big
-    timings["table_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    Retriever(real.spec, index, real.pipeline, real.scorer, lexical, None, phrase).save(out, force=True)
-    timings["write_s"] = time.perf_counter() - t0
-    return {"copies": copies, "n_chunks": n * copies, "n_units": n_units,
-            "n_tokens": big.tokens.n_tokens, "build": timings, "build_s": sum(timings.values()),
+    spec = read_json_untrusted(real_dir / RETRIEVER_FILE, allow_interpolation=True)
+    spec.pop("bound_files", None)
+    if spec.get("model"):  # named relative to the index, as Retriever.save does
+        spec["model"] = os.path.relpath((real_dir / spec["model"]).resolve(), out.resolve())
+    with write_artefact(out, "index", force=True) as tmp:
+        write_joined_index(tmp, dirs, trained=True)
+        write_spec(tmp, spec)
+    timings["join_s"] = time.perf_counter() - t0
+    shutil.rmtree(parts, ignore_errors=True)
+    return {"copies": copies, "n_chunks": n * copies, "n_units": len(units.vectors) * copies,
+            "n_tokens": table.tokens.n_tokens * copies, "build": timings, "build_s": sum(timings.values()),
             "build_rss_mb": memory_mb(field="VmHWM")}
 
 

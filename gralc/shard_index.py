@@ -238,27 +238,46 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
     # streamed file by file from the shards' memory-mapped arrays: a merge's memory does not
     # grow with the corpus (a block of rows, the FAISS index of an hnsw / ivf kind, and the
     # BM25 vocabularies; docs/scaling.md)
-    parts = [ChunkIndex.load(m["dir"], faiss_index=False) for m in shards]
     graph = _merge_graphs(shards, corpus)
-    meta = read_json(first["dir"] / CONFIG_FILE)
     with write_artefact(out, "index", force, [*shard_dirs, corpus]) as tmp:
-        ChunkIndex.write_joined(tmp, parts, encoder_id=meta.get("encoder_id"),
-                                pipeline_config=meta.get("pipeline_config"))
         spec = dict(first["spec"])
+        write_joined_index(tmp, [m["dir"] for m in shards], trained=spec.get("model") is not None)
         if spec.get("model") is not None:  # relative to the merged index, as a single build's
             spec["model_origin"] = spec["model"]
             spec["model"] = Path(os.path.relpath(spec["model"], Path(out).resolve())).as_posix()
-            _merge_trained(shards, parts, tmp)
         if graph is not None:
             graph.save(tmp / GRAPH_DIR)
         write_spec(tmp, {k: v for k, v in spec.items() if k != "bound_files"})  # last: it binds the files above
     return ChunkIndex.load(out)
 
 
-def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], tmp: Path) -> None:
-    """A trained model's part of the merged index in ``tmp``: the shards' tables joined (one
-    codec), then BM25, the term-pair BM25 and the concept match (those the shards hold) built
-    in blocks over every chunk of the merged ``chunks.jsonl``."""
+def write_joined_index(tmp: Path, dirs: Sequence[Path], trained: bool,
+                       bm25: Sequence[str] | None = None) -> int:
+    """Write into ``tmp`` (an index being written; :func:`write_spec` binds it last) the index
+    of the chunks of the index folders ``dirs`` in order, streamed: the dense index
+    (:meth:`ChunkIndex.write_joined`) and, ``trained``, the chunk tables joined and the BM25
+    indexes the model reads built in blocks (``bm25``: their folder names; default, those the
+    first folder holds). Memory does not grow with the total (docs/scaling.md). Returns the
+    number of chunks.
+
+    Example: ``write_joined_index(tmp, [Path("shard_0"), Path("shard_1")], trained=True)`` ->
+    ``12140`` (what ``gralc shard merge`` writes besides ``retriever.json``).
+    """
+    parts = [ChunkIndex.load(d, faiss_index=False) for d in dirs]
+    meta = read_json(Path(dirs[0]) / CONFIG_FILE)
+    n = ChunkIndex.write_joined(tmp, parts, encoder_id=meta.get("encoder_id"),
+                                pipeline_config=meta.get("pipeline_config"))
+    if trained:
+        names = [name for name in (LEXICAL_DIR, PHRASE_DIR, CONCEPTS_DIR)
+                 if (bm25 is None and (Path(dirs[0]) / name).is_dir()) or (bm25 is not None and name in bm25)]
+        _merge_trained([Path(d) for d in dirs], parts, tmp, names)
+    return n
+
+
+def _merge_trained(dirs: list[Path], parts: list[ChunkIndex], tmp: Path, bm25: list[str]) -> None:
+    """A trained model's part of the merged index in ``tmp``: the parts' tables joined (one
+    codec), then the BM25 indexes named in ``bm25`` (BM25, the term-pair BM25, the concept
+    match) built in blocks over every chunk of the merged ``chunks.jsonl``."""
     from gralc.retrieval.indexes.bm25 import BM25Config
     from gralc.retrieval.indexes.bm25_blocks import write_bm25_blocks
     from gralc.retrieval.indexes.dense import CHUNKS_FILE
@@ -266,12 +285,12 @@ def _merge_trained(shards: list[dict[str, Any]], parts: list[ChunkIndex], tmp: P
     from gralc.retrieval.trained.chunk_table import ChunkTable, write_joined
     from gralc.retrieval.trained.concept_match import CONCEPT_BM25
 
-    tables = [(m["dir"] / TABLE_DIR, ChunkTable.load(m["dir"] / TABLE_DIR, len(p))) for m, p in zip(shards, parts)]
+    tables = [(d / TABLE_DIR, ChunkTable.load(d / TABLE_DIR, len(p))) for d, p in zip(dirs, parts)]
     (tmp / TABLE_DIR).mkdir()
     write_joined(tmp / TABLE_DIR, tables, [p.chunks for p in parts])
     for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),
                          (CONCEPTS_DIR, CONCEPT_BM25)):
-        if (shards[0]["dir"] / name).is_dir():
+        if name in bm25:
             (tmp / name).mkdir()
             write_bm25_blocks(tmp / name, iter(ChunkRecords(tmp / CHUNKS_FILE)), config)
 

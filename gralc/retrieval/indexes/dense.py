@@ -32,6 +32,7 @@ from gralc.chunking.chunk import Chunk
 from gralc.retrieval.indexes.folder import (
     ChunkRecords,
     read_json,
+    read_rows,
     require,
     write_chunks,
     write_concat,
@@ -333,7 +334,7 @@ class ChunkIndex:
     @classmethod
     def write_joined(cls, folder: Path, parts: Sequence[ChunkIndex], encoder_id: str | None = None,
                      pipeline_config: dict[str, Any] | None = None, config: IndexConfig | None = None,
-                     block_rows: int = 65_536) -> int:
+                     block_rows: int = 8192) -> int:
         """Write into ``folder`` (an index being written) one index of the ``parts``' chunks in
         order (loaded from their folders; ``faiss_index=False`` spares reading their FAISS
         files), streamed: their vectors and chunk lines copied in blocks, a FAISS index (hnsw /
@@ -370,14 +371,15 @@ class ChunkIndex:
                 with open(path, "rb") as src:
                     for block in iter(lambda: src.read(1 << 22), b""):
                         f.write(block)
-        vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+        vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")  # read in blocks (read_rows)
         if out.config.kind != "flat":
             out.index = out._build(n)
             if not out.index.is_trained:  # IVF: trained on up to 256 rows a list, evenly spread
                 step = max(1, n // (256 * (out.nlist or 1)))
-                out.index.train(np.ascontiguousarray(vectors[::step]))
+                out.index.train(np.concatenate([read_rows(vectors, s, s + block_rows)[(-s) % step :: step]
+                                                for s in range(0, n, block_rows)]))
             for start in range(0, n, block_rows):
-                out.index.add(np.ascontiguousarray(vectors[start : start + block_rows]))
+                out.index.add(read_rows(vectors, start, start + block_rows))
             with atomic_path(folder / INDEX_FILE) as tmp:
                 _faiss().write_index(out.index, str(tmp))
             out.index = None

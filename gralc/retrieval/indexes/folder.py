@@ -119,12 +119,35 @@ class ChunkRecords(Sequence[Chunk]):
             os.close(fd)
 
 
+def read_rows(array: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of ``array`` as a new (read-only) array; of a memory-mapped ``.npy``
+    read from its file (``os.pread``), so a pass over a large file keeps none of its pages
+    mapped into this process (they would count in its resident memory until it ends).
+
+    >>> import numpy as np
+    >>> read_rows(np.arange(6).reshape(3, 2), 1, 3).tolist()
+    [[2, 3], [4, 5]]
+    """
+    import numpy as np
+
+    stop = min(stop, len(array))
+    if not isinstance(array, np.memmap) or array.filename is None or not array.flags.c_contiguous:
+        return np.array(array[start:stop])
+    row = array.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+    fd = os.open(array.filename, os.O_RDONLY)
+    try:
+        data = os.pread(fd, max(0, stop - start) * row, array.offset + start * row)
+    finally:
+        os.close(fd)
+    return np.frombuffer(data, dtype=array.dtype).reshape(-1, *array.shape[1:])
+
+
 def write_concat(path: Path, parts: Sequence[np.ndarray], shifts: Sequence[int] | None = None,
-                 dtype=None, block_rows: int = 1 << 18) -> tuple[int, ...]:
+                 dtype=None, block_bytes: int = 1 << 24) -> tuple[int, ...]:
     """Write the rows of ``parts`` (arrays of one row shape, e.g. memory-mapped) in order as
     one ``.npy`` at ``path``, ``shifts[i]`` added to part ``i``'s values (ids moving into a
-    joined table), a block of rows at a time: memory bounded by ``block_rows``, whatever the
-    total. Returns the written shape.
+    joined table), a block of rows at a time: memory bounded by a few ``block_bytes``, whatever
+    the total. Returns the written shape.
 
     >>> import tempfile, numpy as np
     >>> f = Path(tempfile.mkdtemp()) / "a.npy"
@@ -135,18 +158,19 @@ def write_concat(path: Path, parts: Sequence[np.ndarray], shifts: Sequence[int] 
     """
     import numpy as np
 
-    parts = [np.asarray(p) for p in parts]  # memory-mapped parts stay mapped
+    parts = [p if isinstance(p, np.ndarray) else np.asarray(p) for p in parts]  # a np.memmap stays one
     if not parts or len({p.shape[1:] for p in parts}) != 1:
         raise ValueError(f"{path}: parts of one row shape needed, got {[p.shape for p in parts]}")
     dtype = np.dtype(dtype or parts[0].dtype)
     shape = (sum(len(p) for p in parts), *parts[0].shape[1:])
+    block_rows = max(1, block_bytes // max(1, dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))))
     with atomic_write(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype),
                                                  "fortran_order": False, "shape": shape})
         for i, p in enumerate(parts):
             shift = 0 if shifts is None else int(shifts[i])
             for start in range(0, len(p), block_rows):
-                block = np.asarray(p[start : start + block_rows])
+                block = read_rows(p, start, start + block_rows)
                 if shift:
                     block = block.astype(np.int64) + shift
                 f.write(np.ascontiguousarray(block, dtype=dtype).tobytes())

@@ -230,3 +230,42 @@ def test_a_loaded_index_reads_chunk_records_when_asked(tmp_path: Path, data) -> 
     assert records[40].chunk_id == "c000040"
     with pytest.raises(ValueError, match=r"bad.jsonl:42: not valid JSON"):
         records[41]
+
+
+@pytest.mark.slow  # ~40 s: make test-all (CI)
+def test_a_join_holds_a_block_not_the_corpus(tmp_path) -> None:
+    """Issue 59's bounded build: joining four parts of 320 MB of vectors in all (flat, as a
+    merge writes them) raises the joining process's peak RSS by well under one part's vectors;
+    a join that held the joined vectors (the merge before) would add all 320 MB."""
+    import json
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    n, dim = 52_000, 384
+    for p in range(4):
+        part = ChunkIndex(dim)
+        part.add([Chunk(doc_id=f"d{p}-{i // 8}", chunk_id=f"c{i}", text="t", char_start=0, char_end=1,
+                        embedding=v) for i, v in enumerate(rng.standard_normal((n, dim), dtype=np.float32))])
+        part.save(tmp_path / f"part{p}")
+        del part
+    code = f"""
+import json, pathlib
+from gralc.artefacts import write_artefact
+from gralc.experiments.search_cost import memory_mb
+from gralc.retrieval.indexes.dense import ChunkIndex
+root = pathlib.Path({str(tmp_path)!r})
+parts = [ChunkIndex.load(root / f"part{{p}}", faiss_index=False) for p in range(4)]
+base = memory_mb(field="VmHWM")
+with write_artefact(root / "joined", "chunk_index") as tmp:
+    n = ChunkIndex.write_joined(tmp, parts)
+print(json.dumps({{"n": n, "growth_mb": memory_mb(field="VmHWM") - base}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    total_mb = 4 * n * dim * 4 / 2**20
+    assert got["n"] == 4 * n and total_mb > 300
+    assert got["growth_mb"] < total_mb / 4, got  # less than one part's vectors, whatever the total
+    joined = ChunkIndex.load(tmp_path / "joined")
+    assert len(joined) == 4 * n and joined.chunks[3 * n].doc_id == "d3-0"
