@@ -8,16 +8,12 @@ question latency single and batched, and the candidate stage's recall of the exh
    49 articles, PubMedQA's 1,000 abstracts, 108 PMC articles) with ``gralc.index --model
    --index hnsw`` (the index a large corpus uses), timed (encoding included).
 2. each ``--sizes N``: a synthetic index of C = round(N / real chunks) copies of the real one
-   (so N is met to within one copy), grown from its files (no
-   encoding): every copy of a chunk has its vector moved (cosine ~0.95 to its source), a fifth
-   of its words dropped (other BM25 scores) and a fifth of its token codes' residual bytes
-   redrawn (another MaxSim), its concepts and sentence units copied alike (units' vectors
-   moved, words dropped); copy 0 is the real index. So the corpus keeps the real vectors',
-   texts' and codes' statistics, and each real chunk has C - 1 near-duplicates competing with
-   it: a hard case for the candidate stage. Built with the library's own writers, each copy
-   an index folder (``Retriever.save``) joined streamed as ``gralc shard merge`` joins shards,
-   timed, peak RSS read, in a process of its own (``--grow C``: one that runs out of memory
-   fails alone).
+   (so N is met to within one copy; copy 0 is the real index), grown from its files, no
+   encoding (:mod:`gralc.experiments.synthetic_corpus`: vectors moved, words dropped, code bytes
+   redrawn, so each real chunk has C - 1 near-duplicates competing with it, a hard case for the
+   candidate stage), each copy an index folder joined streamed as ``gralc shard merge`` joins
+   shards; timed, peak RSS read, in a process of its own (``--grow C``: one that runs out of
+   memory fails alone).
 3. each index measured in a fresh process (``--measure DIR``): load seconds and peak RSS,
    bytes per chunk and per token on disk, question latency p50 / p95 one question at a time and
    per question in batches of 64 (COVID-QA dev questions), each over the encoder pass alone
@@ -36,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import statistics
 import subprocess
@@ -82,86 +77,11 @@ def build_real(model: str, out: Path, data: Path) -> dict:
 
 
 # ----- 2. synthetic copies ------------------------------------------------------------------
-def drop_words(text: str, rng: np.random.Generator, keep: float = 0.8) -> str:
-    words = text.split()
-    kept = [w for w, k in zip(words, rng.random(len(words)) < keep) if k]
-    return " ".join(kept or words[:1])
-
-
-def moved(vectors: np.ndarray, rng: np.random.Generator, cos: float = 0.95) -> np.ndarray:
-    """Unit vectors at about cosine ``cos`` to ``vectors`` (random directions)."""
-    noise = rng.standard_normal(vectors.shape).astype(np.float32)
-    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
-    sigma = math.tan(math.acos(cos))
-    x = vectors + sigma * noise
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
 def grow(real_dir: Path, copies: int, out: Path, seed: int = 0) -> dict:
-    """A synthetic index of ``copies`` copies of the real index (see the module docstring): each
-    copy made in memory alone and written as an index folder of its own (resumable: a copy
-    written is kept), then all joined as a shard merge joins shards (streamed,
-    :func:`gralc.shard_index.write_joined_index`): memory bounded by one copy and a block."""
-    import shutil
+    """``copies`` copies of the real index (copy 0: itself): :func:`gralc.experiments.synthetic_corpus.grow_index`."""
+    from gralc.experiments.synthetic_corpus import grow_index
 
-    from gralc.artefacts import write_artefact
-    from gralc.inference import RETRIEVER_FILE, Retriever, write_spec
-    from gralc.retrieval.indexes.dense import ChunkIndex, IndexConfig
-    from gralc.retrieval.trained.chunk_table import ChunkTable, Int8Rows, UnitTable, unit_texts
-    from gralc.retrieval.trained.ragged import Ragged
-    from gralc.retrieval.trained.token_store import TokenStore
-    from gralc.safe_load import read_json_untrusted
-    from gralc.shard_index import write_joined_index
-
-    real = Retriever.load(real_dir)
-    table, units = real.scorer.table, real.scorer.table.units
-    n, chunks0 = len(real.index), list(real.index.chunks)
-    vectors0 = np.asarray(real.index.vectors)
-    unit_records0 = ChunkTable.load(real_dir / "trained", n, chunks=chunks0).unit_chunks
-    spans0 = np.array([(u.char_start, u.char_end) for u in unit_records0], dtype=np.int64)
-    codes0 = np.asarray(table.tokens.codes.values)
-    head = 2 if table.tokens.codec.n_centroids > 256 else 1  # the coarse code's bytes
-    parts, dirs, t0 = out.parent / f".{out.name}.parts", [real_dir], time.perf_counter()
-    for c in range(1, copies):  # copy 0 is the real index itself
-        dirs.append(parts / f"copy_{c:05d}")
-        if (dirs[-1] / RETRIEVER_FILE).is_file():
-            continue
-        rng, tag = np.random.default_rng([seed, c]), f"~{c}"
-        copy = [replace(ch, doc_id=ch.doc_id + tag, chunk_id=ch.chunk_id + tag, text=drop_words(ch.text, rng))
-                for ch in chunks0]
-        for ch, v in zip(copy, moved(vectors0, rng)):
-            ch.embedding = v
-        index = ChunkIndex(real.index.dim, IndexConfig(kind="flat"))  # the join builds the real kind
-        index.add(copy)
-        codes = codes0.copy()
-        redraw = rng.random((len(codes), codes.shape[1] - head)) < 0.2
-        codes[:, head:][redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
-        part = ChunkTable(table.tokens.codec)  # its own concept vectors, as a real document's
-        part.n_chunks, part.concepts, part.entities = n, np.asarray(table.concepts), table.entities
-        part._concepts, part._entities = [part.concepts], [part.entities]
-        # a copy's units are cut from its chunks' texts, as a real index's are
-        part.unit_chunks = [replace(u, doc_id=u.doc_id + tag, chunk_id=u.chunk_id + tag, text=t)
-                            for u, t in zip(unit_records0, unit_texts(spans0, units.chunks, copy))]
-        part.units = UnitTable(Int8Rows.encode(moved(units.vectors[:], rng)), units.entities, units.pairs,
-                               units.chunks, records=part.unit_chunks)
-        part.has_units = part.has_tokens = True
-        part.tokens = TokenStore(table.tokens.codec, Ragged(codes, table.tokens.codes.offsets))
-        real.scorer.table = part
-        Retriever(real.spec, index, real.pipeline, real.scorer).save(dirs[-1], force=True)
-    timings = {"copies_s": time.perf_counter() - t0}
-    t0 = time.perf_counter()
-    spec = read_json_untrusted(real_dir / RETRIEVER_FILE, allow_interpolation=True)
-    spec.pop("bound_files", None)
-    if spec.get("model"):  # named relative to the index, as Retriever.save does
-        spec["model"] = os.path.relpath((real_dir / spec["model"]).resolve(), out.resolve())
-    with write_artefact(out, "index", force=True) as tmp:
-        write_joined_index(tmp, dirs, trained=True)
-        write_spec(tmp, spec)
-    timings["join_s"] = time.perf_counter() - t0
-    shutil.rmtree(parts, ignore_errors=True)
-    return {"copies": copies, "n_chunks": n * copies, "n_units": len(units.vectors) * copies,
-            "n_tokens": table.tokens.n_tokens * copies, "build": timings, "build_s": sum(timings.values()),
-            "build_rss_mb": memory_mb(field="VmHWM")}
+    return grow_index(real_dir, copies, out, seed=seed)
 
 
 # ----- 3. measuring -------------------------------------------------------------------------

@@ -347,6 +347,43 @@ def test_shards_of_a_trained_index_merge_into_the_single_build(exported, tmp_pat
     assert "--codec" in capsys.readouterr().err and not (tmp_path / "nocodec").exists()
 
 
+@pytest.mark.slow  # ~40 s: make test-all (CI)
+def test_a_grown_corpus_keeps_its_kept_indexes_and_copies_the_source(exported, tmp_path):
+    """gralc.experiments.synthetic_corpus.grow_index (issue 59's corpora at scale): the kept
+    index's chunks as they are, the source's and its copies' after them, joined streamed into
+    one index that loads and searches; each copy's chunks are the source's with moved vectors
+    and fewer words, under their own ids."""
+    from gralc import index as index_cli
+    from gralc.data.demo import DEMO_DIR
+    from gralc.experiments.synthetic_corpus import grow_index
+    from gralc.inference import Retriever
+
+    articles = sorted((DEMO_DIR / "articles").glob("*.nxml"))
+    for name, files in (("kept", articles[:3]), ("source", articles[3:6])):
+        (tmp_path / name / "corpus").mkdir(parents=True)
+        for f in files:
+            (tmp_path / name / "corpus" / f.name).write_bytes(f.read_bytes())
+        assert index_cli.main([str(tmp_path / name / "corpus"), "--model", str(exported),
+                               "--out", str(tmp_path / name / "index")]) == 0
+    kept, source = (Retriever.load(tmp_path / n / "index") for n in ("kept", "source"))
+    got = grow_index(tmp_path / "source" / "index", 3, tmp_path / "grown", keep=[tmp_path / "kept" / "index"])
+    grown = Retriever.load(tmp_path / "grown")
+    n_kept, n_source = len(kept.index), len(source.index)
+    assert got["n_chunks"] == len(grown.index) == n_kept + 3 * n_source
+    assert [c.chunk_id for c in grown.index.chunks[: n_kept + n_source]] == \
+        [c.chunk_id for c in kept.index.chunks] + [c.chunk_id for c in source.index.chunks]
+    first, copy = source.index.chunks[0], grown.index.chunks[n_kept + n_source]
+    assert copy.chunk_id == first.chunk_id + "~1" and len(copy.text.split()) < len(first.text.split())
+    cos = float(np.dot(grown.index.vectors[n_kept + n_source], source.index.vectors[0]))
+    assert 0.85 < cos < 0.999
+    assert len(grown.scorer.table.units.vectors) == len(kept.scorer.table.units.vectors) + \
+        3 * len(source.scorer.table.units.vectors)
+    hits = grown.search(QUESTIONS[0], 10)  # a copy's tokens are moved, never NaN bytes
+    assert len(hits) == 10 and all(np.isfinite(h.score) and np.isfinite(h.components["maxsim"]) for h in hits)
+    assert any(h.chunk.doc_id.endswith(("~1", "~2")) for h in grown.search(QUESTIONS[0], 100))
+    assert not (tmp_path / ".grown.parts").exists()
+
+
 def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
     """scoring.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
     chunks (the concept index's), and the kg_prox it scores is that weighted mean, in two stages
