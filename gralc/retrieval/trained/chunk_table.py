@@ -432,7 +432,12 @@ def write_joined(folder: Path, parts: list[tuple[Path, ChunkTable]], chunks: lis
     of rows and one part's chunk records, whatever the total (a merge of a million chunks).
     ``parts``: (the folder each table was loaded from, the table); ``chunks``: each part's chunk
     records (its units' texts are cut from them for the units' BM25, one part at a time).
-    Returns the ``table.json`` written."""
+    Returns the ``table.json`` written.
+
+    Example: ``write_joined(tmp / "trained", [(d / "trained", ChunkTable.load(d / "trained", n))
+    for d, n in shards], [ChunkIndex.load(d).chunks for d, _ in shards])`` -> ``{"format":
+    "gralc.chunk_table/3", "n_chunks": ..., ...}`` (what :mod:`gralc.shard_index` does).
+    """
     from gralc.retrieval.indexes.folder import write_concat
     from gralc.retrieval.trained.ragged import write_ragged_concat
     from gralc.safe_load import read_json_untrusted

@@ -125,7 +125,16 @@ class Ragged:
 def write_ragged_concat(folder: Path, name: str, parts: Sequence[Ragged],
                         shifts: Sequence[int] | None = None) -> list[str]:
     """:meth:`Ragged.save` of ``Ragged.concat(parts)`` (values moved by ``shifts``, as
-    :func:`write_concat`) without holding the joined values; the file names."""
+    :func:`write_concat`) without holding the joined values; the file names.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> a, b = Ragged.from_rows([np.array([0, 1])], dtype=np.int64), Ragged.from_rows([np.array([0])], dtype=np.int64)
+    >>> write_ragged_concat(d, "ids", [a, b], shifts=[0, 2])
+    ['ids.values.npy', 'ids.offsets.npy']
+    >>> r = Ragged.load(d, "ids"); r.row(0).tolist(), r.row(1).tolist()
+    ([0, 1], [2])
+    """
     from gralc.retrieval.indexes.folder import write_concat
 
     base = np.cumsum([0] + [int(p.offsets[-1]) for p in parts])
