@@ -109,8 +109,9 @@ class _DigestCache:
         st = path.stat()
         key, stamp = str(path.resolve()), [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         entry = self.entries.get(key)
-        if isinstance(entry, list) and len(entry) == 4 and entry[:3] == stamp and isinstance(entry[3], str):
-            return entry[3]
+        if isinstance(entry, list) and len(entry) == len(stamp) + 1 and entry[:-1] == stamp \
+                and isinstance(entry[-1], str):
+            return entry[-1]
         digest = file_sha256(path)
         self.entries[key] = [*stamp, digest]
         self.changed = True

@@ -137,6 +137,27 @@ def test_the_digest_cache_does_not_vouch_for_a_file_edited_with_its_time_restore
     assert _DigestCache().sha256(f) != first
 
 
+def test_the_digest_cache_serves_an_unchanged_file_without_reading_it(tmp_path, monkeypatch):
+    """The cache's reason to exist: a file whose size, times and inode are unchanged is not read
+    again (an encoder's weights, MeSH at every search). It never hit once ctime joined the
+    stamp (entries of five values compared with four)."""
+    from gralc import artefacts
+    from gralc.encoding.models import _DigestCache
+
+    monkeypatch.setenv("GRALC_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"weights" * 100)
+    cache = _DigestCache()
+    first = cache.sha256(f)
+    cache.save()
+
+    def no_read(path):
+        raise AssertionError(f"{path} read again although unchanged")
+
+    monkeypatch.setattr(artefacts, "file_sha256", no_read)
+    assert _DigestCache().sha256(f) == first
+
+
 @pytest.mark.slow  # a subprocess or two encoder loads: make test-all (CI) runs it
 def test_the_token_cache_never_serves_another_encoders_vectors(tmp_path, minilm_path):
     from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
