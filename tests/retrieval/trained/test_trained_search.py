@@ -384,6 +384,48 @@ def test_a_grown_corpus_keeps_its_kept_indexes_and_copies_the_source(exported, t
     assert not (tmp_path / ".grown.parts").exists()
 
 
+@pytest.mark.slow  # ~60 s: make test-all (CI)
+def test_quality_at_scale_scores_the_held_out_questions_among_distractors(exported, tmp_path):
+    """gralc.experiments.scale_quality end to end on the demo: the gold articles' index among
+    distractor articles (demo articles under other ids) and their copies; each size's corpus
+    holds the gold chunks once and the copies, the three searches are scored on the held-out
+    questions at the evidence level, the two-stage search equals the exhaustive one on a corpus
+    this small, and the gains are paired by article."""
+    import json
+
+    from gralc import index as index_cli
+    from gralc.data.benchmarks import demo_benchmark
+    from gralc.data.demo import DEMO_DIR
+    from gralc.data.folds import cv_side
+    from gralc.experiments import scale_quality
+
+    articles = sorted((DEMO_DIR / "articles").glob("*.nxml"))
+    (tmp_path / "dist").mkdir()
+    for f in articles[:3]:  # other articles: the demo's text under other ids
+        (tmp_path / "dist" / f.name.replace("PMC9", "PMC8")).write_text(
+            f.read_text().replace(f.stem, f.stem.replace("PMC9", "PMC8")).replace(">9000", ">8000"))
+    from gralc import shard as shard_cli
+
+    codec = tmp_path / "codec"  # one codec for both, as the shards of one build share one
+    assert shard_cli.main(["codec", str(DEMO_DIR / "articles"), "--model", str(exported), "--out", str(codec)]) == 0
+    for name, corpus in (("gold", DEMO_DIR / "articles"), ("dist", tmp_path / "dist")):
+        assert index_cli.main([str(corpus), "--model", str(exported), "--codec", str(codec),
+                               "--out", str(tmp_path / f"{name}.idx")]) == 0
+    bench = cv_side(demo_benchmark(), 5, 0, 0, "test")
+    got = scale_quality.run(tmp_path / "gold.idx", tmp_path / "dist.idx", bench, [300], tmp_path / "out")
+    size = got["sizes"]["300"]
+    n_gold = json.loads((tmp_path / "gold.idx" / "config.json").read_text())["n_vectors"]
+    n_dist = json.loads((tmp_path / "dist.idx" / "config.json").read_text())["n_vectors"]
+    copies = max(1, round((300 - n_gold) / n_dist))
+    assert size["n_chunks"] == n_gold + copies * n_dist and copies >= 2
+    rows = size["rows"]
+    assert rows["two_stage"]["metrics"]["n_evidence_questions"] == len(bench.questions) > 0
+    assert rows["two_stage"]["metrics"]["ev_mrr"] > 0 and 0 <= rows["bm25"]["metrics"]["ev_mrr"] <= 1
+    assert size["two_stage_minus_exhaustive"]["ev_mrr"]["gain"] == pytest.approx(0.0, abs=1e-9)
+    assert size["trained_minus_bm25"]["ev_recall@512wp"]["questions"] == len(bench.questions)
+    assert "| two_stage |" in scale_quality.report(got)
+
+
 def test_kg_prox_idf_weighs_each_question_concept_by_its_idf(exact):
     """scoring.kg_prox_idf: the search's entity mask holds each question concept's IDF over the
     chunks (the concept index's), and the kg_prox it scores is that weighted mean, in two stages
