@@ -1,22 +1,16 @@
 """Evidence quality as the corpus grows (issue 59): one fold's held-out COVID-QA questions, their
-articles placed among ~10k, 100k and 1M chunks of other articles, searched by the trained
-two-stage search, by the exhaustive score (the questions a time budget allows) and by BM25 over
-the same corpus, at the evidence level and paired by article.
+articles among ~10k / 100k / 1M chunks of other articles, searched by the trained two-stage
+search, the exhaustive score (as many questions as a time budget allows) and BM25 over the
+same corpus; evidence metrics per question, differences paired by article.
 
-    python -m gralc.experiments.scale_quality --gold GOLD --distractors DIST \\
+    python -m gralc.experiments.scale_quality --gold GOLD --distractors DIST \
         --data covidqa_dev.json --fold 0 --sizes 10000 100000 1000000 --out DIR
 
-``GOLD``: the benchmark's articles indexed with one fold's export (``gralc shard codec
-covidqa_dev.json --model EXPORT --out CODEC``, then ``gralc index covidqa_dev.json --model
-EXPORT --codec CODEC index.kind=hnsw``: that fold's questions were never trained on);
-``DIST``: other real articles (PMC, PubMedQA abstracts) indexed with the same export and codec
-(the parts of one index share one codec, as a sharded build's do). A
-size N is GOLD, DIST and synthetic copies of DIST up to N chunks
-(:func:`gralc.experiments.synthetic_corpus.grow_index`: the gold articles are never copied, so
-every distractor is another article). Per size: evidence metrics per question
-(:func:`gralc.evaluation.methods.score_runs`; chunk statistics over the retrieved chunks), then
-two-stage minus exhaustive and trained minus BM25 with bootstrap intervals over articles
-(:func:`gralc.evaluation.significance.paired_gain`). Writes ``DIR/scale_quality.json``.
+GOLD: the benchmark's articles indexed with the fold's export, DIST: other real articles (PMC,
+PubMedQA), both with one codec (``gralc shard codec``, then ``gralc index --codec``). A size is
+GOLD, DIST and synthetic copies of DIST (:mod:`gralc.experiments.synthetic_corpus`; the gold
+articles are never copied). Chunk statistics count the retrieved chunks. Writes
+``DIR/scale_quality.json``; docs/scaling.md has the recipe.
 """
 
 from __future__ import annotations
