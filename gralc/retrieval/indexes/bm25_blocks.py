@@ -25,7 +25,7 @@ import bm25s
 import numpy as np
 from bm25s import scoring
 
-from gralc.atomic import write_text_atomic
+from gralc.atomic import atomic_write, write_text_atomic
 from gralc.chunking.chunk import Chunk
 from gralc.model.lexical import BM25Config, BM25Scorer, concept_terms
 from gralc.runinfo import provenance
@@ -104,8 +104,9 @@ class _Blocks:
         terms, rows = keys // len(tokens), keys % len(tokens)
         np.add.at(self.df, terms, 1)
         run = self.scratch / f"run{len(self.runs):06d}.npz"
-        np.savez(run, terms=terms.astype(np.int32), docs=(rows + self.n_docs).astype(np.int64),
-                 tf=tf.astype(np.float32))
+        with atomic_write(run, "wb") as f:
+            np.savez(f, terms=terms.astype(np.int32), docs=(rows + self.n_docs).astype(np.int64),
+                     tf=tf.astype(np.float32))
         self.runs.append(run)
         self.lengths.append(lengths.astype(np.int32))
         self.n_docs += len(tokens)
@@ -134,7 +135,8 @@ class _Blocks:
         out = folder / "bm25"
         out.mkdir()
         index_dtype = np.int32 if nnz < 2**31 else np.int64
-        np.save(out / "indptr.csc.index.npy", indptr.astype(index_dtype))
+        with atomic_write(out / "indptr.csc.index.npy", "wb") as f:
+            np.save(f, indptr.astype(index_dtype))
         for name, dtype in (("data", ref.dtype), ("indices", ref.int_dtype)):
             np.lib.format.open_memmap(out / f"{name}.csc.index.npy", "w+", np.dtype(dtype), (nnz,)).flush()
         cursor = indptr[:-1].copy()  # the next free slot of each term's column
@@ -158,14 +160,15 @@ class _Blocks:
             indices.flush()
             del data, indices
         if nonoccurrence is not None:
-            np.save(out / "nonoccurrence_array.index.npy", nonoccurrence)
+            with atomic_write(out / "nonoccurrence_array.index.npy", "wb") as f:
+                np.save(f, nonoccurrence)
         vocab = dict(self.vocab)
         vocab.setdefault("", n_vocab)  # bm25s's empty token (index(create_empty_token=True))
-        (out / "vocab.index.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        write_text_atomic(out / "vocab.index.json", json.dumps(vocab, ensure_ascii=False))
         params = dict(k1=ref.k1, b=ref.b, delta=ref.delta, method=ref.method, idf_method=ref.idf_method,
                       dtype=ref.dtype, int_dtype=ref.int_dtype, num_docs=n, version=bm25s.__version__,
                       backend=ref.backend)
-        (out / "params.index.json").write_text(json.dumps(params, indent=4))
+        write_text_atomic(out / "params.index.json", json.dumps(params, indent=4))
         self.scorer.tokenizer.save_vocab(str(folder), VOCAB_FILE)
         meta = {"format": "gralc.bm25_index/1", "bm25": asdict(cfg), "n_docs": n, "records": False,
                 "bm25s_version": bm25s.__version__, "built_in_blocks": len(self.runs), **provenance()}
