@@ -285,7 +285,7 @@ def _merge_trained(dirs: list[Path], parts: list[ChunkIndex], tmp: Path, bm25: l
     from gralc.retrieval.trained.chunk_table import ChunkTable, write_joined
     from gralc.retrieval.trained.concept_match import CONCEPT_BM25
 
-    tables = [(d / TABLE_DIR, ChunkTable.load(d / TABLE_DIR, len(p))) for d, p in zip(dirs, parts)]
+    tables = [(d / TABLE_DIR, ChunkTable.load(d / TABLE_DIR, len(p), unit_bm25=False)) for d, p in zip(dirs, parts)]
     (tmp / TABLE_DIR).mkdir()
     write_joined(tmp / TABLE_DIR, tables, [p.chunks for p in parts])
     for name, config in ((LEXICAL_DIR, BM25Config()), (PHRASE_DIR, BM25Config(ngram=2)),

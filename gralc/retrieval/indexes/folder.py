@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ from gralc.safe_load import parse_json, read_json_untrusted
 
 if TYPE_CHECKING:
     import numpy as np
+
+_OPEN_LOCK = threading.Lock()  # the first record read of a ChunkRecords opens its file once
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
@@ -93,7 +96,7 @@ class ChunkRecords(Sequence[Chunk]):
         self._starts = np.concatenate(starts)
         if self._starts[-1] != size:  # a last line without its newline
             self._starts = np.append(self._starts, size)
-        self._fd = os.open(path, os.O_RDONLY)  # held for os.pread while the index is open
+        self._fd: int | None = None  # opened at the first record read, held while the index is open
 
     def __len__(self) -> int:
         return len(self._starts) - 1
@@ -106,7 +109,16 @@ class ChunkRecords(Sequence[Chunk]):
             raise IndexError(f"chunk row {i} outside the {n} chunks of {self.path}")
         i %= n
         start, end = int(self._starts[i]), int(self._starts[i + 1])
-        return _chunk(os.pread(self._fd, end - start, start), self.path, i + 1)
+        fd = self._fd
+        if fd is None:  # not at open: a merge opens hundreds of parts and only streams them
+            fd = os.open(self.path, os.O_RDONLY)
+            with _OPEN_LOCK:
+                if self._fd is None:
+                    self._fd = fd
+                else:  # another thread opened it first
+                    os.close(fd)
+                    fd = self._fd
+        return _chunk(os.pread(fd, end - start, start), self.path, i + 1)
 
     def __iter__(self):
         with open(self.path, "rb") as f:

@@ -369,11 +369,12 @@ class ChunkTable:
 
     @classmethod
     def load(cls, folder: Path, n_chunks: int, mmap: bool = True,
-             chunks: list[Chunk] | None = None) -> ChunkTable:
+             chunks: list[Chunk] | None = None, unit_bm25: bool = True) -> ChunkTable:
         """Read what :meth:`save` wrote for an index of ``n_chunks`` chunks; anything missing
         or of the wrong size is an error naming the file. ``chunks`` (the index's chunk
         records): also rebuild the sentence units' records from them (their texts; a merge
-        rebuilds the units' BM25 from those)."""
+        rebuilds the units' BM25 from those). ``unit_bm25=False``: the units' BM25 is not
+        read (a merge's part: its vocabulary would be held for nothing, per part)."""
         from gralc.retrieval.indexes.bm25 import BM25Index
         from gralc.retrieval.indexes.folder import read_json
 
@@ -404,10 +405,10 @@ class ChunkTable:
                      len(self.concepts), d / "entities.values.npy"),
                 _sized(Ragged.load(d, "pairs", mmap), n_chunks, d / "pairs.offsets.npy"),
                 _sized(Ragged.load(d, "chunks", mmap), n_units, d / "chunks.offsets.npy"),
-                BM25Index.load(d / "bm25", records=False))
+                BM25Index.load(d / "bm25", records=False) if unit_bm25 else None)
             if chunks is not None:
                 self.unit_chunks = _unit_records(d, self.units.chunks, list(chunks), n_units)  # parsed once
-            if len(self.units.bm25) != n_units:
+            if unit_bm25 and len(self.units.bm25) != n_units:
                 raise ValueError(f"{d / 'bm25'}: {len(self.units.bm25)} units, {d / 'vectors.npy'} "
                                  f"{n_units}: rebuild the index")
             self.has_units = True

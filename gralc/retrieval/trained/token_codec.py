@@ -25,6 +25,8 @@ from gralc.atomic import write_bytes_atomic, write_text_atomic
 from gralc.safe_load import json_int, require_file
 
 CODEC_KINDS = ("ivf_pq", "float16")
+#: codecs read in this process, by (file SHA-256, dim, config): read-only once trained
+_LOADED: dict[tuple[str, int, str], TokenCodec] = {}
 
 
 def _faiss():
@@ -194,7 +196,9 @@ class TokenCodec:
 
     @classmethod
     def load(cls, path: Path, dim: int, config: TokenCodecConfig) -> TokenCodec:
-        """Read what :meth:`save` wrote; a damaged file is a ValueError naming it."""
+        """Read what :meth:`save` wrote; a damaged file is a ValueError naming it. A codec read
+        before in this process from the same bytes is shared, not read again (the parts of a
+        merge, or the indexes a server holds, all carry their build's one codec)."""
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the index is incomplete, rebuild it")
         data = path.read_bytes()
@@ -202,13 +206,19 @@ class TokenCodec:
             if data:
                 raise ValueError(f"{path}: a float16 token store has an empty codec file")
             return cls(dim, config)
+        key = (hashlib.sha256(data).hexdigest(), dim, repr(sorted(asdict(config).items())))
+        if key in _LOADED:
+            return _LOADED[key]
         try:
             index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except RuntimeError as exc:
             raise ValueError(f"{path}: corrupt token codec ({exc}); rebuild the index") from None
         if index.d != dim:
             raise ValueError(f"{path}: codec of dimension {index.d}, the index's vectors {dim}")
-        return cls(dim, config, index)
+        _LOADED[key] = codec = cls(dim, config, index)
+        while len(_LOADED) > 8:  # a few builds' codecs, oldest dropped
+            _LOADED.pop(next(iter(_LOADED)))
+        return codec
 
 
 CODEC_DIR_FILES = ("codec.faiss", "codec.json")

@@ -269,3 +269,19 @@ print(json.dumps({{"n": n, "growth_mb": memory_mb(field="VmHWM") - base}}))
     assert got["growth_mb"] < total_mb / 4, got  # less than one part's vectors, whatever the total
     joined = ChunkIndex.load(tmp_path / "joined")
     assert len(joined) == 4 * n and joined.chunks[3 * n].doc_id == "d3-0"
+
+
+def test_opened_chunk_records_hold_no_file_until_a_record_is_read(tmp_path) -> None:
+    """A merge opens every part (hundreds at 1M chunks) and only streams their files: an open
+    ChunkRecords holds no descriptor until a record is read (a process has ~1,024)."""
+    import os
+
+    from gralc.retrieval.indexes.folder import ChunkRecords, write_chunks
+
+    f = tmp_path / "chunks.jsonl"
+    write_chunks(f, [Chunk("d", f"c{i}", "x", 0, 1) for i in range(3)])
+    before = len(os.listdir("/proc/self/fd"))
+    opened = [ChunkRecords(f) for _ in range(50)]
+    assert len(os.listdir("/proc/self/fd")) - before < 5
+    assert [c.chunk_id for c in opened[0]] == ["c0", "c1", "c2"] and opened[1][2].chunk_id == "c2"
+    assert len(os.listdir("/proc/self/fd")) - before < 5  # one opened, by the record read

@@ -181,6 +181,7 @@ def test_maxsim_from_codes_tracks_the_exact_maxsim(tmp_path, monkeypatch):
     other.add(x[:10], np.zeros(10, np.int64), 1)
     with pytest.raises(ValueError, match="different codecs"):
         store.write_joined(tmp_path / "joined", [store, other])
+    assert TokenStore.load(tmp_path / "tokens").codec is loaded.codec  # one codec object per file content
     store.write_joined(tmp_path / "joined", [loaded, store])  # one store of both, file by file
     joined = TokenStore.load(tmp_path / "joined")
     assert len(joined) == 2 * len(store) and np.array_equal(joined.codes.row(len(store)), store.codes.row(0))
