@@ -111,7 +111,7 @@ def grow_index(real_dir: Path, copies: int, out: Path, keep: Sequence[Path] = ()
         part.tokens = TokenStore(table.tokens.codec, Ragged(codes, table.tokens.codes.offsets))
         real.scorer.table = part
         Retriever(real.spec, index, real.pipeline, real.scorer).save(dirs[-1], force=True)
-    timings = {"copies_s": time.perf_counter() - t0}
+    timings, copies_rss = {"copies_s": time.perf_counter() - t0}, memory_mb(field="VmHWM")
     t0 = time.perf_counter()
     spec = read_json_untrusted(real_dir / RETRIEVER_FILE, allow_interpolation=True)
     spec.pop("bound_files", None)
@@ -127,4 +127,5 @@ def grow_index(real_dir: Path, copies: int, out: Path, keep: Sequence[Path] = ()
             "n_chunks": n * copies + sum(t.n_chunks for t in kept),
             "n_units": (len(units.vectors) * copies + sum(len(t.units.vectors) for t in kept)) if units else 0,
             "n_tokens": table.tokens.n_tokens * copies + sum(t.tokens.n_tokens for t in kept),
-            "build": timings, "build_s": sum(timings.values()), "build_rss_mb": memory_mb(field="VmHWM")}
+            "build": timings, "build_s": sum(timings.values()), "build_rss_mb": memory_mb(field="VmHWM"),
+            "copies_rss_mb": copies_rss}  # the peak before the join (one copy at a time)
