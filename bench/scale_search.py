@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             entry["failed"] = str(exc)[-1500:]
             print(f"{name}: {entry['failed']}", file=sys.stderr)
         write_json_atomic(path, results)
-        if c != 1 and folder.exists():
+        if c != 1 and folder.exists() and "measure" in entry:  # a failed one is kept to rerun
             import shutil
 
             shutil.rmtree(folder)  # tens of GB at the largest sizes; results.json keeps the numbers
