@@ -122,9 +122,11 @@ def scale_search_md(results: dict) -> str:
     candidate sweep of the largest size with a recall measurement."""
     rows = scale_rows(results)
     nan = float("nan")
+    args = results.get("args", {})
+    source = (f"model `{args.get('model')}`" if args.get("model") not in (None, "None")
+              else f"grown from the index `{args.get('base')}`")
     lines = [f"Measured by `python -m bench.scale_search` (git {results.get('git_hash')}, "
-             f"{results.get('cpu_count')} x {results.get('cpu_model')}); "
-             f"model `{results.get('args', {}).get('model')}`.", "",
+             f"{results.get('cpu_count')} x {results.get('cpu_model')}); {source}.", "",
              "| chunks | tokens | build s (no encoding) | disk bytes / chunk | token bytes / token | "
              "RSS after load MB | load s | one question p50 / p95 ms | batches of 64: ms / question p50 | "
              "candidates / question | recall@20 of exhaustive | exhaustive ms / question | "
