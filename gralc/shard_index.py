@@ -235,9 +235,9 @@ def _merge_locked(shard_dirs: Sequence[str | Path], out: str | Path, force: bool
         raise ValueError(f"the shards list {len(set(listed))} distinct files of a corpus of "
                          f"{first['corpus_listing'].get('n_files')}: not the shards of one build; "
                          "rebuild them")
-    # streamed file by file from the shards' memory-mapped arrays: a merge's memory does not
-    # grow with the corpus (a block of rows, the FAISS index of an hnsw / ivf kind, and the
-    # BM25 vocabularies; docs/scaling.md)
+    # streamed file by file from the shards' files: a merge's memory does not grow with the
+    # corpus (a block of rows, the FAISS index of an hnsw / ivf kind, and the BM25
+    # vocabularies; docs/scaling.md)
     graph = _merge_graphs(shards, corpus)
     with write_artefact(out, "index", force, [*shard_dirs, corpus]) as tmp:
         spec = dict(first["spec"])
@@ -268,8 +268,8 @@ def write_joined_index(tmp: Path, dirs: Sequence[Path], trained: bool,
     n = ChunkIndex.write_joined(tmp, parts, encoder_id=meta.get("encoder_id"),
                                 pipeline_config=meta.get("pipeline_config"))
     if trained:
-        names = [name for name in (LEXICAL_DIR, PHRASE_DIR, CONCEPTS_DIR)
-                 if (bm25 is None and (Path(dirs[0]) / name).is_dir()) or (bm25 is not None and name in bm25)]
+        names = list(bm25) if bm25 is not None else [
+            name for name in (LEXICAL_DIR, PHRASE_DIR, CONCEPTS_DIR) if (Path(dirs[0]) / name).is_dir()]
         _merge_trained([Path(d) for d in dirs], parts, tmp, names)
     return n
 
