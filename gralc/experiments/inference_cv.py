@@ -72,7 +72,7 @@ def scored(scorer: TrainedScorer, bench, base_pipe: Pipeline, weight: float, phr
     graph = search.scores(search.encode(texts)).score
     phrase = torch.zeros_like(graph)
     if phrase_weight:
-        phrase = phrase_weight * normalise_lexical(torch.as_tensor(mixed_q.inputs.phrase)).to(graph.dtype)
+        phrase = phrase_weight * normalise_lexical(torch.as_tensor(np.asarray(mixed_q.inputs.phrase))).to(graph.dtype)
     # the product's score is this mix
     assert torch.allclose(mixed.score, 0.5 * graph + 0.5 * mixed.late + phrase, atol=1e-5), "mix differs"
     return chunks, graph.numpy(), mixed.late.numpy(), phrase.numpy()

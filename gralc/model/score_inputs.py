@@ -29,6 +29,7 @@ from gralc.model.lexical import (
     concept_terms,
     idf_scale,
 )
+from gralc.model.sparse_scores import PostingsRow, SparseScores
 
 if TYPE_CHECKING:
     from gralc.model.chunk_set import ChunkSet, Spans
@@ -78,13 +79,14 @@ class ScoreTerms:
 @dataclass
 class ScoreInputs:
     """Raw score inputs of Q questions (float64, None where not read): ``lexical``,
-    ``phrase``, ``concepts`` (Q, K) and ``unit_lexical`` (Q, U); see the module docstring.
+    ``phrase``, ``concepts`` (Q, K) and ``unit_lexical`` (Q, U), dense or
+    :class:`~gralc.model.sparse_scores.SparseScores`; see the module docstring.
     :meth:`tensors` gives them as the keyword arguments of :meth:`GraLCModel.score_parts`."""
 
-    lexical: np.ndarray | None = None
-    unit_lexical: np.ndarray | None = None
-    phrase: np.ndarray | None = None
-    concepts: np.ndarray | None = None
+    lexical: np.ndarray | SparseScores | None = None
+    unit_lexical: np.ndarray | SparseScores | None = None
+    phrase: np.ndarray | SparseScores | None = None
+    concepts: np.ndarray | SparseScores | None = None
 
     def select(self, i: int, rows: np.ndarray | None = None,
                unit_rows: np.ndarray | None = None) -> ScoreInputs:
@@ -93,6 +95,8 @@ class ScoreInputs:
             if x is None:
                 return None
             row = x[i]
+            if isinstance(row, PostingsRow):
+                return (row.toarray() if cols is None else row.take(cols))[None]
             return (row if cols is None else row[cols])[None]
 
         return ScoreInputs(pick(self.lexical, rows), pick(self.unit_lexical, unit_rows),
@@ -105,6 +109,8 @@ class ScoreInputs:
         out = {}
         for f in fields(self):
             x = getattr(self, f.name)
+            if isinstance(x, SparseScores):
+                x = np.asarray(x)
             if x is not None:
                 x = torch.from_numpy(np.ascontiguousarray(x)) if dtype is None \
                     else torch.as_tensor(x, dtype=dtype)
@@ -158,20 +164,27 @@ class ScoreInputBuilder:
                    if terms.concepts else None)
 
     def build(self, questions: Sequence[str],
-              concept_ids: Sequence[Sequence[str]] | None = None) -> ScoreInputs:
+              concept_ids: Sequence[Sequence[str]] | None = None, sparse: bool = False) -> ScoreInputs:
         """The inputs of ``questions`` (their texts) with their linked ``concept_ids`` (the
-        concept match)."""
+        concept match); ``sparse``: each as :class:`~gralc.model.sparse_scores.SparseScores`
+        (the same numbers, only the texts sharing a term; scorers with ``sparse_matrix``),
+        what a search over a large corpus reads."""
         t = self.terms
+
+        def matrix(scorer, queries):
+            return scorer.sparse_matrix(queries) if sparse else scorer.score_matrix(queries)
+
         concepts = None
         if t.concepts:
             if concept_ids is None or len(concept_ids) != len(questions):
                 raise ValueError("the concept match needs each question's linked concept ids")
-            concepts = self.concepts.score_matrix([concept_terms(q) for q in concept_ids]) \
-                / idf_scale(len(self.concepts))
+            concepts = matrix(self.concepts, [concept_terms(q) for q in concept_ids])
+            concepts = concepts.scaled(idf_scale(len(self.concepts))) if sparse \
+                else concepts / idf_scale(len(self.concepts))
         return ScoreInputs(
-            self.lexical.score_matrix(questions) if t.lexical else None,
-            self.units.score_matrix(questions) if t.units else None,
-            self.phrase.score_matrix(questions) if t.phrase else None,
+            matrix(self.lexical, questions) if t.lexical else None,
+            matrix(self.units, questions) if t.units else None,
+            matrix(self.phrase, questions) if t.phrase else None,
             concepts)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gralc.model.sparse_scores import PostingsRow
 from gralc.retrieval.rerank.diversity import DIVERSE_METHODS
 
 
@@ -80,13 +81,16 @@ class CandidateConfig:
         return self.exact
 
 
-def top_rows(scores: np.ndarray | torch.Tensor, n: int, positive: bool = False) -> np.ndarray:
+def top_rows(scores: np.ndarray | torch.Tensor | PostingsRow, n: int, positive: bool = False) -> np.ndarray:
     """Rows of the ``n`` highest ``scores`` (K,) (``positive``: only those above 0, e.g. BM25
-    rows sharing a term with the question), unordered.
+    rows sharing a term with the question), unordered; a sparse row reads its posted rows only
+    (:meth:`~gralc.model.sparse_scores.PostingsRow.top`).
 
     >>> sorted(top_rows(np.array([0.1, 0.0, 0.7, 0.3]), 2).tolist())
     [2, 3]
     """
+    if isinstance(scores, PostingsRow):
+        return scores.top(n, positive)
     s = scores.detach().cpu().numpy() if isinstance(scores, torch.Tensor) else np.asarray(scores)
     if n <= 0 or not len(s):
         return np.zeros(0, np.int64)

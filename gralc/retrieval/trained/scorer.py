@@ -206,16 +206,17 @@ class TrainedScorer:
                             concept_index(chunks) if t.concepts else None)
 
     def score_inputs(self, questions: list[str], indexes: ScoreIndexes,
-                     concept_ids: list[list[str]] | None = None, terms: ScoreTerms | None = None
-                     ) -> ScoreInputs:
+                     concept_ids: list[list[str]] | None = None, terms: ScoreTerms | None = None,
+                     sparse: bool = False) -> ScoreInputs:
         """The lexical inputs of the model's score (:mod:`gralc.model.score_inputs`) of
         ``questions`` (their linked ``concept_ids`` for the concept match) against the chunks
         of :meth:`chunk`: ``indexes`` of the same chunks, the sentence units' BM25 of
-        :attr:`table`. ``terms``: which (default :attr:`terms`)."""
+        :attr:`table`. ``terms``: which (default :attr:`terms`); ``sparse``: held sparsely
+        (:meth:`ScoreInputBuilder.build`)."""
         terms = terms or self.terms
         units = self.table.finish().units.bm25 if terms.units else None
         return ScoreInputBuilder(terms, indexes.lexical, units, indexes.phrase,
-                                 indexes.concepts).build(questions, concept_ids)
+                                 indexes.concepts).build(questions, concept_ids, sparse)
 
     # ----- persistence with an index --------------------------------------------------------
     def save_index_state(self, directory: Path, chunks: list[Chunk]) -> None:

@@ -126,7 +126,8 @@ class TrainedSearch:
                 weights[i, : len(q_ids)] = torch.as_tensor(concept_idf(self.concepts, q_ids))
             emask = emask.float() * weights
         t1 = time.perf_counter()
-        inputs = s.score_inputs(texts, ScoreIndexes(self.lexical, self.phrase, self.concepts), ids)
+        inputs = s.score_inputs(texts, ScoreIndexes(self.lexical, self.phrase, self.concepts), ids,
+                                sparse=True)  # only the chunks (units) sharing a term
         self.timings["encode_s"] += t1 - t0
         self.timings["bm25_s"] += time.perf_counter() - t1
         return Questions(texts, vectors, tokens, mask, ents, emask, inputs)

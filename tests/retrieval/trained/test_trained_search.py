@@ -60,10 +60,10 @@ def _every_chunk(scorer, pipeline, index, bm25, pairs, concepts):
 
 def _check_inputs(q, i, text, bm25, pairs, concepts, ids):
     """Question ``i``'s score inputs equal the indexes' own scores (an oracle independent of
-    the model's input builder): BM25, term-pair BM25 and concept match."""
-    assert np.array_equal(q.inputs.lexical[i], bm25.scores(text))
-    assert np.array_equal(q.inputs.phrase[i], pairs.scores(text))
-    assert np.array_equal(q.inputs.concepts[i], concept_scores(concepts, ids))
+    the model's input builder): BM25, term-pair BM25 and concept match, held sparsely."""
+    assert np.array_equal(q.inputs.lexical[i].toarray(), bm25.scores(text))
+    assert np.array_equal(q.inputs.phrase[i].toarray(), pairs.scores(text))
+    assert np.array_equal(q.inputs.concepts[i].toarray(), concept_scores(concepts, ids))
 
 
 @pytest.fixture(scope="module")
@@ -243,10 +243,10 @@ def test_search_and_validation_choose_candidates_by_one_rule(exact):
     q = search.encode(QUESTIONS)
     vecs = torch.from_numpy(np.asarray(index.vectors))
     cos = torch.nn.functional.normalize(q.vectors, dim=-1) @ vecs.T
-    x = q.inputs
+    x = q.inputs.tensors()  # the search's sparse rows, dense as validation's matrices
     table = scorer.table.gather(np.asarray(index.vectors), None)[0]
-    mask = candidate_mask(config, cos, torch.as_tensor(x.lexical), torch.as_tensor(x.phrase),
-                          torch.as_tensor(x.unit_lexical), table.unit_pairs, torch.as_tensor(x.concepts))
+    mask = candidate_mask(config, cos, x["lexical"], x["phrase"], x["unit_lexical"], table.unit_pairs,
+                          x["concepts"])
     assert [np.flatnonzero(m.numpy()).tolist() for m in mask] == [r.tolist() for r in search.candidates(q)]
 
 
