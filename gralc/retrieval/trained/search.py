@@ -67,6 +67,10 @@ class Scores:
     late: torch.Tensor | None
 
 
+#: chunks an exhaustive pass gathers and scores at once (their vectors, units, tokens by blocks)
+EXACT_BLOCK = 16384
+
+
 class TrainedSearch:
     """A trained model's search over an index's chunks (see the module docstring)."""
 
@@ -202,7 +206,24 @@ class TrainedSearch:
 
     def _exact(self, q: Questions, i: int, rows: np.ndarray):
         """``(score, cos, kg_prox, MaxSim or None)`` of question ``i`` over ``rows``, every
-        row's tokens decoded."""
+        row's tokens decoded; more than :data:`EXACT_BLOCK` rows a block at a time, each block
+        scored with the rows holding each normalised BM25's best (chunk, term pair, sentence
+        unit), so every row gets the score one pass gives it and memory does not grow with N."""
+        if len(rows) <= EXACT_BLOCK:
+            return self._exact_block(q, i, rows)
+        x = q.inputs
+        anchors = candidate_rows(CandidateConfig(dense=0, lexical=1, phrase=1, units=1, concepts=0), None,
+                                 *(None if v is None else v[i] for v in (x.lexical, x.phrase, None, x.unit_lexical)),
+                                 chunks_of_units=lambda u: self.table.units.chunks.gather(u)[0])
+        parts = []
+        for start in range(0, len(rows), EXACT_BLOCK):
+            block = rows[start : start + EXACT_BLOCK]
+            scored = np.union1d(block, anchors)
+            at = torch.from_numpy(np.searchsorted(scored, block))
+            parts.append([None if t is None else t[at] for t in self._exact_block(q, i, scored)])
+        return tuple(None if p[0] is None else torch.cat(p) for p in zip(*parts))
+
+    def _exact_block(self, q: Questions, i: int, rows: np.ndarray):
         late = None
         if self.scorer.uses_tokens:
             late = self.table.tokens.maxsim(q.tokens[i, q.token_mask[i]], rows)

@@ -126,6 +126,25 @@ def test_exhaustive_search_is_the_model_ranking_of_every_chunk(exact):
         TrainedSearch(scorer, pipeline, index, bm25, pairs)
 
 
+def test_an_exhaustive_pass_in_blocks_scores_as_one_pass(exact, monkeypatch):
+    """A corpus scored a block of chunks at a time (a million chunks' inputs do not fit at once)
+    gives every chunk the score of one pass: each block is normalised by the whole corpus's
+    best chunk, term pair and sentence unit."""
+    import gralc.retrieval.trained.search as search_module
+
+    scorer, pipeline, chunks, index, bm25, pairs, concepts = exact
+    search = _every_chunk(scorer, pipeline, index, bm25, pairs, concepts)
+    q = search.encode(QUESTIONS)
+    one = search.scores(q)
+    monkeypatch.setattr(search_module, "EXACT_BLOCK", 7)
+    assert len(chunks) > 3 * 7
+    blocks = search.scores(q)
+    for a, b in ((one.score, blocks.score), (one.cos, blocks.cos), (one.late, blocks.late)):
+        assert torch.allclose(a, b, atol=1e-6)
+    hits = search.search(QUESTIONS[0], 5)
+    assert [h.score for h in hits] == pytest.approx(np.sort(one.score[0].numpy())[::-1][:5].tolist(), abs=1e-6)
+
+
 @pytest.mark.slow  # ~30 s: make test-all (CI)
 def test_token_codes_rank_like_the_exact_tokens(make_cfg, datamodule, exact, tmp_path):
     """An IVF-PQ codec (trained on the corpus's tokens): MaxSim read from the centroids ranks
