@@ -80,6 +80,7 @@ class PostingsRow:
         self.postings, self.terms, self.dtype = postings, list(terms), np.dtype(dtype)
         self.extra, self.scale = extra, scale
         self.size = postings.size
+        self._top: dict[tuple[int, bool], np.ndarray] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -132,6 +133,12 @@ class PostingsRow:
         Terms are read whole only while their best scores could lift a row into the top ``n``
         (MaxScore); a scorer whose texts all score (bm25l / bm25+) or whose terms can score
         below 0 reads the dense row."""
+        key = (n, positive)
+        if key not in self._top:  # asked again by the candidate rule after a worker thread
+            self._top[key] = self._best(n, positive)
+        return self._top[key]
+
+    def _best(self, n: int, positive: bool) -> np.ndarray:
         if n <= 0 or not self.size:
             return np.zeros(0, np.int64)
         uniq, count = np.unique(np.asarray(self.terms, dtype=np.int64), return_counts=True)
