@@ -44,11 +44,11 @@ import torch
 from gralc.chunking.base import PreparedDocument
 from gralc.documents.corpus import load_corpus
 from gralc.encoding.encoder import DocumentEncoder, EncoderConfig
-from gralc.experiments.real_data import require_files
+from gralc.experiments.real_data import SHARED_DATA, require_files
 from gralc.pipeline import KnowledgeConfig, Pipeline, PipelineConfig, build_chunker
 from gralc.runinfo import blas_kernel
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA  # ../shared/data beside the repository, or $GRALC_SHARED_DATA
 #: (row label, registered name, decoder, uses the shared prepare pass)
 STRATEGIES = [
     ("fixed", "fixed", "peak", False),

@@ -1,6 +1,6 @@
 """Benchmark the JATS parser on a directory of PMC articles.
 
-Usage: python -m bench.parse [DIR]   (default: ../shared/data/pmc beside the repository)
+Usage: python -m bench.parse [DIR]   (default: ../shared/data/pmc beside the repository, or $GRALC_SHARED_DATA/pmc)
 Prints a markdown table: articles, skipped, IMRaD count, totals, time and throughput.
 """
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 from gralc.documents.corpus import corpus_files, load_corpus
 from gralc.documents.imrad import is_imrad
+from gralc.experiments.real_data import SHARED_DATA
 
-DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pmc"
+DEFAULT_DIR = SHARED_DATA / "pmc"  # ../shared/data beside the repository, or $GRALC_SHARED_DATA
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 
 Usage: python -m bench.scale [--pmc DIR] [--mesh TSV] [--n-articles 20] [--faiss-n 100000]
        [--out outputs/bench_scale/results.json] [--skip-train]
-(defaults read ../shared/data beside the repository). Measures, on real PMC articles:
+(defaults read ../shared/data beside the repository, or $GRALC_SHARED_DATA). Measures, on real PMC articles:
 
 * parse: every article under --pmc (articles/s, input MB/s); word-pieces per article over
   all of them (mean, p50, p95, max: tokenising only);

@@ -42,10 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gralc.experiments.real_data import SHARED_DATA
 from gralc.experiments.search_cost import disk_bytes, memory_mb
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = SHARED_DATA  # ../shared/data beside the repository, or $GRALC_SHARED_DATA
 SOURCES = ("covidqa/covidqa_dev.json", "pubmedqa/ori_pqal.json", "pmc")
 QUESTIONS = "covidqa/covidqa_dev.json"
 #: seconds of exhaustive passes a size gets for the recall questions (at least two questions)
