@@ -31,6 +31,7 @@ from gralc.evaluation.metrics import reciprocal_rank
 from gralc.evaluation.significance import FoldPairs, paired_gain
 from gralc.evaluation.trained_rows import searchable
 from gralc.experiments.crossval import covidqa_setup, dev_side, fold_run_arguments
+from gralc.experiments.published import print_report, report_arguments
 from gralc.experiments.real_data import require_real_graph
 from gralc.model.hybrid_scorer import normalise_lexical
 from gralc.pipeline import Pipeline, with_runtime
@@ -203,6 +204,38 @@ def pool(runs: list[str]) -> int:
     return 0
 
 
+def report(saved: dict, metrics: tuple[str, ...] = ("ev_recall@512wp", "ev_mrr", "wa_ndcg@10")) -> str:
+    """The generated table of a ``late_interaction.json``: each row's mean over the folds, the
+    weight m each fold's dev split chose (``m=cv`` rows), and each trained row's gain over the
+    untrained one.
+
+    >>> print(report({"args": {"run": "RUN", "sentence_evidence": 0.3, "train_folds": [0]},
+    ...               "rows": {"trained m=cv": [{"ev_mrr": 0.5, "chosen": 0.8}]}, "gains": {}}, ("ev_mrr",)))
+    COVID-QA dev, folds [0] by article; sentence evidence W=0.3; models: `RUN` (`python -m gralc.experiments.inference_cv`, git None).
+    <BLANKLINE>
+    | row | ev_mrr | m chosen on dev, by fold |
+    |---|---|---|
+    | trained m=cv | 0.5000 | 0.8 |
+    """
+    a = saved.get("args", {})
+    lines = [f"COVID-QA dev, folds {a.get('train_folds')} by article; sentence evidence W={a.get('sentence_evidence')}; "
+             f"models: `{a.get('run')}` (`python -m gralc.experiments.inference_cv`, git {saved.get('git_hash')}).",
+             "", "| row | " + " | ".join(metrics) + " | m chosen on dev, by fold |",
+             "|---|" + "---|" * (len(metrics) + 1)]
+    for name, folds in saved["rows"].items():
+        cells = [f"{statistics.fmean(f[m] for f in folds):.4f}" if all(m in f for f in folds) else "" for m in metrics]
+        chosen = ", ".join(f"{f['chosen']:g}" for f in folds if "chosen" in f)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {chosen} |")
+    gains = saved.get("gains") or {}
+    if gains:
+        lines += ["", "| trained over untrained | metric | gain [95 % CI] |", "|---|---|---|"]
+        for name, per in gains.items():
+            for m, g in per.items():
+                if isinstance(g, dict) and "gain" in g:
+                    lines.append(f"| {name} | {m} | {g['gain']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}] |")
+    return "\n".join(lines)
+
+
 def seed_mean(runs: list[str], metrics: tuple[str, ...] = ("ev_recall@512wp", "ev_mrr", "wa_ndcg@10")) -> dict:
     """One recipe trained under several seeds, each RUN's ``late_interaction.json`` scored on
     the same folds: per row, the five-fold mean of each seed, their mean and spread; then each
@@ -260,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
                          "instead of --run's (required for a refit run, which has none)")
     ap.add_argument("--cache-dir", default="data/cache")
     ap.add_argument("--out", default=None, help="folder for late_interaction.json (default: --run)")
+    report_arguments(ap, "late_interaction.json")
     args = ap.parse_args(argv)
+    if args.report:
+        return print_report(args.report, args.publish, report)
     if args.pool:
         return pool(args.pool)
     if args.seed_mean:

@@ -350,6 +350,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "article_stage": driver_table("article_stage"),  # issue 57: an article-level stage, screened on five folds
     "query_expansion": driver_table("article_stage"),  # issue 57: MeSH-synonym question expansion, screened
     "bm25_build_cost": driver_table("bm25_build_cost"),  # issue 59: BM25 in memory vs in blocks
+    "late_interaction_e5": driver_table("inference_cv"),  # issue 57 (b): e5's export weight m chosen on dev
 }
 
 
